@@ -1,0 +1,69 @@
+"""The producer/consumer contract: ``QuantizedActivation`` and the input-quant-key bridge.
+
+A linear advertises the key it can consume with ``expose_input_quant_key``;
+producers ask ``get_input_quant_key`` (None when the layer needs the raw
+activation, e.g. LoRA); a consumer narrows its input with
+``as_quantized_activation``, which raises on a key mismatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fused_quant.keys import QuantKey, normalize_key
+from fused_quant.validation import QuantKeyMismatchError
+
+
+@dataclass
+class QuantizedActivation:
+    """A quantized activation with its scale and the metadata of what it replaces.
+
+    ``data`` has the consumer's K as its last dim; ``scale`` is ``[*lead, 1]``
+    float32 for per-token keys and a one-element float32 tensor for per-tensor
+    keys. ``orig_shape`` / ``orig_dtype`` describe the unquantized activation.
+    """
+
+    data: torch.Tensor
+    scale: torch.Tensor
+    orig_dtype: torch.dtype
+    orig_shape: torch.Size
+    quant_key: QuantKey
+
+
+def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> None:
+    """Record on ``layer`` the pre-quantized input key it can consume.
+
+    Accepts a ``QuantKey`` or, like vLLM, a kernel object with ``input_quant_key()``;
+    a kernel that returns None (it quantizes its own input) leaves the layer unset.
+    """
+    key = key_or_kernel.input_quant_key() if hasattr(key_or_kernel, "input_quant_key") else key_or_kernel
+    if key is None:
+        return
+    if not isinstance(key, QuantKey):
+        raise TypeError(f"expose_input_quant_key expects a QuantKey or a kernel, got {type(key).__name__}")
+    layer._input_quant_key = key
+
+
+def get_input_quant_key(layer: torch.nn.Module | None) -> QuantKey | None:
+    """The key a producer may target for ``layer``; None if it needs the unquantized input."""
+    if layer is None or getattr(layer, "requires_unquantized_input", False):
+        return None
+    return getattr(layer, "_input_quant_key", None)
+
+
+def as_quantized_activation(x: torch.Tensor | QuantizedActivation,
+                            expected_key: QuantKey | None) -> QuantizedActivation | None:
+    """``x`` itself when it is a QuantizedActivation for ``expected_key``; None for a plain tensor.
+
+    Raises QuantKeyMismatchError when the keys differ, so a wrongly routed
+    activation fails loudly instead of being re-quantized or misread.
+    """
+    if not isinstance(x, QuantizedActivation):
+        return None
+    if expected_key is None or normalize_key(x.quant_key) != normalize_key(expected_key):
+        raise QuantKeyMismatchError(
+            f"QuantizedActivation carries key {x.quant_key}, but its consumer accepts {expected_key}"
+        )
+    return x

@@ -1,0 +1,148 @@
+"""Quantization keys, field-for-field equal to vLLM's ``quant_utils`` vocabulary.
+
+A ``QuantKey`` names what a consumer GEMM accepts: element dtype, how its scale
+is laid out (per tensor or per token, static or dynamic) and symmetry. FP8 keys
+name the logical OCP e4m3 format; the concrete dtype of a tensor (``e4m3fn`` or
+``e4m3fnuz``) comes from the platform, see ``fp8_max``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
+
+import torch
+
+
+class _GroupShape(NamedTuple):
+    row: int
+    col: int
+
+
+class GroupShape(_GroupShape):
+    """Shape of one quantization group; -1 means the full extent of that dim."""
+
+    PER_TENSOR: ClassVar["GroupShape"]
+    PER_TOKEN: ClassVar["GroupShape"]
+
+    def is_per_tensor(self) -> bool:
+        return self.row == -1 and self.col == -1
+
+    def is_per_token(self) -> bool:
+        return self.row == 1 and self.col == -1
+
+    def is_per_group(self) -> bool:
+        return self.row == 1 and self.col >= 1
+
+
+GroupShape.PER_TENSOR = GroupShape(-1, -1)
+GroupShape.PER_TOKEN = GroupShape(1, -1)
+
+
+@dataclass(frozen=True)
+class ScaleDesc:
+    dtype: torch.dtype
+    static: bool
+    group_shape: GroupShape
+
+    def __str__(self) -> str:
+        kind = "static" if self.static else "dynamic"
+        if self.group_shape.is_per_tensor():
+            shape = "per_tensor"
+        elif self.group_shape.is_per_token():
+            shape = "per_token"
+        else:
+            shape = str(tuple(self.group_shape))
+        return f"{_abbr(self.dtype)},{kind},{shape}"
+
+
+@dataclass(frozen=True)
+class QuantKey:
+    dtype: torch.dtype
+    scale: ScaleDesc
+    scale2: ScaleDesc | None = None
+    symmetric: bool = True
+
+    def __str__(self) -> str:
+        scale2 = f"scale2({self.scale2})," if self.scale2 else ""
+        sym = "symmetric" if self.symmetric else "asymmetric"
+        return f"QuantKey({_abbr(self.dtype)},scale({self.scale}),{scale2}{sym})"
+
+
+def _abbr(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+FP8_DTYPE = torch.float8_e4m3fn  # the logical format FP8 keys name
+FP8_FNUZ_DTYPE = torch.float8_e4m3fnuz
+
+kStaticTensorScale = ScaleDesc(torch.float32, True, GroupShape.PER_TENSOR)
+kDynamicTokenScale = ScaleDesc(torch.float32, False, GroupShape.PER_TOKEN)
+
+kFp8StaticTensorSym = QuantKey(FP8_DTYPE, kStaticTensorScale, symmetric=True)
+kFp8DynamicTokenSym = QuantKey(FP8_DTYPE, kDynamicTokenScale, symmetric=True)
+kInt8StaticTensorSym = QuantKey(torch.int8, kStaticTensorScale, symmetric=True)
+kInt8DynamicTokenSym = QuantKey(torch.int8, kDynamicTokenScale, symmetric=True)
+
+# Short stable names, used by the CLI, custom ops and JSON output.
+KEYS: dict[str, QuantKey] = {
+    "fp8_static_tensor": kFp8StaticTensorSym,
+    "fp8_dynamic_token": kFp8DynamicTokenSym,
+    "int8_static_tensor": kInt8StaticTensorSym,
+    "int8_dynamic_token": kInt8DynamicTokenSym,
+}
+_NAMES = {key: name for name, key in KEYS.items()}
+
+# vLLM's (and our) FP8 max: the format max for e4m3fn; 224 for e4m3fnuz, below
+# the format's 240 on purpose (vLLM quant_utils.get_fp8_min_max).
+_FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 224.0}
+INT8_MAX = 127.0
+
+
+def key_name(key: QuantKey) -> str:
+    """Short name of one of the four supported keys; ValueError for others."""
+    name = _NAMES.get(normalize_key(key))
+    if name is None:
+        raise ValueError(f"unsupported quant key {key}; supported: {', '.join(KEYS)}")
+    return name
+
+
+def key_from_name(name: str) -> QuantKey:
+    try:
+        return KEYS[name]
+    except KeyError:
+        raise ValueError(f"unknown quant key name {name!r}; expected one of {', '.join(KEYS)}") from None
+
+
+def normalize_key(key: QuantKey) -> QuantKey:
+    """Map a key whose dtype is a concrete FP8 dtype (e.g. fnuz) to the logical key."""
+    if key.dtype == FP8_FNUZ_DTYPE:
+        return QuantKey(FP8_DTYPE, key.scale, key.scale2, key.symmetric)
+    return key
+
+
+def is_fp8(key: QuantKey) -> bool:
+    return key.dtype in _FP8_MAX
+
+
+def is_per_token(key: QuantKey) -> bool:
+    return key.scale.group_shape.is_per_token()
+
+
+def is_static(key: QuantKey) -> bool:
+    return key.scale.static
+
+
+def fp8_max(fp8_dtype: torch.dtype) -> float:
+    """``M8`` of NUMERICS.md for a concrete FP8 dtype."""
+    try:
+        return _FP8_MAX[fp8_dtype]
+    except KeyError:
+        raise ValueError(
+            f"unsupported FP8 dtype {fp8_dtype}; expected torch.float8_e4m3fn or torch.float8_e4m3fnuz"
+        ) from None
+
+
+def storage_dtype(key: QuantKey, fp8_dtype: torch.dtype = FP8_DTYPE) -> torch.dtype:
+    """Concrete dtype of the quantized data for ``key`` on a platform whose FP8 is ``fp8_dtype``."""
+    return fp8_dtype if is_fp8(key) else key.dtype

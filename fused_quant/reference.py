@@ -1,0 +1,101 @@
+"""THE SPEC (NUMERICS.md) in pure torch: every producer is tested bitwise against it.
+
+``act_quant_ref(act, x, key, scale, numerics=..., fp8_dtype=...)`` is the unfused
+chain: activation (rounded to the input dtype T unless the profile says
+otherwise), then the quantizer, all quantizer arithmetic in fp32. Inputs of any
+rank: leading dims are flattened for the per-token reduction and restored.
+Outputs with NaN are canonical: FP8 NaN is 0x7f (e4m3fn) / 0x80 (e4m3fnuz) and a
+NaN scale is the quiet NaN 0x7fc00000, whatever NaN payload or sign came in.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from fused_quant import keys as K
+from fused_quant.numerics import NumericsProfile, get_profile
+from fused_quant.validation import check_activation, check_activation_input
+
+FP8_NAN_CODE = {torch.float8_e4m3fn: 0x7F, torch.float8_e4m3fnuz: 0x80}
+# Lower bound of a dynamic FP8 per-token scale (NUMERICS.md), as fp32.
+_FP8_MIN_SCALE_DIV = 512.0
+
+
+def fp8_min_scale(fp8_dtype: torch.dtype) -> float:
+    """``1 / (M8 * 512)`` as the fp32 value every backend uses."""
+    return float(torch.tensor(1.0 / (K.fp8_max(fp8_dtype) * _FP8_MIN_SCALE_DIV), dtype=torch.float32))
+
+
+def act_ref(act: str, x: torch.Tensor) -> torch.Tensor:
+    """The activation alone, in the input dtype (what the unfused layer returns)."""
+    check_activation(act)
+    check_activation_input(x, act)
+    return _act_fp32(act, x, get_profile("default")).to(x.dtype)
+
+
+def _act_fp32(act: str, x: torch.Tensor, profile: NumericsProfile) -> torch.Tensor:
+    """Activation as it enters the quantizer: fp32 holding values of T unless the profile keeps fp32."""
+    t = x.dtype
+    if act == "relu2":
+        # square in fp32, one rounding to T
+        return torch.relu(x.float()).square().to(t).float()
+    d = x.shape[-1] // 2
+    g, u = x[..., :d].float(), x[..., d:].float()
+    s = F.silu(g).to(t).float()  # T(g / (1 + exp(-g))), fp32 math, one rounding
+    y = s * u
+    return y.to(t).float() if profile.round_silu_product else y
+
+
+def _canonical_nan_f32(s: torch.Tensor) -> torch.Tensor:
+    return torch.where(torch.isnan(s), torch.full_like(s, float("nan")), s)
+
+
+def _to_fp8(v: torch.Tensor, fp8_dtype: torch.dtype, m8: float) -> torch.Tensor:
+    # clamp propagates NaN; the NaN code is set explicitly so its sign/payload never leaks
+    q = v.clamp(-m8, m8).to(fp8_dtype).view(torch.uint8)
+    q = torch.where(torch.isnan(v), torch.full_like(q, FP8_NAN_CODE[fp8_dtype]), q)
+    return q.view(fp8_dtype)
+
+
+def _to_int8(v: torch.Tensor) -> torch.Tensor:
+    # rne (torch.round is half-to-even), saturate to [-128, 127], NaN -> 0
+    r = torch.round(v).clamp(-128.0, 127.0)
+    return torch.where(torch.isnan(r), torch.zeros_like(r), r).to(torch.int8)
+
+
+def quant_ref(y: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,
+              fp8_dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[torch.Tensor, torch.Tensor]:
+    """Quantize ``y`` (any float dtype, read as fp32) for ``key``; returns (q, scale)."""
+    key = K.normalize_key(key)
+    K.key_name(key)
+    yf = y.float()
+    if K.is_static(key):
+        if scale is None:
+            raise ValueError(f"{key} needs a static scale")
+        sc = scale.reshape(()).to(device=y.device, dtype=torch.float32)
+        if K.is_fp8(key):
+            inv = 1.0 / sc  # fp32 IEEE reciprocal, then multiply (NUMERICS.md)
+            return _to_fp8(yf * inv, fp8_dtype, K.fp8_max(fp8_dtype)), scale
+        return _to_int8(yf / sc), scale
+    # dynamic per-token: one scale per row of the last dim
+    a = yf.abs().amax(dim=-1, keepdim=True)  # NaN propagates
+    if K.is_fp8(key):
+        m8 = K.fp8_max(fp8_dtype)
+        s = torch.maximum(a / m8, torch.tensor(fp8_min_scale(fp8_dtype), device=a.device))
+        q = _to_fp8(yf / s, fp8_dtype, m8)
+    else:
+        s = a / K.INT8_MAX
+        inv = torch.where(a == 0, torch.zeros_like(a), K.INT8_MAX / a)
+        q = _to_int8(yf * inv)
+    return q, _canonical_nan_f32(s)
+
+
+def act_quant_ref(act: str, x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,
+                  numerics: str | NumericsProfile | None = "default",
+                  fp8_dtype: torch.dtype = torch.float8_e4m3fn) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fused producer's spec: ``quant(act(x), key)``; returns (q, scale)."""
+    check_activation(act)
+    check_activation_input(x, act)
+    y = _act_fp32(act, x, get_profile(numerics))
+    return quant_ref(y, key, scale, fp8_dtype=fp8_dtype)
