@@ -37,6 +37,8 @@ def act_ref(act: str, x: torch.Tensor) -> torch.Tensor:
 def _act_fp32(act: str, x: torch.Tensor, profile: NumericsProfile) -> torch.Tensor:
     """Activation as it enters the quantizer: fp32 holding values of T unless the profile keeps fp32."""
     t = x.dtype
+    if act == "identity":
+        return x.float()
     if act == "relu2":
         # square in fp32, one rounding to T
         return torch.relu(x.float()).square().to(t).float()
@@ -97,5 +99,27 @@ def act_quant_ref(act: str, x: torch.Tensor, key: K.QuantKey, scale: torch.Tenso
     """The fused producer's spec: ``quant(act(x), key)``; returns (q, scale)."""
     check_activation(act)
     check_activation_input(x, act)
-    y = _act_fp32(act, x, get_profile(numerics))
-    return quant_ref(y, key, scale, fp8_dtype=fp8_dtype)
+    return act_quant_unchecked(act, x, key, scale, get_profile(numerics), fp8_dtype)
+
+
+def act_quant_unchecked(act: str, x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None,
+                        profile: NumericsProfile, fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """``act_quant_ref`` for input the caller has validated (the torch backend's producer)."""
+    return quant_ref(_act_fp32(act, x, profile), key, scale, fp8_dtype=fp8_dtype)
+
+
+def quantize_weight_ref(w: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-output-channel weight quantization: returns (wq [N, K], ws [N, 1] float32).
+
+    int8: ``ws = max|w_row| / 127``, ``wq = sat(rne(w / ws))``; FP8: ``ws = max|w_row| / M8``,
+    ``wq = fp8(clamp(w / ws))``. An all-zero row gets ws = 0 and wq = 0.
+    """
+    if w.dim() != 2:
+        raise ValueError(f"weight must be 2-D [N, K], got shape {tuple(w.shape)}")
+    wf = w.float()
+    a = wf.abs().amax(dim=1, keepdim=True)
+    qmax = K.INT8_MAX if dtype == torch.int8 else K.fp8_max(dtype)
+    ws = a / qmax
+    v = wf / torch.where(ws == 0, torch.ones_like(ws), ws)
+    wq = _to_int8(v) if dtype == torch.int8 else _to_fp8(v, dtype, qmax)
+    return wq, ws

@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 
 ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-ACTIVATIONS = ("silu_and_mul", "relu2")
+ACTIVATIONS = ("silu_and_mul", "relu2", "identity")
 
 
 class FusedQuantError(Exception):

@@ -1,0 +1,46 @@
+"""fused-quant: activation + input quantization as one fused producer feeding a checked quantized linear.
+
+This module only re-exports: importing it probes nothing, reads no environment
+variable, imports neither triton nor vllm, and never initializes CUDA.
+"""
+
+from fused_quant.backends import current_backend, select_backend
+from fused_quant.contract import (
+    QuantizedActivation,
+    as_quantized_activation,
+    expose_input_quant_key,
+    get_input_quant_key,
+)
+from fused_quant.gemm import quant_gemm, register_gemm_provider
+from fused_quant.keys import (
+    GroupShape,
+    QuantKey,
+    ScaleDesc,
+    kFp8DynamicTokenSym,
+    kFp8StaticTensorSym,
+    kInt8DynamicTokenSym,
+    kInt8StaticTensorSym,
+)
+from fused_quant.modules import QuantLinear, ReLUSquared, SiluAndMul, name_quant_linears
+from fused_quant.numerics import NumericsProfile, get_profile
+from fused_quant.registry import fused_act_quant, maybe_fused_act_quant, quantize, register_producer
+from fused_quant.validation import (
+    BackendUnavailableError,
+    FusedQuantError,
+    QuantDTypeError,
+    QuantKeyMismatchError,
+    ScaleError,
+    ShapeMismatchError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendUnavailableError", "FusedQuantError", "GroupShape", "NumericsProfile", "QuantDTypeError",
+    "QuantKey", "QuantKeyMismatchError", "QuantLinear", "QuantizedActivation", "ReLUSquared", "ScaleDesc",
+    "ScaleError", "ShapeMismatchError", "SiluAndMul", "__version__", "as_quantized_activation",
+    "current_backend", "expose_input_quant_key", "fused_act_quant", "get_input_quant_key", "get_profile",
+    "kFp8DynamicTokenSym", "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym",
+    "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize", "register_gemm_provider",
+    "register_producer", "select_backend",
+]

@@ -1,0 +1,76 @@
+"""``hip_w8a8`` GEMM providers, in order: the vendor ``hipblaslt_w8a8_gemm`` (when a vendor
+module provides it), ``torch._int_mm`` (hipBLASLt on ROCm) + epilogue, the Triton scaled
+int8 GEMM; FP8 through ``torch._scaled_mm`` where the arch has FP8.
+
+Vendor call: ``hipblaslt_w8a8_gemm(xq [M,K], w [N,K], xs [M,1], ws [N,1], m, n, k, "NT",
+out_dtype) -> (status, out)``; success is ``status is True`` or ``status == 0``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from fused_quant.gemm import GemmProblem, register_gemm_provider
+from fused_quant.kernels import gemm_launch as g
+from fused_quant.validation import GemmProviderError
+
+BACKENDS = ("hip_w8a8",)
+# Modules that ship the vendor GEMM on DCU / ROCm nodes, tried in order (data).
+VENDOR_MODULES = ("lightop.gemm_ops", "lmslim.quant_ops")
+VENDOR_FN = "hipblaslt_w8a8_gemm"
+
+_vendor_cache: dict[str, object] = {}
+
+
+def vendor_gemm() -> tuple[object | None, str]:
+    """(callable or None, where it came from / why not); imported once, lazily."""
+    if "fn" not in _vendor_cache:
+        fn, why = None, []
+        for name in VENDOR_MODULES:
+            try:
+                fn = getattr(importlib.import_module(name), VENDOR_FN)
+                why = [f"{name}.{VENDOR_FN}"]
+                break
+            except (ImportError, AttributeError) as exc:
+                why.append(f"{name}: {exc.__class__.__name__}: {exc}")
+        _vendor_cache["fn"], _vendor_cache["why"] = fn, "; ".join(why)
+    return _vendor_cache["fn"], _vendor_cache["why"]
+
+
+def reset_vendor_cache() -> None:
+    _vendor_cache.clear()
+
+
+def _vendor_supported(p: GemmProblem) -> tuple[bool, str]:
+    fn, why = vendor_gemm()
+    if fn is None:
+        return False, f"no vendor {VENDOR_FN} ({why})"
+    if p.device.type != "cuda":
+        return False, f"{VENDOR_FN} needs a GPU tensor, got {p.device}"
+    if p.out_dtype not in (torch.bfloat16, torch.float16):
+        return False, f"{VENDOR_FN} writes bf16/fp16, {p.out_dtype} requested"
+    return True, why
+
+
+def _vendor(xq, xs, w, ws, bias, out_dtype):
+    fn, _ = vendor_gemm()
+    m, k = xq.shape
+    n = w.shape[0]
+    xs2 = xs.expand(m, 1).contiguous() if xs.numel() == 1 else xs
+    ws2 = ws.expand(n, 1).contiguous() if ws.numel() == 1 else ws
+    status, out = fn(xq, w, xs2, ws2, m, n, k, "NT", out_dtype)
+    if not (status is True or (type(status) is int and status == 0)):
+        raise GemmProviderError(f"{VENDOR_FN} failed with status {status!r} (M={m}, N={n}, K={k})")
+    return out if bias is None else out + bias
+
+
+register_gemm_provider("hipblaslt_w8a8", _vendor, kind="int8", backends=BACKENDS,
+                       supported=_vendor_supported, first=False)
+register_gemm_provider("int_mm_int8", g.int_mm_int8, kind="int8", backends=BACKENDS,
+                       supported=g.int_mm_supported, first=False)
+register_gemm_provider("triton_int8", g.triton_int8, kind="int8", backends=BACKENDS,
+                       supported=g.triton_int8_supported, first=False)
+register_gemm_provider("scaled_mm_fp8", g.scaled_mm_fp8, kind="fp8", backends=BACKENDS,
+                       supported=g.scaled_mm_supported, first=False)

@@ -1,0 +1,31 @@
+"""``hip_w8a8`` producers: the shared Triton kernels; int8 keys everywhere (the HCU
+``silu_mul_quant``), FP8 keys only where the arch has FP8 (e4m3fnuz on gfx94x)."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from fused_quant import keys as K
+from fused_quant.backends.triton_fp8.producers import produce
+from fused_quant.kernels.launch import triton_supported
+from fused_quant.registry import act_types, register_producer
+
+BACKEND = "hip_w8a8"
+
+
+def _fp8_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
+    from fused_quant.platforms import current_platform
+
+    info = current_platform()
+    if not info.has_fp8:
+        return False, f"{info.arch or info.vendor} has no FP8; use an int8 key"
+    return triton_supported(x, scale)
+
+
+for _act, _type in act_types().items():
+    for _key in K.KEYS.values():
+        register_producer(_type, _key, backend=BACKEND,
+                          supported=_fp8_supported if K.is_fp8(_key) else triton_supported)(
+            functools.partial(produce, _act, key=_key))

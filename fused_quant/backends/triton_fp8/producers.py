@@ -1,0 +1,26 @@
+"""``triton_fp8`` producers: the shared Triton act+quant kernels for every activation x key.
+
+Registered whatever the platform (no triton import here); the support predicate
+declines inputs the kernels do not take, which then fall back.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from fused_quant import keys as K
+from fused_quant.kernels.launch import triton_supported
+from fused_quant.ops import act_quant
+from fused_quant.registry import act_types, register_producer
+
+BACKEND = "triton_fp8"
+
+
+def produce(act, x, scale, *, numerics, fp8_dtype, key):
+    return act_quant(x, act, key, scale, numerics.round_silu_product, fp8_dtype)
+
+
+for _act, _type in act_types().items():
+    for _key in K.KEYS.values():
+        register_producer(_type, _key, backend=BACKEND, supported=triton_supported)(
+            functools.partial(produce, _act, key=_key))

@@ -1,0 +1,1 @@
+"""Device kernels. ``kernels.triton`` holds Triton JIT code only; importing this package imports nothing heavy."""

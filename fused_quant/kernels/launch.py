@@ -1,0 +1,103 @@
+"""Host side of the Triton act+quant kernels: support predicate, allocation, launch.
+
+Shared by the ``triton_fp8`` and ``hip_w8a8`` producers. Triton is imported on
+first launch, never at import. Input rows may have a stride (a 2-D view with
+``stride(-1) == 1``); anything that cannot be viewed as ``[M, D]`` rows without
+a copy is declined by ``triton_supported`` so the torch backend computes it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from fused_quant import keys as K
+from fused_quant.kernels import heuristics
+from fused_quant.reference import FP8_NAN_CODE, fp8_min_scale
+
+ACT_CODES = {"identity": 0, "relu2": 1, "silu_and_mul": 2}
+QUANT_CODES = {"fp8_static_tensor": 0, "fp8_dynamic_token": 1, "int8_static_tensor": 2, "int8_dynamic_token": 3}
+KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def rows_view(x: torch.Tensor) -> torch.Tensor | None:
+    """``x`` as ``[M, D_in]`` rows with unit column stride, without copying; None if impossible."""
+    if x.stride(-1) != 1 and x.shape[-1] != 1:
+        return None
+    if x.dim() == 2:
+        return x
+    try:
+        return x.view(-1, x.shape[-1])
+    except RuntimeError:
+        return None
+
+
+def triton_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
+    if x.device.type != "cuda":
+        return False, f"Triton kernels run on GPU tensors; input is on {x.device}"
+    if x.dtype not in KERNEL_DTYPES:
+        return False, f"Triton kernels take bf16/fp16/fp32; input is {x.dtype}"
+    if rows_view(x) is None:
+        return False, f"input strides {x.stride()} cannot be read as rows without a copy"
+    return True, ""
+
+
+@functools.cache
+def _tl():
+    import triton.language as tl
+
+    from fused_quant.kernels.triton import act_quant
+
+    dtypes = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32,
+              torch.float8_e4m3fn: tl.float8e4nv, torch.float8_e4m3fnuz: tl.float8e4b8}
+    return act_quant, dtypes
+
+
+def _arch(device: torch.device) -> str | None:
+    from fused_quant.platforms import current_platform
+
+    return current_platform().arch
+
+
+def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | None,
+                     round_product: bool, fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run one producer kernel; returns (q, scale) with q ``[*lead, D]``, per-token scale ``[*lead, 1]``."""
+    kernels, tl_dtypes = _tl()
+    x2 = rows_view(x)
+    d_in = x2.shape[1]
+    d = d_in // 2 if act == "silu_and_mul" else d_in
+    m = x2.shape[0]
+    lead = tuple(x.shape[:-1])
+    qdtype = K.storage_dtype(key, fp8_dtype)
+    q = torch.empty((*lead, d), dtype=qdtype, device=x.device)
+    per_token = K.is_per_token(key)
+    s = torch.empty((*lead, 1), dtype=torch.float32, device=x.device) if per_token else scale
+    if m == 0:
+        return q, s
+    fp8 = K.is_fp8(key)
+    common = dict(
+        ACT=ACT_CODES[act], QUANT=QUANT_CODES[K.key_name(key)], T=tl_dtypes[x.dtype],
+        ROUND_PRODUCT=round_product,
+        M8=K.fp8_max(fp8_dtype) if fp8 else 127.0,
+        FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
+    )
+    q_out = q.view(torch.uint8) if fp8 else q
+    arch = _arch(x.device)
+    if not per_token:
+        cfg = heuristics.static_launch(m, d, arch)
+        grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
+        kernels.act_quant_static_kernel[grid](x2, q_out, scale, m, d, x2.stride(0), **common, **cfg)
+        return q, s
+    cfg = heuristics.token_launch(m, d, arch)
+    common["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
+    if cfg.pop("two_pass"):
+        kernels.act_quant_token_2pass_kernel[(m,)](x2, q_out, s, m, d, x2.stride(0), **common, **cfg)
+    else:
+        grid = (triton_cdiv(m, cfg["ROWS"]),)
+        kernels.act_quant_token_kernel[grid](x2, q_out, s, m, d, x2.stride(0), **common, **cfg)
+    return q, s
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)

@@ -1,0 +1,161 @@
+"""Activation modules (``SiluAndMul``, ``ReLUSquared``) and the consumer ``QuantLinear``.
+
+``QuantLinear.forward(x=None, x_and_scale_quanted=None)`` takes a plain tensor
+(quantized inside by the backend's quantizer), a ``QuantizedActivation``, or the
+HCU ``(xq, xs)`` tuple next to an ignored placeholder whose token dims must
+match. Every path ends in the checked GEMM entry, never in a provider directly.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fused_quant import keys as K
+from fused_quant.contract import QuantizedActivation, as_quantized_activation, expose_input_quant_key
+from fused_quant.gemm import quant_gemm
+from fused_quant.reference import quantize_weight_ref
+from fused_quant.validation import (
+    ACT_DTYPES,
+    QuantDTypeError,
+    ScaleError,
+    ShapeMismatchError,
+    check_scale_tensor,
+    check_static_scale_value,
+)
+
+
+class SiluAndMul(nn.Module):
+    """``silu(x[..., :d]) * x[..., d:]`` in eager torch (the unfused chain of NUMERICS.md)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return F.silu(x[..., :d]) * x[..., d:]
+
+
+class ReLUSquared(nn.Module):
+    """``relu(x)^2`` in eager torch: one rounding of the fp32 square."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.square(F.relu(x))
+
+
+ACT_TYPES: dict[str, type] = {"silu_and_mul": SiluAndMul, "relu2": ReLUSquared, "identity": nn.Identity}
+
+
+def _default_name(k: int, n: int) -> str:
+    return f"QuantLinear(in_features={k}, out_features={n})"
+
+
+class QuantLinear(nn.Module):
+    """A W8A8 linear (int8 or FP8, per-output-channel weight scales) that consumes ``input_key``."""
+
+    def __init__(self, weight: torch.Tensor, weight_scale: torch.Tensor, input_key: K.QuantKey, *,
+                 bias: torch.Tensor | None = None, input_scale: torch.Tensor | float | None = None,
+                 out_dtype: torch.dtype = torch.bfloat16, name: str | None = None):
+        super().__init__()
+        key = K.normalize_key(input_key)
+        K.key_name(key)
+        if out_dtype not in ACT_DTYPES:
+            raise QuantDTypeError(f"QuantLinear output dtype must be one of bf16, fp16, fp32; got {out_dtype}")
+        self.input_key = key
+        self.out_dtype = out_dtype
+        self.name = name or _default_name(weight.shape[-1], weight.shape[0])
+        self.register_buffer("weight", weight)
+        self.register_buffer("weight_scale", weight_scale.to(torch.float32).reshape(-1, 1))
+        self.register_buffer("bias", None if bias is None else bias.detach().to(out_dtype))
+        self.register_buffer("input_scale", None)
+        if K.is_static(key):
+            if input_scale is None:
+                raise ScaleError(f"{self.name}: static key {K.key_name(key)} needs input_scale")
+            self.set_input_scale(input_scale)
+        elif input_scale is not None:
+            raise ScaleError(f"{self.name}: {K.key_name(key)} computes its scale per token; input_scale must be None")
+        expose_input_quant_key(self, key)
+
+    @classmethod
+    def from_float(cls, linear: nn.Linear, input_key: K.QuantKey, input_scale: torch.Tensor | float | None = None,
+                   *, name: str | None = None, fp8_dtype: torch.dtype | None = None) -> "QuantLinear":
+        """Quantize ``linear``'s weight per output channel for ``input_key`` (int8 or FP8)."""
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(f"from_float expects torch.nn.Linear, got {type(linear).__name__}")
+        if not isinstance(input_key, K.QuantKey):
+            raise TypeError(f"input_key must be a QuantKey, got {type(input_key).__name__}")
+        if K.is_fp8(input_key):
+            if fp8_dtype is None:
+                from fused_quant.registry import platform_fp8_dtype
+
+                fp8_dtype = platform_fp8_dtype()
+            wdtype = fp8_dtype
+        else:
+            wdtype = torch.int8
+        wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype)
+        return cls(wq, ws, input_key, bias=linear.bias, input_scale=input_scale,
+                   out_dtype=linear.weight.dtype, name=name)
+
+    @property
+    def in_features(self) -> int:
+        return self.weight.shape[1]
+
+    @property
+    def out_features(self) -> int:
+        return self.weight.shape[0]
+
+    def set_input_scale(self, scale: torch.Tensor | float) -> None:
+        """Set the static input scale; its value is checked here once (finite, > 0), never per call."""
+        if not isinstance(scale, torch.Tensor):
+            scale = torch.tensor([float(scale)], dtype=torch.float32)
+        scale = check_scale_tensor(scale, device=scale.device, what="input_scale", layer=self.name)
+        check_static_scale_value(scale, what="input_scale", layer=self.name)
+        self.input_scale = scale.detach().reshape(1).to(self.weight.device).clone()
+
+    def forward(self, x: torch.Tensor | QuantizedActivation | None = None,
+                x_and_scale_quanted: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        qa = self._activation(x, x_and_scale_quanted)
+        return quant_gemm(qa, self.weight, self.weight_scale, self.bias, out_dtype=self.out_dtype, layer=self.name)
+
+    def _activation(self, x, x_and_scale_quanted) -> QuantizedActivation:
+        if x_and_scale_quanted is not None:
+            return self._from_hcu_tuple(x, x_and_scale_quanted)
+        if x is None:
+            raise TypeError(f"{self.name}: pass x (a tensor or QuantizedActivation) or x_and_scale_quanted=(xq, xs)")
+        qa = as_quantized_activation(x, self.input_key)
+        if qa is not None:
+            return qa
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{self.name}: x must be a tensor or QuantizedActivation, got {type(x).__name__}")
+        from fused_quant.registry import quantize
+
+        return quantize(x, self.input_key, self.input_scale)
+
+    def _from_hcu_tuple(self, placeholder, pair) -> QuantizedActivation:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                and all(isinstance(t, torch.Tensor) for t in pair)):
+            raise TypeError(f"{self.name}: x_and_scale_quanted must be a (xq, xs) pair of tensors, "
+                            f"got {type(pair).__name__}")
+        xq, xs = pair
+        if isinstance(placeholder, QuantizedActivation):
+            raise TypeError(f"{self.name}: pass either a QuantizedActivation or x_and_scale_quanted, not both")
+        if placeholder is not None:
+            if not isinstance(placeholder, torch.Tensor):
+                raise TypeError(f"{self.name}: placeholder x must be a tensor or None, got {type(placeholder).__name__}")
+            # the placeholder's values are ignored, but it must describe the same tokens as xq
+            if xq.dim() == 0 or placeholder.dim() == 0 or placeholder.shape[:-1] != xq.shape[:-1]:
+                raise ShapeMismatchError(
+                    f"{self.name}: token-count mismatch: placeholder x has shape {tuple(placeholder.shape)} "
+                    f"but xq has {tuple(xq.shape)}; their leading (token) dims must be equal",
+                    layer=self.name, x_shape=xq.shape, w_shape=self.weight.shape)
+        return QuantizedActivation(data=xq, scale=xs, orig_dtype=self.out_dtype, orig_shape=xq.shape,
+                                   quant_key=self.input_key)
+
+    def extra_repr(self) -> str:
+        return (f"name={self.name!r}, in_features={self.in_features}, out_features={self.out_features}, "
+                f"input_key={K.key_name(self.input_key)}, weight={self.weight.dtype}, bias={self.bias is not None}")
+
+
+def name_quant_linears(model: nn.Module, prefix: str = "") -> None:
+    """Name every QuantLinear in ``model`` after its module path, so errors say which layer."""
+    for path, module in model.named_modules(prefix=prefix):
+        if isinstance(module, QuantLinear):
+            module.name = path or module.name

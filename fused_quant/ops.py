@@ -1,0 +1,70 @@
+"""``torch.library`` custom ops around the act+quant producers, with fake implementations.
+
+``fused_quant::act_quant_static`` returns q (the static scale is the caller's
+own tensor, returned by the Python wrapper: an op output may not alias an
+input); ``fused_quant::act_quant_token`` returns (q, scale). On GPU tensors
+they launch the Triton kernels; on others they run the reference. Opaque to
+Dynamo, so ``torch.compile`` and CUDA graphs see one op, never its internals.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fused_quant import keys as K
+
+FP8_NAMES = {"e4m3fn": torch.float8_e4m3fn, "e4m3fnuz": torch.float8_e4m3fnuz}
+_FP8_TO_NAME = {v: k for k, v in FP8_NAMES.items()}
+
+
+def _out_shape(x: torch.Tensor, act: str) -> tuple[int, ...]:
+    d = x.shape[-1] // 2 if act == "silu_and_mul" else x.shape[-1]
+    return (*x.shape[:-1], d)
+
+
+def _compute(x, scale, act, key_name, round_product, fp8):
+    from fused_quant.kernels.launch import rows_view
+
+    key = K.key_from_name(key_name)
+    fp8_dtype = FP8_NAMES[fp8]
+    if x.device.type == "cuda" and rows_view(x) is not None:
+        from fused_quant.kernels.launch import launch_act_quant
+
+        return launch_act_quant(x, act, key, scale, round_product, fp8_dtype)
+    from fused_quant.numerics import DEFAULT, HCU
+    from fused_quant.reference import act_quant_unchecked
+
+    return act_quant_unchecked(act, x, key, scale, DEFAULT if round_product else HCU, fp8_dtype)
+
+
+@torch.library.custom_op("fused_quant::act_quant_static", mutates_args=())
+def act_quant_static(x: torch.Tensor, scale: torch.Tensor, act: str, key: str, round_product: bool,
+                     fp8: str) -> torch.Tensor:
+    return _compute(x, scale, act, key, round_product, fp8)[0]
+
+
+@act_quant_static.register_fake
+def _act_quant_static_fake(x, scale, act, key, round_product, fp8):
+    return x.new_empty(_out_shape(x, act), dtype=K.storage_dtype(K.key_from_name(key), FP8_NAMES[fp8]))
+
+
+@torch.library.custom_op("fused_quant::act_quant_token", mutates_args=())
+def act_quant_token(x: torch.Tensor, act: str, key: str, round_product: bool,
+                    fp8: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return _compute(x, None, act, key, round_product, fp8)
+
+
+@act_quant_token.register_fake
+def _act_quant_token_fake(x, act, key, round_product, fp8):
+    shape = _out_shape(x, act)
+    q = x.new_empty(shape, dtype=K.storage_dtype(K.key_from_name(key), FP8_NAMES[fp8]))
+    return q, x.new_empty((*shape[:-1], 1), dtype=torch.float32)
+
+
+def act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | None, round_product: bool,
+              fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, scale) through the custom ops; validated input expected."""
+    name, fp8 = K.key_name(key), _FP8_TO_NAME[fp8_dtype]
+    if K.is_static(key):
+        return act_quant_static(x, scale, act, name, round_product, fp8), scale
+    return act_quant_token(x, act, name, round_product, fp8)

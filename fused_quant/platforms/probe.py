@@ -1,0 +1,308 @@
+"""``probe()``: what GPU this node has, learned without creating a CUDA/HIP context.
+
+Sources: torch build info, NVML (nvidia-ml-py), /proc/driver/nvidia, amdsmi, KFD
+sysfs; never torch.cuda, never a subprocess. Each source is a pure function of
+its inputs; ``probe()`` wires the real ones and caches the result.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from fused_quant.platforms.info import (
+    HYGON_ONLY_ARCHS,
+    HYGON_PCI_VENDOR_ID,
+    PlatformInfo,
+    fp8_dtype_for,
+    sm_arch,
+)
+
+NVIDIA_PROC_ROOT = Path("/proc/driver/nvidia")
+KFD_SYSFS_ROOT = Path("/sys/class/kfd/kfd/topology")
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton")
+# A visibility variable set to "" or "-1" hides every device. Any other value
+# (a list of ids) is not interpreted: device_count stays the physical count.
+NVIDIA_VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES",)
+AMD_VISIBILITY_VARS = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")  # HIP honours both
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """What one source saw: a GPU (``vendor`` set) or nothing, with a note saying why."""
+
+    vendor: str | None
+    note: str
+    arch: str | None = None
+    device_name: str | None = None
+    device_count: int = 0
+    error: bool = False  # the source was there but failed; the note must reach the reason
+
+    @property
+    def found(self) -> bool:
+        return self.vendor is not None
+
+
+def torch_build_of(version: Any) -> str:
+    """``"cuda 12.8"``, ``"hip 6.3.4"`` or ``"cpu"`` from a ``torch.version``-like object."""
+    if getattr(version, "hip", None):
+        return f"hip {version.hip}"
+    if getattr(version, "cuda", None):
+        return f"cuda {version.cuda}"
+    return "cpu"
+
+
+def dtk_marker(version: Any) -> str | None:
+    """The DTK (Hygon's ROCm fork) marker in a torch build, or None for a stock build."""
+    dtk = getattr(version, "dtk", None)
+    if dtk:
+        return f"torch.version.dtk={dtk}"
+    for attr in ("__version__", "hip"):
+        text = str(getattr(version, attr, None) or "")
+        if "dtk" in text.lower():
+            return f"torch.version.{attr}={text}"
+    return None
+
+
+def hidden_by(env: Mapping[str, str], names: Iterable[str]) -> str | None:
+    """The visibility variable that hides every device (set to "" or "-1"), or None."""
+    for name in names:
+        value = env.get(name)
+        if value is not None and value.strip() in ("", "-1"):
+            return f"{name}={value!r}"
+    return None
+
+
+def decode_gfx_target_version(value: int) -> str | None:
+    """KFD's ``gfx_target_version`` (major*10000 + minor*100 + stepping) -> ``"gfx942"``.
+
+    The stepping is printed in hex (90010 -> gfx90a) as LLVM names it; 0 (a CPU node) -> None.
+    """
+    if value <= 0:
+        return None
+    major, rest = divmod(value, 10000)
+    minor, stepping = divmod(rest, 100)
+    return f"gfx{major}{minor}{stepping:x}"
+
+
+def classify_amd_like(vendor_id: int | None, names: Iterable[str | None], arch: str | None,
+                      dtk: str | None) -> tuple[str, str]:
+    """("hygon" | "amd", evidence) for a ROCm-visible GPU; gfx906 alone is AMD's MI50/MI60."""
+    if vendor_id == HYGON_PCI_VENDOR_ID:
+        return "hygon", f"PCI vendor 0x{vendor_id:04x}"
+    for name in names:
+        if name and ("dcu" in name.lower() or "hygon" in name.lower()):
+            return "hygon", f"device name {name!r}"
+    base = (arch or "").split(":")[0]
+    if base in HYGON_ONLY_ARCHS:
+        return "hygon", f"{base} is a Hygon-only arch"
+    if base == "gfx906" and dtk:
+        return "hygon", f"gfx906 with DTK build ({dtk})"
+    return "amd", f"PCI vendor 0x{vendor_id:04x}" if vendor_id is not None else "no Hygon evidence"
+
+
+def probe_nvml(nvml: Any) -> Sighting:
+    """Device 0 through a ``pynvml``-like module; NVML needs no CUDA context."""
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # driver missing or too old: fall through to other sources
+        return Sighting(None, f"NVML init failed ({type(exc).__name__}: {exc})", error=True)
+    try:
+        count = int(nvml.nvmlDeviceGetCount())
+        if count == 0:
+            return Sighting(None, "NVML: 0 devices")
+        handle = nvml.nvmlDeviceGetHandleByIndex(0)
+        name = nvml.nvmlDeviceGetName(handle)
+        name = name.decode() if isinstance(name, bytes) else str(name)  # bytes before nvidia-ml-py 11.5
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+    except Exception as exc:
+        return Sighting(None, f"NVML query failed ({type(exc).__name__}: {exc})", error=True)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:  # shutdown failure changes nothing we report
+            pass
+    return Sighting("nvidia", f"NVML: {count} x {name}, compute capability {major}.{minor}",
+                    arch=sm_arch(int(major), int(minor)), device_name=name, device_count=count)
+
+
+def probe_nvidia_procfs(root: Path) -> Sighting:
+    """NVIDIA GPUs from ``<root>/gpus/*/information``; gives names but no compute capability."""
+    files = sorted((root / "gpus").glob("*/information"))
+    if not files:
+        return Sighting(None, f"no NVIDIA GPUs under {root}")
+    name = None
+    for line in files[0].read_text(errors="replace").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Model":
+            name = value.strip()
+            break
+    return Sighting("nvidia", f"{root}: {len(files)} x {name}; compute capability needs NVML "
+                    "(install nvidia-ml-py)", device_name=name, device_count=len(files))
+
+
+def _as_int(value: Any) -> int | None:
+    # amdsmi reports ids as ints or as "0x1002" strings depending on its version
+    try:
+        return value if isinstance(value, int) else int(str(value), 0)
+    except ValueError:
+        return None
+
+
+def probe_amdsmi(amdsmi: Any, dtk: str | None) -> Sighting:
+    """Processor 0 through an ``amdsmi``-like module; any failure lets sysfs try next."""
+    try:
+        amdsmi.amdsmi_init()
+    except Exception as exc:
+        return Sighting(None, f"amdsmi init failed ({type(exc).__name__}: {exc})", error=True)
+    try:
+        handles = list(amdsmi.amdsmi_get_processor_handles())
+        if not handles:
+            return Sighting(None, "amdsmi: 0 GPUs")
+        asic = amdsmi.amdsmi_get_gpu_asic_info(handles[0])
+    except Exception as exc:
+        return Sighting(None, f"amdsmi query failed ({type(exc).__name__}: {exc})", error=True)
+    finally:
+        try:
+            amdsmi.amdsmi_shut_down()
+        except Exception:  # shutdown failure changes nothing we report
+            pass
+    raw_arch = str(asic.get("target_graphics_version") or "")
+    arch = (decode_gfx_target_version(int(raw_arch)) if raw_arch.isdigit()
+            else raw_arch.split(":")[0] or None)
+    name = asic.get("market_name") or None
+    vendor, evidence = classify_amd_like(_as_int(asic.get("vendor_id")), [name], arch, dtk)
+    return Sighting(vendor, f"amdsmi: {len(handles)} x {name} ({arch}), {vendor} by {evidence}",
+                    arch=arch, device_name=name, device_count=len(handles))
+
+
+def read_kfd_properties(path: Path) -> dict[str, int]:
+    """A KFD ``properties`` file (``key value`` lines) as ints; non-integer values are skipped."""
+    props: dict[str, int] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        key, _, value = line.strip().partition(" ")
+        try:
+            props[key] = int(value.strip())
+        except ValueError:
+            continue
+    return props
+
+
+def probe_kfd_sysfs(root: Path, dtk: str | None) -> Sighting:
+    """AMD / Hygon GPUs from ``<root>/nodes/*/properties`` (the ROCm KFD topology)."""
+    nodes = sorted((p for p in (root / "nodes").glob("*") if p.name.isdigit()), key=lambda p: int(p.name))
+    gpus = []
+    for node in nodes:
+        try:
+            props = read_kfd_properties(node / "properties")
+        except OSError:
+            continue  # a node vanishing or unreadable says nothing about the others
+        arch = decode_gfx_target_version(props.get("gfx_target_version", 0))
+        if arch is not None:
+            gpus.append((node, props, arch))
+    if not gpus:
+        where = "CPU nodes only" if nodes else "no nodes"
+        return Sighting(None, f"KFD sysfs {root}: {where}")
+    node, props, arch = gpus[0]
+    name_file = node / "name"
+    name = (name_file.read_text(errors="replace").strip() if name_file.is_file() else "") or None
+    vendor_id = props.get("vendor_id")
+    vendor, evidence = classify_amd_like(vendor_id, [name], arch, dtk)
+    return Sighting(vendor, f"KFD sysfs: {len(gpus)} x {name or arch} ({arch}), {vendor} by {evidence}",
+                    arch=arch, device_name=name, device_count=len(gpus))
+
+
+def installed_triton_version(lookup: Callable[[str], str] = importlib.metadata.version) -> str | None:
+    """Triton's distribution version, read from metadata: importing triton is slow and may touch the driver."""
+    for dist in TRITON_DISTRIBUTIONS:
+        try:
+            return lookup(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def import_optional(name: str) -> ModuleType | Sighting:
+    """The module, or a miss saying why it is unusable (some vendor modules raise OSError at import)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return Sighting(None, f"{name} not installed")
+    except Exception as exc:
+        return Sighting(None, f"{name} import failed ({type(exc).__name__}: {exc})", error=True)
+
+
+def probe_with(version: Any, env: Mapping[str, str], load: Callable[[str], ModuleType | Sighting],
+               proc_root: Path, sysfs_root: Path, triton_version: str | None) -> PlatformInfo:
+    """The whole probe over injected inputs; ``probe()`` passes the real ones."""
+    build = torch_build_of(version)
+    dtk = dtk_marker(version)
+
+    def nvidia() -> Iterable[Sighting]:
+        if hidden := hidden_by(env, NVIDIA_VISIBILITY_VARS):
+            yield Sighting(None, f"NVIDIA GPUs hidden by {hidden}")
+            return
+        nvml = load("pynvml")
+        yield nvml if isinstance(nvml, Sighting) else probe_nvml(nvml)
+        yield probe_nvidia_procfs(proc_root)
+
+    def amd() -> Iterable[Sighting]:
+        if hidden := hidden_by(env, AMD_VISIBILITY_VARS):
+            yield Sighting(None, f"ROCm GPUs hidden by {hidden}")
+            return
+        smi = load("amdsmi")
+        yield smi if isinstance(smi, Sighting) else probe_amdsmi(smi, dtk)
+        yield probe_kfd_sysfs(sysfs_root, dtk)
+
+    # Ask the vendor torch was built for first, so a mixed node reports the usable GPU.
+    sources = (amd, nvidia) if build.startswith("hip") else (nvidia, amd)
+    misses: list[Sighting] = []
+    seen: Sighting | None = None
+    for source in sources:
+        for sighting in source():
+            if sighting.found:
+                seen = sighting
+                break
+            misses.append(sighting)
+        if seen is not None:
+            break
+
+    if seen is None:
+        vendor, arch, name, count = "cpu", None, None, 0
+        notes = [m.note for m in misses] + ["no GPU found"]
+    else:
+        vendor, arch, name, count = seen.vendor, seen.arch, seen.device_name, seen.device_count
+        notes = [m.note for m in misses if m.error] + [seen.note]
+    notes.append(f"torch {build}" + (f" ({dtk})" if dtk else ""))
+    fp8 = fp8_dtype_for(vendor, arch)
+    extra = {"dtk": dtk} if dtk else {}
+    return PlatformInfo(vendor=vendor, arch=arch, device_name=name, device_count=count,
+                        fp8_dtype=fp8, has_fp8=fp8 is not None, torch_build=build,
+                        reason="; ".join(notes), triton_version=triton_version, extra=extra)
+
+
+@functools.cache
+def _probe_once() -> PlatformInfo:
+    import torch  # already imported by info; torch.version is plain build metadata
+
+    return probe_with(torch.version, os.environ, import_optional, NVIDIA_PROC_ROOT,
+                      KFD_SYSFS_ROOT, installed_triton_version())
+
+
+def probe(refresh: bool = False) -> PlatformInfo:
+    """This node's ``PlatformInfo``, cached; ``refresh=True`` probes again."""
+    if refresh:
+        _probe_once.cache_clear()
+    return _probe_once()
+
+
+def current_platform() -> PlatformInfo:
+    """The cached probe result (what backend selection reads)."""
+    return probe()

@@ -1,0 +1,212 @@
+"""Producer registry: ``register_producer``, ``maybe_fused_act_quant``, ``fused_act_quant``.
+
+One table per backend maps (activation type, consumer QuantKey) to a producer
+and an optional support predicate ``(x, scale) -> (ok, reason)``. Registration
+never looks at the hardware; the current backend is consulted at lookup. A
+producer receives validated input and returns ``(q, scale)``; wrapping into a
+``QuantizedActivation`` happens here, once for every backend.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from fused_quant import envs
+from fused_quant import keys as K
+from fused_quant.contract import QuantizedActivation, get_input_quant_key
+from fused_quant.numerics import NumericsProfile, get_profile
+from fused_quant.validation import (
+    BackendUnavailableError,
+    check_activation,
+    check_activation_input,
+    check_scale_tensor,
+)
+
+logger = logging.getLogger("fused_quant")
+
+ProducerFn = Callable[..., "tuple[torch.Tensor, torch.Tensor]"]
+SupportFn = Callable[[torch.Tensor, Optional[torch.Tensor]], "tuple[bool, str]"]
+
+
+@dataclass(frozen=True)
+class Producer:
+    act: str
+    act_type: type
+    key: K.QuantKey
+    backend: str
+    fn: ProducerFn  # fn(x, scale, *, numerics: NumericsProfile, fp8_dtype) -> (q, scale)
+    supported: SupportFn | None = None
+
+    def check(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
+        return (True, "") if self.supported is None else self.supported(x, scale)
+
+
+_PRODUCERS: dict[str, dict[tuple[type, K.QuantKey], Producer]] = {}
+_COUNTS: Counter = Counter()
+
+
+def act_types() -> dict[str, type]:
+    """Activation name -> module type (``silu_and_mul``, ``relu2``, ``identity``)."""
+    from fused_quant.modules import ACT_TYPES
+
+    return ACT_TYPES
+
+
+def _act_name(act_type: type) -> str:
+    for name, t in act_types().items():
+        if issubclass(act_type, t):
+            return name
+    raise ValueError(
+        f"{act_type.__name__} is not a known activation; expected one of "
+        f"{', '.join(t.__name__ for t in act_types().values())}"
+    )
+
+
+def register_producer(act_type: type, key: K.QuantKey, *, backend: str,
+                      supported: SupportFn | None = None) -> Callable[[ProducerFn], ProducerFn]:
+    """Decorator: register ``fn(x, scale, *, numerics, fp8_dtype) -> (q, scale)`` for a backend."""
+    key = K.normalize_key(key)
+    K.key_name(key)
+
+    def deco(fn: ProducerFn) -> ProducerFn:
+        table = _PRODUCERS.setdefault(backend, {})
+        table[(act_type, key)] = Producer(_act_name(act_type), act_type, key, backend, fn, supported)
+        return fn
+
+    return deco
+
+
+def producers(backend: str | None = None) -> list[Producer]:
+    """Registered producers, of one backend or all, in registration order."""
+    from fused_quant.backends import load_backends
+
+    load_backends()
+    names = [backend] if backend else list(_PRODUCERS)
+    return [p for name in names for p in _PRODUCERS.get(name, {}).values()]
+
+
+def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:
+    from fused_quant.backends import load_backends
+
+    load_backends()
+    table = _PRODUCERS.get(backend, {})
+    key = K.normalize_key(key)
+    for cls in act_type.__mro__:
+        prod = table.get((cls, key))
+        if prod is not None:
+            return prod
+    return None
+
+
+def fusion_counts() -> dict[tuple[str, str, str], int]:
+    """How many times each (backend, activation, key name) producer ran in this process."""
+    return dict(_COUNTS)
+
+
+def reset_fusion_counts() -> None:
+    _COUNTS.clear()
+
+
+def platform_fp8_dtype() -> torch.dtype:
+    """The node's concrete FP8 dtype (e4m3fn where the platform has none: torch emulates it)."""
+    from fused_quant.platforms import current_platform
+
+    return current_platform().fp8_dtype or K.FP8_DTYPE
+
+
+def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None,
+         profile: NumericsProfile) -> QuantizedActivation:
+    q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
+    _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
+    return QuantizedActivation(data=q, scale=s, orig_dtype=x.dtype, orig_shape=q.shape, quant_key=prod.key)
+
+
+def _static_scale(linear: torch.nn.Module, key: K.QuantKey) -> torch.Tensor | None:
+    return getattr(linear, "input_scale", None) if K.is_static(key) else None
+
+
+def _scale_problem(key: K.QuantKey, scale: object, x: torch.Tensor) -> str:
+    if not K.is_static(key):
+        return ""
+    try:
+        check_scale_tensor(scale, device=x.device)
+    except (TypeError, ValueError) as exc:
+        return f"consumer's static input scale is unusable: {exc}"
+    return ""
+
+
+def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module | None,
+                          *, numerics: str | NumericsProfile | None = None) -> torch.Tensor | QuantizedActivation:
+    """``QuantizedActivation`` when the current backend has a producer for (type(act_fn), linear's key)
+    that accepts ``x``; otherwise ``act_fn(x)``. Model code calls it unconditionally."""
+    key = get_input_quant_key(linear)
+    if key is None:
+        return act_fn(x)
+    from fused_quant.backends import current_backend
+
+    backend = current_backend().name
+    prod = lookup(type(act_fn), key, backend)
+    if prod is None:
+        return act_fn(x)
+    check_activation_input(x, prod.act)  # malformed input raises; unsupported input falls back
+    scale = _static_scale(linear, key)
+    why = _scale_problem(key, scale, x)
+    ok, reason = (False, why) if why else prod.check(x, scale)
+    if not ok:
+        logger.debug("fused-quant: %s -> %s on %s falls back to the plain activation: %s",
+                     prod.act, key, backend, reason)
+        return act_fn(x)
+    return _run(prod, x, scale, get_profile(numerics if numerics is not None else envs.numerics()))
+
+
+def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey,
+                    scale: torch.Tensor | None = None, *, numerics: str | NumericsProfile | None = "default",
+                    backend: str | None = None) -> QuantizedActivation:
+    """Activation + quantization as one producer, returning a ``QuantizedActivation``.
+
+    ``act``: "silu_and_mul", "relu2", "identity" or an activation module. With
+    ``backend=None`` the current backend runs it and an input its kernels cannot
+    take is computed by the ``torch`` backend instead (same bits); a named
+    ``backend`` never falls back and raises ``BackendUnavailableError``.
+    """
+    act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
+    check_activation_input(x, act_name)
+    if not isinstance(key, K.QuantKey):
+        raise TypeError(f"key must be a QuantKey, got {type(key).__name__}")
+    key = K.normalize_key(key)
+    K.key_name(key)
+    if K.is_static(key):
+        check_scale_tensor(scale, device=x.device, what=f"scale for {K.key_name(key)}")
+    elif scale is not None:
+        raise ValueError(f"{K.key_name(key)} computes its scale per token; pass scale=None")
+    profile = get_profile(numerics)
+    act_type = act_types()[act_name]
+    if backend is None:
+        from fused_quant.backends import TORCH, current_backend
+
+        chosen = current_backend().name
+        prod = lookup(act_type, key, chosen)
+        ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act_name} -> {K.key_name(key)}")
+        if not ok:
+            logger.debug("fused-quant: %s; computing with the torch backend", reason)
+            prod = lookup(act_type, key, TORCH)
+    else:
+        from fused_quant.backends import get_backend
+
+        get_backend(backend)
+        prod = lookup(act_type, key, backend)
+        ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {K.key_name(key)}")
+        if not ok:
+            raise BackendUnavailableError(f"backend {backend} cannot run {act_name} -> {K.key_name(key)}: {reason}")
+    return _run(prod, x, scale, profile)
+
+
+def quantize(x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,
+             backend: str | None = None) -> QuantizedActivation:
+    """Quantize a plain activation with the backend's fastest quantizer (identity producer)."""
+    return fused_act_quant("identity", x, key, scale, backend=backend)

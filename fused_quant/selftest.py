@@ -1,0 +1,159 @@
+"""Conformance of one backend's producers on this node: known answers and bitwise sweeps.
+
+Every check runs the backend's fused producer (``fused_act_quant(..., backend=)``,
+which never falls back) and compares it, bit for bit, with hand-written known
+answers (``selftest_vectors``) and with ``reference.py`` on the same device:
+all 65,536 bf16 patterns through relu2 for every key and several scales, all
+gate patterns against a set of up values for silu_and_mul, and per-token rows
+with adversarial content, for both numerics profiles.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from fused_quant import keys as K
+from fused_quant.reference import act_quant_ref
+from fused_quant.registry import fused_act_quant, platform_fp8_dtype
+from fused_quant.selftest_vectors import VECTORS, KnownAnswer
+
+STATIC_SCALES = (1.0, 0.37, 1.0e-3, 3.0e4)
+UP_VALUES = (0.0, 1.0, -1.0, 3.140625, 3.3895313892515355e38, 1.1754943508222875e-38, float("nan"), float("inf"))
+ROW = 256  # the 65,536 patterns as [256, 256] rows for per-token keys
+
+
+@dataclass
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+    seconds: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 3)}
+
+
+def all_bf16_patterns(device) -> torch.Tensor:
+    return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).to(device)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e4m3fnuz):
+        return t.view(torch.uint8)
+    return t.view(torch.int32) if t.dtype == torch.float32 else t
+
+
+def _compare(got, want) -> str:
+    """'' when bitwise equal, else a short description of the first differences."""
+    (q, s), (rq, rs) = got, want
+    for what, a, b in (("q", q, rq), ("scale", s, rs)):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return f"{what}: {a.dtype}{tuple(a.shape)} != {b.dtype}{tuple(b.shape)}"
+        diff = _bits(a) != _bits(b)
+        if bool(diff.any()):
+            i = diff.reshape(-1).nonzero()[0].item()
+            return (f"{what}: {int(diff.sum())}/{a.numel()} differ, first at flat index {i}: "
+                    f"got {_bits(a).reshape(-1)[i].item()}, want {_bits(b).reshape(-1)[i].item()}")
+    return ""
+
+
+def _run(act, x, key, scale, numerics, backend):
+    qa = fused_act_quant(act, x, key, scale, numerics=numerics, backend=backend)
+    return qa.data, qa.scale
+
+
+def _check_against_reference(act, x, key, scale, numerics, backend) -> str:
+    got = _run(act, x, key, scale, numerics, backend)
+    want = act_quant_ref(act, x, key, scale, numerics=numerics, fp8_dtype=platform_fp8_dtype())
+    return _compare(got, want)
+
+
+def _known_answer(v: KnownAnswer, backend: str, device) -> str:
+    dtype = getattr(torch, v.dtype)
+    x = torch.tensor(v.rows, dtype=dtype, device=device)
+    key = K.KEYS[v.key]
+    scale = torch.tensor([v.scale], dtype=torch.float32, device=device) if v.scale is not None else None
+    q, s = _run(v.act, x, key, scale, v.numerics, backend)
+    if K.is_fp8(key) and q.dtype != torch.float8_e4m3fn:
+        return f"known answers are e4m3fn codes; this node quantizes to {q.dtype}"
+    got = (q.view(torch.uint8) if K.is_fp8(key) else q).cpu().tolist()
+    if got != [list(r) for r in v.q]:
+        return f"q = {got}, want {[list(r) for r in v.q]}"
+    if v.scale_bits is not None:
+        sb = [b & 0xFFFFFFFF for b in s.view(torch.int32).reshape(-1).cpu().tolist()]
+        if sb != list(v.scale_bits):
+            return f"scale bits = {[hex(b) for b in sb]}, want {[hex(b) for b in v.scale_bits]}"
+    return ""
+
+
+def checks(backend: str, device: torch.device):
+    """(name, thunk -> '' or failure detail) for every check of the suite."""
+    fp8_ok = platform_fp8_dtype() == torch.float8_e4m3fn
+    for v in VECTORS:
+        if K.is_fp8(K.KEYS[v.key]) and not fp8_ok:
+            continue
+        yield f"known answer: {v.name}", lambda v=v: _known_answer(v, backend, device)
+    patterns = all_bf16_patterns(device)
+    for key_name, key in K.KEYS.items():
+        scales = STATIC_SCALES if K.is_static(key) else (None,)
+        x = patterns if K.is_static(key) else patterns.reshape(ROW, -1)
+        for sc in scales:
+            scale = torch.tensor([sc], dtype=torch.float32, device=device) if sc is not None else None
+            label = f" scale={sc}" if sc is not None else ""
+            yield (f"sweep relu2 -> {key_name}{label}: 65,536 bf16 patterns",
+                   lambda x=x, key=key, scale=scale: _check_against_reference("relu2", x, key, scale, "default", backend))
+    gates = patterns.reshape(ROW, ROW)
+    for key_name, key in K.KEYS.items():
+        scale = torch.tensor([0.37], dtype=torch.float32, device=device) if K.is_static(key) else None
+        for numerics in ("default", "hcu"):
+            def silu_sweep(key=key, scale=scale, numerics=numerics) -> str:
+                for up in UP_VALUES:
+                    x = torch.cat([gates, torch.full_like(gates, up)], dim=-1)
+                    bad = _check_against_reference("silu_and_mul", x, key, scale, numerics, backend)
+                    if bad:
+                        return f"up={up}: {bad}"
+                return ""
+            yield f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 gates x {len(UP_VALUES)} up values", silu_sweep
+    for dtype in (torch.bfloat16, torch.float16):
+        rows = _adversarial_rows(1024, dtype, device)
+        for key_name, key in K.KEYS.items():
+            if K.is_static(key):
+                continue
+            for act in ("relu2", "silu_and_mul"):
+                for numerics in ("default", "hcu"):
+                    yield (f"adversarial rows {act} -> {key_name} {str(dtype)[6:]} [{numerics}]",
+                           lambda rows=rows, key=key, act=act, numerics=numerics:
+                           _check_against_reference(act, rows, key, None, numerics, backend))
+
+
+def _adversarial_rows(d: int, dtype: torch.dtype, device) -> torch.Tensor:
+    g = torch.Generator().manual_seed(1234)
+    fi = torch.finfo(dtype)
+    rows = torch.randn(10, d, generator=g).to(dtype)
+    rows[0] = 0  # all-zero row: scale 0 (int8) / the minimum scale (fp8)
+    rows[1, d // 2] = fi.max / 2  # one huge value crushes the rest
+    rows[2, d // 3] = float("nan")
+    rows[3, 0] = float("inf")
+    rows[4, -1] = float("-inf")
+    rows[5] = fi.tiny / 4  # denormals only
+    rows[6] = fi.max
+    rows[7] = -fi.max
+    rows[8, ::2] = -0.0
+    return rows.to(device)
+
+
+def run_selftest(backend: str, device: torch.device) -> list[CheckResult]:
+    results = []
+    for name, thunk in checks(backend, device):
+        t0 = time.perf_counter()
+        try:
+            detail = thunk()
+        except Exception as exc:  # a crash is a failed check, reported with its type
+            detail = f"raised {type(exc).__name__}: {exc}"
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        results.append(CheckResult(name, not detail, detail, time.perf_counter() - t0))
+    return results

@@ -1,0 +1,88 @@
+"""Central skips (markers gpu, triton_fp8, hip_w8a8, interpreter, vllm) and shared fixtures.
+
+Skip reasons name the missing capability. When ``TRITON_INTERPRET=1`` the
+interpreter shim is installed before any kernel module is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+import torch
+
+INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
+
+if INTERPRETING:
+    from tests.triton_interpreter_shim import install as _install_shim
+
+    _install_shim()
+
+
+def _gpu_reason() -> str | None:
+    if not torch.cuda.is_available():
+        return "needs a GPU: torch.cuda.is_available() is False on this machine"
+    return None
+
+
+def _backend_reason(name: str) -> str | None:
+    from fused_quant.backends import select_backend
+    from fused_quant.platforms import probe
+    from fused_quant.validation import BackendUnavailableError
+
+    try:
+        select_backend(probe(), name)
+    except BackendUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    cache: dict[str, str | None] = {}
+
+    def reason(marker: str) -> str | None:
+        if marker not in cache:
+            if marker == "gpu":
+                cache[marker] = _gpu_reason()
+            elif marker in ("triton_fp8", "hip_w8a8"):
+                cache[marker] = _gpu_reason() or _backend_reason(marker)
+            elif marker == "interpreter":
+                if importlib.util.find_spec("triton") is None:
+                    cache[marker] = "needs triton installed (pip install fused-quant[triton])"
+                elif not INTERPRETING:
+                    cache[marker] = "needs TRITON_INTERPRET=1 (ci row cpu-triton-interpreter)"
+                else:
+                    cache[marker] = None
+            elif marker == "vllm":
+                cache[marker] = None if importlib.util.find_spec("vllm") else "needs vLLM installed"
+            else:
+                cache[marker] = None
+        return cache[marker]
+
+    for item in items:
+        for marker in ("gpu", "triton_fp8", "hip_w8a8", "interpreter", "vllm"):
+            if marker in item.keywords:
+                why = reason(marker)
+                if why:
+                    item.add_marker(pytest.mark.skip(reason=why))
+                    break
+
+
+@pytest.fixture
+def backend_env(monkeypatch):
+    """Set FUSED_QUANT_BACKEND for one test and re-select; restores the selection afterwards."""
+    from fused_quant.backends import reset_current_backend
+
+    def set_backend(name: str):
+        monkeypatch.setenv("FUSED_QUANT_BACKEND", name)
+        reset_current_backend()
+
+    yield set_backend
+    monkeypatch.delenv("FUSED_QUANT_BACKEND", raising=False)
+    reset_current_backend()
+
+
+@pytest.fixture
+def gpu_device() -> torch.device:
+    return torch.device("cuda")
