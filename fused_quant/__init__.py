@@ -33,6 +33,12 @@ from fused_quant.validation import (
     ShapeMismatchError,
 )
 
+# Register every backend's producers and GEMM providers now (plain Python: no probe, no
+# device, no triton import), so no registration ever happens inside a torch.compile trace.
+from fused_quant.backends import load_backends as _load_backends
+
+_load_backends()
+
 __version__ = "0.1.0"
 
 __all__ = [

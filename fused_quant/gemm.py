@@ -19,6 +19,7 @@ from typing import Callable
 import torch
 
 from fused_quant import envs
+from fused_quant.tracing import graph_constant
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
 from fused_quant.validation import (
@@ -99,12 +100,17 @@ def unregister_gemm_provider(name: str) -> None:
         chain[:] = [p for p in chain if p.name != name]
 
 
+@graph_constant
+def _disabled_gemms() -> frozenset[str]:
+    return envs.disabled_gemms()
+
+
 def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
     """Providers serving ``backend`` in selection order, without the disabled ones."""
     from fused_quant.backends import load_backends
 
     load_backends()
-    disabled = envs.disabled_gemms()
+    disabled = _disabled_gemms()
     chain = _PROVIDERS.get(None, []) + _PROVIDERS.get(backend, [])
     return [p for p in chain if p.name not in disabled and (kind is None or p.kind == kind)]
 
@@ -112,9 +118,10 @@ def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
 def select_gemm_provider(problem: GemmProblem, backend: str | None = None) -> tuple[GemmProvider, str]:
     """The first provider that accepts ``problem``; with ``backend=None`` the current
     backend's providers, then the torch backend's. Raises BackendUnavailableError with every reason."""
-    from fused_quant.backends import TORCH, current_backend
+    from fused_quant.backends import TORCH
+    from fused_quant.registry import current_backend_name
 
-    chain = [backend] if backend else list(dict.fromkeys([current_backend().name, TORCH]))
+    chain = [backend] if backend else list(dict.fromkeys([current_backend_name(), TORCH]))
     reasons = []
     for name in chain:
         for provider in gemm_providers(name, problem.kind):

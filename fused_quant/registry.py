@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 
 from fused_quant import envs
+from fused_quant.tracing import graph_constant
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation, get_input_quant_key
 from fused_quant.numerics import NumericsProfile, get_profile
@@ -33,8 +33,7 @@ ProducerFn = Callable[..., "tuple[torch.Tensor, torch.Tensor]"]
 SupportFn = Callable[[torch.Tensor, Optional[torch.Tensor]], "tuple[bool, str]"]
 
 
-@dataclass(frozen=True)
-class Producer:
+class Producer(NamedTuple):
     act: str
     act_type: type
     key: K.QuantKey
@@ -46,7 +45,9 @@ class Producer:
         return (True, "") if self.supported is None else self.supported(x, scale)
 
 
-_PRODUCERS: dict[str, dict[tuple[type, K.QuantKey], Producer]] = {}
+# backend -> (activation name, key name) -> producer. String keys keep lookups cheap and
+# traceable by torch.compile.
+_PRODUCERS: dict[str, dict[tuple[str, str], Producer]] = {}
 _COUNTS: Counter = Counter()
 
 
@@ -57,14 +58,26 @@ def act_types() -> dict[str, type]:
     return ACT_TYPES
 
 
-def _act_name(act_type: type) -> str:
+def _act_name_or_none(act_type: type) -> str | None:
     for name, t in act_types().items():
         if issubclass(act_type, t):
             return name
+    return None
+
+
+def _act_name(act_type: type) -> str:
+    name = _act_name_or_none(act_type)
+    if name is not None:
+        return name
     raise ValueError(
         f"{act_type.__name__} is not a known activation; expected one of "
         f"{', '.join(t.__name__ for t in act_types().values())}"
     )
+
+
+def _debug(msg: str, *args) -> None:
+    if not torch.compiler.is_compiling():
+        logger.debug(msg, *args)
 
 
 def register_producer(act_type: type, key: K.QuantKey, *, backend: str,
@@ -75,7 +88,8 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str,
 
     def deco(fn: ProducerFn) -> ProducerFn:
         table = _PRODUCERS.setdefault(backend, {})
-        table[(act_type, key)] = Producer(_act_name(act_type), act_type, key, backend, fn, supported)
+        act = _act_name(act_type)
+        table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported)
         return fn
 
     return deco
@@ -94,13 +108,10 @@ def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:
     from fused_quant.backends import load_backends
 
     load_backends()
-    table = _PRODUCERS.get(backend, {})
-    key = K.normalize_key(key)
-    for cls in act_type.__mro__:
-        prod = table.get((cls, key))
-        if prod is not None:
-            return prod
-    return None
+    act = _act_name_or_none(act_type)
+    if act is None:
+        return None
+    return _PRODUCERS.get(backend, {}).get((act, K.key_name(key)))
 
 
 def fusion_counts() -> dict[tuple[str, str, str], int]:
@@ -112,6 +123,9 @@ def reset_fusion_counts() -> None:
     _COUNTS.clear()
 
 
+# Values fixed for the life of a process: under torch.compile they become graph constants
+# instead of traced probing, locking and env reads.
+@graph_constant
 def platform_fp8_dtype() -> torch.dtype:
     """The node's concrete FP8 dtype (e4m3fn where the platform has none: torch emulates it)."""
     from fused_quant.platforms import current_platform
@@ -119,10 +133,23 @@ def platform_fp8_dtype() -> torch.dtype:
     return current_platform().fp8_dtype or K.FP8_DTYPE
 
 
+@graph_constant
+def current_backend_name() -> str:
+    from fused_quant.backends import current_backend
+
+    return current_backend().name
+
+
+@graph_constant
+def _env_numerics() -> str:
+    return envs.numerics()
+
+
 def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None,
          profile: NumericsProfile) -> QuantizedActivation:
     q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
-    _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
+    if not torch.compiler.is_compiling():
+        _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
     return QuantizedActivation(data=q, scale=s, orig_dtype=x.dtype, orig_shape=q.shape, quant_key=prod.key)
 
 
@@ -147,9 +174,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     key = get_input_quant_key(linear)
     if key is None:
         return act_fn(x)
-    from fused_quant.backends import current_backend
-
-    backend = current_backend().name
+    backend = current_backend_name()
     prod = lookup(type(act_fn), key, backend)
     if prod is None:
         return act_fn(x)
@@ -158,10 +183,9 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     why = _scale_problem(key, scale, x)
     ok, reason = (False, why) if why else prod.check(x, scale)
     if not ok:
-        logger.debug("fused-quant: %s -> %s on %s falls back to the plain activation: %s",
-                     prod.act, key, backend, reason)
+        _debug("fused-quant: %s -> %s on %s falls back to the plain activation: %s", prod.act, key, backend, reason)
         return act_fn(x)
-    return _run(prod, x, scale, get_profile(numerics if numerics is not None else envs.numerics()))
+    return _run(prod, x, scale, get_profile(numerics if numerics is not None else _env_numerics()))
 
 
 def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey,
@@ -187,13 +211,13 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     profile = get_profile(numerics)
     act_type = act_types()[act_name]
     if backend is None:
-        from fused_quant.backends import TORCH, current_backend
+        from fused_quant.backends import TORCH
 
-        chosen = current_backend().name
+        chosen = current_backend_name()
         prod = lookup(act_type, key, chosen)
         ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act_name} -> {K.key_name(key)}")
         if not ok:
-            logger.debug("fused-quant: %s; computing with the torch backend", reason)
+            _debug("fused-quant: %s; computing with the torch backend", reason)
             prod = lookup(act_type, key, TORCH)
     else:
         from fused_quant.backends import get_backend

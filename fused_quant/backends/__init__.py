@@ -12,6 +12,8 @@ import importlib
 import logging
 import threading
 
+import torch
+
 from fused_quant import envs
 from fused_quant.backends import fallback, hip_w8a8, triton_fp8
 from fused_quant.backends.base import Backend, SelectedBackend
@@ -95,8 +97,12 @@ def get_backend(name: str) -> Backend:
 
 
 def load_backends() -> None:
-    """Import every backend's registration modules (idempotent; no device work)."""
-    if len(_loaded) == len(BACKENDS):
+    """Import every backend's registration modules (idempotent; no device work).
+
+    Under torch.compile this is a no-op: ``registry.current_backend_name`` (a graph
+    constant, run for real at trace time) has loaded them already.
+    """
+    if len(_loaded) == len(BACKENDS) or torch.compiler.is_compiling():
         return
     for backend in BACKENDS.values():
         if backend.name in _loaded:

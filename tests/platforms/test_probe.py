@@ -476,9 +476,14 @@ def test_probe_is_cached(fresh_probe):
 
 
 def test_import_is_lean_and_probe_leaves_cuda_alone():
-    # a fresh interpreter: this one's sys.modules and CUDA state are shared with other tests
+    # A fresh interpreter, and a bare parent package so that only fused_quant.platforms
+    # is measured: fused_quant/__init__ pulls in other modules with their own imports.
     code = (
-        "import sys, torch, fused_quant.platforms as p\n"
+        "import sys, types, torch\n"
+        "parent = types.ModuleType('fused_quant')\n"
+        f"parent.__path__ = [{str(REPO_ROOT / 'fused_quant')!r}]\n"
+        "sys.modules['fused_quant'] = parent\n"
+        "import fused_quant.platforms as p\n"
         "print(sorted(m for m in ('triton', 'vllm', 'pynvml', 'amdsmi') if m in sys.modules))\n"
         "p.probe()\n"
         "print(torch.cuda.is_initialized())\n"

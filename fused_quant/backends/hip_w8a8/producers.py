@@ -8,7 +8,7 @@ import functools
 import torch
 
 from fused_quant import keys as K
-from fused_quant.backends.triton_fp8.producers import produce
+from fused_quant.backends.fallback.producers import produce
 from fused_quant.kernels.launch import triton_supported
 from fused_quant.registry import act_types, register_producer
 

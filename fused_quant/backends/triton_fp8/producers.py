@@ -9,15 +9,11 @@ from __future__ import annotations
 import functools
 
 from fused_quant import keys as K
+from fused_quant.backends.fallback.producers import produce
 from fused_quant.kernels.launch import triton_supported
-from fused_quant.ops import act_quant
 from fused_quant.registry import act_types, register_producer
 
 BACKEND = "triton_fp8"
-
-
-def produce(act, x, scale, *, numerics, fp8_dtype, key):
-    return act_quant(x, act, key, scale, numerics.round_silu_product, fp8_dtype)
 
 
 for _act, _type in act_types().items():
