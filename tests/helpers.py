@@ -69,3 +69,30 @@ def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 0) ->
     rows[6] = fi.max
     rows[7] = -fi.max
     return rows.to(device)
+
+
+def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc: bool, what: str = "gemm") -> None:
+    """Check a W8A8 GEMM against float64 with a sound error bound.
+
+    exact_acc (int8): the int32 accumulator is exact, so the error is the fp32 scaling
+    (<= 4 ulp32 of |p|, p = acc * xs * ws), the rounding of p to Tout and of the bias add.
+    Otherwise (FP8, fp32 accumulation in any order) the bound uses sum |x||w| * xs * ws.
+    """
+    x = xq.cpu().to(torch.float64).reshape(-1, xq.shape[-1])
+    w = wq.cpu().to(torch.float64)
+    s = xs.cpu().to(torch.float64).reshape(-1, 1) * ws.cpu().to(torch.float64).reshape(1, -1)
+    p = (x @ w.T) * s
+    b = bias.cpu().to(torch.float64) if bias is not None else torch.zeros(())
+    ref = p + b
+    eps_t = torch.finfo(out.dtype).eps
+    if exact_acc:
+        tol = eps_t * (p.abs() + ref.abs()) + 4 * 2.0**-24 * p.abs()
+    else:
+        mag = (x.abs() @ w.abs().T) * s
+        tol = eps_t * (p.abs() + ref.abs()) + (x.shape[1] + 4) * 2.0**-24 * mag
+    tol = tol + torch.finfo(out.dtype).tiny
+    o = out.cpu().to(torch.float64).reshape(ref.shape)
+    err = (o - ref).abs()
+    bad = err > tol
+    assert not bad.any(), (f"{what}: {int(bad.sum())}/{o.numel()} elements outside the float64 bound; "
+                           f"worst excess {float((err - tol).max()):.3e}")

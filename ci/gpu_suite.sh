@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The GPU matrix in one call (H200): probe, lean import, selftest per backend, GPU test rows
+# for triton_fp8 and hip_w8a8 (forced), then the benchmarks. Logs under $OUT (or ./out).
+# Usage: bash ci/gpu_suite.sh [tests|bench|all] [--quick]
+set -u -o pipefail
+OUT=${OUT:-out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+what=${1:-all}; quick=${2:-}
+status=0
+step() { echo "=== $1"; shift; "$@" 2>&1 | tee -a "$OUT/gpu_suite.log"; local rc=${PIPESTATUS[0]}; echo "=== rc=$rc"; [ "$rc" = 0 ] || status=1; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/device.txt"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/device.txt"
+if [ "$what" != bench ]; then
+  step probe python3 -m fused_quant probe
+  step lean-import python3 -c "import torch, sys, time; t=time.perf_counter(); import fused_quant; dt=time.perf_counter()-t; print(f'import fused_quant {dt*1e3:.1f} ms; cuda initialized: {torch.cuda.is_initialized()}; triton imported: {\"triton\" in sys.modules}'); sys.exit(torch.cuda.is_initialized())"
+  step selftest-triton_fp8 python3 -m fused_quant selftest --backend triton_fp8
+  step selftest-hip_w8a8 env FUSED_QUANT_BACKEND=hip_w8a8 python3 -m fused_quant selftest
+  step pytest-h200-triton_fp8 python3 ci/run_matrix h200-triton_fp8 --junit "$OUT/h200-triton_fp8.xml"
+  step pytest-h200-hip_w8a8 python3 ci/run_matrix h200-hip_w8a8 --junit "$OUT/h200-hip_w8a8.xml"
+fi
+if [ "$what" != tests ]; then
+  step bench python3 -m fused_quant bench all --out "$OUT" $quick
+fi
+exit $status

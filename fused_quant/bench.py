@@ -1,0 +1,189 @@
+"""Benchmarks (GPU): act+quant producers and the Llama-3-8B MLP against their peers, in one run.
+
+``act_quant``: each producer vs the eager chain, the torch.compile'd chain and a bare
+one-pass Triton kernel, plus the measured device copy ceiling, at H = 14336 for
+M in {1, 16, 256, 2048, 8192, 32768}. ``mlp``: D = 4096, H = 14336, bf16 vs W8A8 with
+our fused producer vs W8A8 with the compiled chain. Medians of ``triton.testing.do_bench``.
+Bytes = inputs read once + outputs written once. Writes JSON (and a PNG when matplotlib is there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+
+import torch
+
+from fused_quant import keys as K
+
+H = 14336
+MS = (1, 16, 256, 2048, 8192, 32768)
+MLP_MS = (16, 256, 4096, 16384)
+OPS = (  # (label, act, key name)
+    ("relu2 -> fp8 static", "relu2", "fp8_static_tensor"),
+    ("silu_mul -> fp8 static", "silu_and_mul", "fp8_static_tensor"),
+    ("silu_mul -> int8 per-token", "silu_and_mul", "int8_dynamic_token"),
+    ("silu_mul -> fp8 per-token", "silu_and_mul", "fp8_dynamic_token"),
+    ("relu2 -> int8 per-token", "relu2", "int8_dynamic_token"),
+)
+
+
+def _bench(fn, quick: bool) -> float:
+    """Median microseconds of ``fn`` (triton.testing.do_bench)."""
+    import triton
+
+    return 1e3 * triton.testing.do_bench(fn, warmup=10 if quick else 25, rep=30 if quick else 100,
+                                         return_mode="median")
+
+
+def copy_ceiling(quick: bool) -> float:
+    """Device-to-device copy bandwidth in GB/s (bytes read + written), on a 2 GiB buffer."""
+    src = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
+    dst = torch.empty_like(src)
+    us = _bench(lambda: dst.copy_(src), quick)
+    return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
+
+
+def _versions() -> dict[str, str]:
+    import triton
+
+    return {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+            "device": torch.cuda.get_device_name(), "cuda": str(torch.version.cuda),
+            "date": time.strftime("%Y-%m-%d")}
+
+
+def _eager_chain(act: str, key: K.QuantKey):
+    from fused_quant.reference import act_ref, quant_ref
+
+    def chain(x, scale):
+        return quant_ref(act_ref(act, x), key, scale)
+    return chain
+
+
+def bench_act_quant(quick: bool = False, ms=MS) -> dict:
+    from fused_quant.ops import act_quant
+    from fused_quant.registry import fused_act_quant
+    from fused_quant.bench_peers import bare_relu2_fp8_static
+
+    ceiling = copy_ceiling(quick)
+    rows = []
+    for label, act, key_name in OPS:
+        key = K.KEYS[key_name]
+        eager = _eager_chain(act, key)
+        compiled = torch.compile(eager, dynamic=False)
+        for m in ms:
+            d_in = 2 * H if act == "silu_and_mul" else H
+            x = torch.randn(m, d_in, device="cuda").to(torch.bfloat16)
+            scale = torch.tensor([0.05], device="cuda") if K.is_static(key) else None
+            nbytes = x.numel() * 2 + m * H + (m * 4 if K.is_per_token(key) else 0)
+            src = torch.empty(nbytes // 4, dtype=torch.int16, device="cuda")  # copy moves 2x its size
+            dst = torch.empty_like(src)
+            t = {
+                "ours": _bench(lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8"), quick),
+                "ours_op": _bench(lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn), quick),
+                "eager": _bench(lambda: eager(x, scale), quick),
+                "compiled": _bench(lambda: compiled(x, scale), quick),
+                "copy": _bench(lambda: dst.copy_(src), quick),
+            }
+            if act == "relu2" and key_name == "fp8_static_tensor":
+                t["bare_triton"] = _bench(lambda: bare_relu2_fp8_static(x, scale), quick)
+            row = {"op": label, "M": m, "H": H, "bytes": nbytes, "us": t,
+                   "GBps": {k: nbytes / (v * 1e-6) / 1e9 for k, v in t.items()}}
+            row["pct_ceiling"] = {k: 100 * v / ceiling for k, v in row["GBps"].items()}
+            row["speedup_vs"] = {k: t[k] / t["ours"] for k in t if k not in ("ours", "copy")}
+            rows.append(row)
+            print(f"{label:28s} M={m:6d} ours {t['ours']:8.1f}us op {t['ours_op']:8.1f}us "
+                  f"compiled {t['compiled']:8.1f}us eager {t['eager']:8.1f}us "
+                  f"{row['GBps']['ours']:7.0f} GB/s ({row['pct_ceiling']['ours']:5.1f}% of copy) "
+                  f"x{row['speedup_vs']['compiled']:.2f} vs compiled", flush=True)
+    return {"ceiling_GBps": ceiling, "versions": _versions(), "rows": rows}
+
+
+def bench_mlp(quick: bool = False, ms=MLP_MS, kinds=("fp8", "int8")) -> dict:
+    from torch import nn
+
+    from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+    from fused_quant.contract import QuantizedActivation
+
+    d, h = 4096, 14336
+    torch.manual_seed(0)
+    gate_up = nn.Linear(d, 2 * h, bias=False).to("cuda", torch.bfloat16)
+    down = nn.Linear(h, d, bias=False).to("cuda", torch.bfloat16)
+    act = SiluAndMul()
+    rows = []
+
+    def bf16(x):
+        return down(act(gate_up(x)))
+
+    for kind in kinds:
+        key = K.kFp8StaticTensorSym if kind == "fp8" else K.kInt8DynamicTokenSym
+        scale = 0.05 if kind == "fp8" else None
+        qgu = QuantLinear.from_float(gate_up, key, scale, name="gate_up")
+        qdown = QuantLinear.from_float(down, key, scale, name="down")
+        chain = torch.compile(_eager_chain("silu_and_mul", key), dynamic=False)
+
+        def fused(x):
+            return qdown(maybe_fused_act_quant(act, qgu(x), qdown))
+
+        def compiled_chain(x):
+            h_ = qgu(x)
+            q, s = chain(h_, qdown.input_scale)
+            return qdown(QuantizedActivation(q, s, h_.dtype, q.shape, key))
+
+        for m in ms:
+            x = torch.randn(m, d, device="cuda").to(torch.bfloat16)
+            src = torch.empty(nbytes // 4, dtype=torch.int16, device="cuda")  # copy moves 2x its size
+            dst = torch.empty_like(src)
+            t = {"bf16": _bench(lambda: bf16(x), quick), "fused": _bench(lambda: fused(x), quick),
+                 "compiled_chain": _bench(lambda: compiled_chain(x), quick)}
+            row = {"kind": kind, "M": m, "us": t, "speedup_vs_bf16": t["bf16"] / t["fused"],
+                   "speedup_vs_compiled_chain": t["compiled_chain"] / t["fused"]}
+            rows.append(row)
+            print(f"MLP {kind} M={m:6d} bf16 {t['bf16']:9.1f}us fused {t['fused']:9.1f}us "
+                  f"compiled-chain {t['compiled_chain']:9.1f}us  x{row['speedup_vs_bf16']:.2f} vs bf16", flush=True)
+    return {"versions": _versions(), "rows": rows}
+
+
+def plot_act_quant(result: dict, path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(1, len(OPS), figsize=(5 * len(OPS), 4), sharey=True)
+    for ax, (label, _, _) in zip(axes, OPS):
+        rows = [r for r in result["rows"] if r["op"] == label]
+        ms = [r["M"] for r in rows]
+        for peer in ("ours", "compiled", "eager", "bare_triton"):
+            if peer in rows[0]["GBps"]:
+                ax.plot(ms, [r["GBps"][peer] for r in rows], marker="o", label=peer)
+        ax.axhline(result["ceiling_GBps"], color="k", ls="--", label="copy ceiling")
+        ax.set_xscale("log", base=2)
+        ax.set_title(label)
+        ax.set_xlabel("M (tokens)")
+    axes[0].set_ylabel("GB/s")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main(args) -> int:
+    if not torch.cuda.is_available():
+        print("bench: needs a GPU (torch.cuda.is_available() is False)")
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    if args.which in ("act_quant", "all"):
+        res = bench_act_quant(args.quick)
+        with open(os.path.join(args.out, "act_quant.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        plot_act_quant(res, os.path.join(args.out, "act_quant.png"))
+    if args.which in ("mlp", "all"):
+        res = bench_mlp(args.quick)
+        with open(os.path.join(args.out, "mlp.json"), "w") as f:
+            json.dump(res, f, indent=1)
+    return 0

@@ -1,0 +1,142 @@
+"""GPU rows: consumer GEMMs against float64, the MLP under torch.compile (one compile across
+token counts, bitwise equal to eager) and CUDA-graph replay after in-place input/scale updates."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from fused_quant import QuantLinear, SiluAndMul, ReLUSquared, maybe_fused_act_quant
+from fused_quant import keys as K
+from fused_quant.contract import QuantizedActivation
+from fused_quant.gemm import gemm_providers, quant_gemm
+from fused_quant.registry import fusion_counts, fused_act_quant, reset_fusion_counts
+from tests.helpers import assert_bits_equal, assert_gemm_close
+
+pytestmark = pytest.mark.gpu
+
+BACKENDS = [pytest.param("triton_fp8", marks=pytest.mark.triton_fp8),
+            pytest.param("hip_w8a8", marks=pytest.mark.hip_w8a8)]
+CUDA = torch.device("cuda")
+
+
+def _weights(n, k, wdtype, seed=0):
+    from fused_quant.reference import quantize_weight_ref
+
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=g) / k**0.5
+    wq, ws = quantize_weight_ref(w, wdtype)
+    return wq.to(CUDA), ws.to(CUDA)
+
+
+# (M, N, K): M <= 16 and odd sizes select different providers / tiles
+SHAPES = [(1, 256, 512), (16, 384, 1024), (17, 4096, 4096), (300, 1024, 2048), (2048, 512, 14336), (33, 72, 200)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("per_token", [True, False])
+@pytest.mark.parametrize("bias", [False, True])
+def test_every_provider_against_float64(backend, kind, out_dtype, per_token, bias, monkeypatch):
+    providers = [p.name for p in gemm_providers(backend, kind)]
+    assert providers, f"{backend} has no {kind} provider"
+    key = {("int8", True): K.kInt8DynamicTokenSym, ("int8", False): K.kInt8StaticTensorSym,
+           ("fp8", True): K.kFp8DynamicTokenSym, ("fp8", False): K.kFp8StaticTensorSym}[(kind, per_token)]
+    wdtype = torch.int8 if kind == "int8" else torch.float8_e4m3fn
+    ran = set()
+    for name in providers:
+        monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", ",".join(p for p in providers if p != name))
+        for m, n, k in SHAPES:
+            wq, ws = _weights(n, k, wdtype, seed=m)
+            x = torch.randn(m, k, device=CUDA).to(out_dtype)
+            qa = fused_act_quant("identity", x, key, torch.tensor([0.02], device=CUDA) if not per_token else None)
+            b = (torch.randn(n, device=CUDA) * 0.1).to(out_dtype) if bias else None
+            from fused_quant.gemm import GemmProblem, select_gemm_provider
+
+            prob = GemmProblem(m, n, k, kind, qa.data.dtype, out_dtype, CUDA, per_token, True, bias)
+            ok, _ = next(p for p in gemm_providers(backend, kind) if p.name == name).check(prob)
+            if not ok:
+                continue
+            assert select_gemm_provider(prob, backend)[0].name == name
+            out = quant_gemm(qa, wq, ws, b, out_dtype=out_dtype, layer=f"{name} {m}x{n}x{k}", backend=backend)
+            assert_gemm_close(out, qa.data, qa.scale, wq, ws, b, exact_acc=kind == "int8", what=f"{name} {m}x{n}x{k}")
+            ran.add(name)
+    monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+    assert ran, f"no {kind} provider of {backend} accepted any shape"
+
+
+class MLP(nn.Module):
+    def __init__(self, d, h, key, act, scale=None):
+        super().__init__()
+        torch.manual_seed(0)
+        self.gate_up = QuantLinear.from_float(nn.Linear(d, 2 * h if act is SiluAndMul else h).to(torch.bfloat16),
+                                              key, scale, name="gate_up")
+        self.down = QuantLinear.from_float(nn.Linear(h, d).to(torch.bfloat16), key, scale, name="down")
+        self.act = act()
+
+    def forward(self, x):
+        return self.down(maybe_fused_act_quant(self.act, self.gate_up(x), self.down))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_static_tensor", "int8_dynamic_token", "fp8_dynamic_token"])
+def test_compile_once_across_token_counts_bitwise(backend, key_name, backend_env):
+    backend_env(backend)
+    key = K.KEYS[key_name]
+    mlp = MLP(256, 512, key, SiluAndMul, 0.05 if K.is_static(key) else None).to(CUDA)
+    compiles = []
+
+    def counting_backend(gm, example_inputs):
+        from torch._inductor.compile_fx import compile_fx
+
+        compiles.append(gm)
+        return compile_fx(gm, example_inputs)
+
+    torch._dynamo.reset()
+    cmlp = torch.compile(mlp, backend=counting_backend, fullgraph=True, dynamic=True)
+    reset_fusion_counts()
+    for m in (17, 31, 63):
+        x = torch.randn(m, 256, device=CUDA).to(torch.bfloat16)
+        assert_bits_equal(cmlp(x), mlp(x), f"compiled vs eager M={m}")
+    assert len(compiles) == 1, f"compiled {len(compiles)} times for M in (17, 31, 63)"
+    assert fusion_counts().get((backend, "silu_and_mul", key_name)) == 3  # the eager calls fused too
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_static_tensor", "int8_static_tensor", "int8_dynamic_token"])
+def test_cuda_graph_replay_sees_inplace_input_and_scale(backend, key_name, backend_env):
+    backend_env(backend)
+    key = K.KEYS[key_name]
+    static = K.is_static(key)
+    mlp = MLP(256, 512, key, ReLUSquared, 0.05 if static else None).to(CUDA)
+    x = torch.randn(64, 256, device=CUDA).to(torch.bfloat16)
+    mlp(x)  # warm-up: compile kernels outside capture
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        mlp(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = mlp(x)
+    x.copy_(torch.randn_like(x) * 2)
+    if static:
+        mlp.down.input_scale.copy_(torch.tensor([0.11], device=CUDA))
+        mlp.gate_up.input_scale.copy_(torch.tensor([0.07], device=CUDA))
+    graph.replay()
+    assert_bits_equal(y, mlp(x.clone()), "replay vs eager after in-place updates")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_plain_tensor_is_quantized_by_the_backend_kernel(backend, backend_env):
+    backend_env(backend)
+    layer = QuantLinear.from_float(nn.Linear(512, 256).to(torch.bfloat16), K.kInt8DynamicTokenSym).to(CUDA)
+    reset_fusion_counts()
+    x = torch.randn(40, 512, device=CUDA).to(torch.bfloat16)
+    out = layer(x)
+    assert fusion_counts() == {(backend, "identity", "int8_dynamic_token"): 1}
+    qa = fused_act_quant("identity", x, K.kInt8DynamicTokenSym, backend="torch")
+    assert isinstance(qa, QuantizedActivation)
+    assert_gemm_close(out, qa.data, qa.scale, layer.weight, layer.weight_scale, layer.bias, exact_acc=True)

@@ -1,0 +1,144 @@
+"""GPU rows: the Triton producers of triton_fp8 and hip_w8a8 (forced on CUDA) are bitwise
+equal to the reference on the same device, on sweeps, odd and model widths, strided rows,
+M = 0, the two-pass kernel and tensors over 2^31 elements; plus opcheck of the custom ops."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fused_quant import keys as K
+from fused_quant.kernels import heuristics
+from fused_quant.reference import act_quant_ref
+from fused_quant.registry import fused_act_quant
+from fused_quant.selftest import run_selftest
+from fused_quant.validation import BackendUnavailableError
+from tests.helpers import assert_bits_equal
+
+pytestmark = pytest.mark.gpu
+
+BACKENDS = [pytest.param("triton_fp8", marks=pytest.mark.triton_fp8),
+            pytest.param("hip_w8a8", marks=pytest.mark.hip_w8a8)]
+KEYS = list(K.KEYS.items())
+CUDA = torch.device("cuda")
+
+
+def _scale(key, value=0.37):
+    return torch.tensor([value], dtype=torch.float32, device=CUDA) if K.is_static(key) else None
+
+
+def _check(backend, act, x, key, numerics="default", scale_value=0.37):
+    scale = _scale(key, scale_value)
+    qa = fused_act_quant(act, x, key, scale, numerics=numerics, backend=backend)
+    q, s = act_quant_ref(act, x, key, scale, numerics=numerics, fp8_dtype=qa.data.dtype
+                         if K.is_fp8(key) else torch.float8_e4m3fn)
+    assert_bits_equal(qa.data, q, f"{backend} {act} {K.key_name(key)} q")
+    assert_bits_equal(qa.scale, s, f"{backend} {act} {K.key_name(key)} scale")
+    return qa
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_selftest_suite(backend):
+    """Known answers, all 65,536 bf16 patterns per key, gate sweeps x up values, adversarial rows."""
+    results = run_selftest(backend, CUDA)
+    failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
+    assert not failed, "\n".join(failed)
+
+
+# odd widths (1, 1023, 1025) hit masking; model widths (5120, 14336, 28672) the real launch configs
+WIDTHS = [1, 1023, 1025, 5120, 14336, 28672]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name,key", KEYS)
+@pytest.mark.parametrize("act", ["relu2", "silu_and_mul", "identity"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_random_widths_bf16(backend, key_name, key, act, width):
+    torch.manual_seed(width)
+    d_in = 2 * width if act == "silu_and_mul" else width
+    x = (torch.randn(37, d_in, device=CUDA) * 3).to(torch.bfloat16)
+    _check(backend, act, x, key)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name,key", KEYS)
+@pytest.mark.parametrize("numerics", ["default", "hcu"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_fp16_fp32_and_profiles_rank3(backend, key_name, key, numerics, dtype):
+    torch.manual_seed(7)
+    x = (torch.randn(3, 5, 2 * 1000, device=CUDA) * 4).to(dtype)  # rank 3: leading dims flattened, restored
+    qa = _check(backend, "silu_and_mul", x, key, numerics)
+    assert qa.data.shape == (3, 5, 1000)
+    if K.is_per_token(key):
+        assert qa.scale.shape == (3, 5, 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name,key", KEYS)
+def test_rank1_and_empty(backend, key_name, key):
+    x = torch.randn(2048, device=CUDA).to(torch.bfloat16)
+    _check(backend, "silu_and_mul", x, key)
+    empty = torch.empty(0, 4096, device=CUDA, dtype=torch.bfloat16)
+    qa = _check(backend, "silu_and_mul", empty, key)
+    assert qa.data.shape == (0, 2048)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name,key", KEYS)
+def test_strided_rows_without_copy(backend, key_name, key):
+    """Rows with a stride (a column slice of a wider buffer) are read in place."""
+    big = torch.randn(64, 2 * 3000 + 96, device=CUDA).to(torch.bfloat16)
+    x = big[:, : 2 * 3000]
+    assert not x.is_contiguous()
+    _check(backend, "silu_and_mul", x, key)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unviewable_input_declined_explicit_and_falls_back_implicit(backend, backend_env):
+    x = torch.randn(4096, 64, device=CUDA).to(torch.bfloat16).t()  # last dim has stride 64
+    with pytest.raises(BackendUnavailableError, match="strides"):
+        fused_act_quant("relu2", x, K.kInt8DynamicTokenSym, backend=backend)
+    backend_env(backend)
+    qa = fused_act_quant("relu2", x, K.kInt8DynamicTokenSym)
+    q, s = act_quant_ref("relu2", x, K.kInt8DynamicTokenSym)
+    assert_bits_equal(qa.data, q)
+    assert_bits_equal(qa.scale, s)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_dynamic_token", "int8_dynamic_token"])
+def test_two_pass_kernel_for_very_wide_rows(backend, key_name):
+    """Rows wider than one_pass_max_n use the two-pass kernel; same bits."""
+    key = K.KEYS[key_name]
+    width = heuristics.config_for("sm_90").one_pass_max_n + 4000
+    x = torch.randn(9, 2 * width, device=CUDA).to(torch.bfloat16)
+    x[3, 17] = float("nan")
+    x[5] = 0
+    _check(backend, "silu_and_mul", x, key)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_static_tensor", "int8_dynamic_token"])
+def test_more_than_2_31_elements(backend, key_name):
+    """64-bit offsets: the output has > 2^31 elements, the input > 2^32; checked on edge rows."""
+    key = K.KEYS[key_name]
+    d = 16384
+    m = (1 << 31) // d + 3
+    x = torch.empty(m, 2 * d, device=CUDA, dtype=torch.bfloat16).normal_()
+    scale = _scale(key)
+    qa = fused_act_quant("silu_and_mul", x, key, scale, backend=backend)
+    assert qa.data.numel() > 1 << 31
+    for rows in (slice(0, 4), slice(m - 4, m), slice(m // 2, m // 2 + 4)):
+        q, s = act_quant_ref("silu_and_mul", x[rows], key, scale)
+        assert_bits_equal(qa.data[rows], q, f"rows {rows}")
+        if K.is_per_token(key):
+            assert_bits_equal(qa.scale[rows], s, f"scale rows {rows}")
+
+
+def test_custom_ops_opcheck():
+    x = torch.randn(33, 2 * 256, device=CUDA).to(torch.bfloat16)
+    scale = torch.tensor([0.5], device=CUDA)
+    torch.library.opcheck(torch.ops.fused_quant.act_quant_token.default,
+                          (x, "silu_and_mul", "int8_dynamic_token", True, "e4m3fn"))
+    torch.library.opcheck(torch.ops.fused_quant.act_quant_static.default,
+                          (x, scale, "silu_and_mul", "int8_static_tensor", True, "e4m3fn"))
