@@ -38,6 +38,13 @@ def _bench(fn, quick: bool) -> float:
                                          return_mode="median")
 
 
+def _bench_graph(fn) -> float:
+    """Median microseconds of ``fn`` replayed from a CUDA graph (no host launch cost)."""
+    import triton
+
+    return 1e3 * triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
+
+
 def copy_ceiling(quick: bool) -> float:
     """Device-to-device copy bandwidth in GB/s (bytes read + written), on a 2 GiB buffer."""
     src = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
@@ -67,6 +74,9 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
     from fused_quant.registry import fused_act_quant
     from fused_quant.bench_peers import bare_relu2_fp8_static
 
+    import torch._dynamo
+
+    torch._dynamo.config.recompile_limit = 256  # one compiled chain per (op, M): never falls back to eager
     ceiling = copy_ceiling(quick)
     rows = []
     for label, act, key_name in OPS:
@@ -89,6 +99,11 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
             }
             if act == "relu2" and key_name == "fp8_static_tensor":
                 t["bare_triton"] = _bench(lambda: bare_relu2_fp8_static(x, scale), quick)
+            if m <= 256:  # launch-bound sizes: also the GPU time alone, replayed from a CUDA graph
+                t["ours_graph"] = _bench_graph(lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8"))
+                t["compiled_graph"] = _bench_graph(lambda: compiled(x, scale))
+                if "bare_triton" in t:
+                    t["bare_triton_graph"] = _bench_graph(lambda: bare_relu2_fp8_static(x, scale))
             row = {"op": label, "M": m, "H": H, "bytes": nbytes, "us": t,
                    "GBps": {k: nbytes / (v * 1e-6) / 1e9 for k, v in t.items()}}
             row["pct_ceiling"] = {k: 100 * v / ceiling for k, v in row["GBps"].items()}

@@ -212,18 +212,30 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
 def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torch.Tensor,
                bias: torch.Tensor | None = None, *, out_dtype: torch.dtype, layer: str | None = None,
                backend: str | None = None) -> torch.Tensor:
-    """The checked entry: validate, pick a provider, call it, check its output; ``[*lead, N]``."""
+    """The checked entry: validate, pick a provider, call it, check its output; ``[*lead, N]``.
+
+    Under torch.compile this is one opaque custom op (``fused_quant::quant_gemm``), so provider
+    choice happens at run time and no provider's shape rules become recompile guards.
+    """
     if not isinstance(qa, QuantizedActivation):
         raise TypeError(f"{layer or 'quant_gemm'}: expected a QuantizedActivation, got {type(qa).__name__}")
-    x, xs = qa.data, qa.scale
-    p = check_gemm_operands(x, xs, qa.quant_key, weight, weight_scale, bias, out_dtype, layer)
+    key = K.key_name(qa.quant_key)
+    if torch.compiler.is_compiling():
+        return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
+                                                layer or "", backend or "")
+    return checked_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key, layer or "", backend or "")
+
+
+def checked_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
+                 bias: torch.Tensor | None, out_dtype: torch.dtype, key: str, layer: str, backend: str) -> torch.Tensor:
+    """Body of the checked entry (also the custom op's implementation)."""
+    p = check_gemm_operands(x, xs, K.key_from_name(key), weight, weight_scale, bias, out_dtype, layer or None)
     out_shape = (*x.shape[:-1], p.n)
     if p.m == 0:
         return torch.empty(out_shape, dtype=out_dtype, device=x.device)
-    provider, _ = select_gemm_provider(p, backend)
+    provider, _ = select_gemm_provider(p, backend or None)
     xs2 = xs.reshape(p.m, 1) if p.per_token else xs.reshape(1, 1)
-    ws2 = weight_scale.reshape(-1, 1)
-    out = provider.fn(x.reshape(p.m, p.k), xs2, weight, ws2, bias, out_dtype)
+    out = provider.fn(x.reshape(p.m, p.k), xs2, weight, weight_scale.reshape(-1, 1), bias, out_dtype)
     if (not isinstance(out, torch.Tensor) or out.shape != (p.m, p.n) or out.dtype != out_dtype
             or out.device != x.device):
         got = f"{tuple(out.shape)} {out.dtype} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__

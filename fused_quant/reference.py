@@ -49,6 +49,18 @@ def _act_fp32(act: str, x: torch.Tensor, profile: NumericsProfile) -> torch.Tens
     return y.to(t).float() if profile.round_silu_product else y
 
 
+def _div(a: torch.Tensor | float, b: torch.Tensor | float) -> torch.Tensor:
+    """IEEE fp32 quotient. Both operands become tensors on one device first: torch computes
+    ``tensor / python_scalar`` on CUDA and ``python_scalar / tensor`` everywhere as a multiply
+    by a reciprocal, which is not the correctly rounded quotient the spec asks for."""
+    dev = a.device if isinstance(a, torch.Tensor) else b.device
+    if not isinstance(a, torch.Tensor):
+        a = torch.tensor(a, dtype=torch.float32, device=dev)
+    if not isinstance(b, torch.Tensor):
+        b = torch.tensor(b, dtype=torch.float32, device=dev)
+    return torch.div(a, b)
+
+
 def _canonical_nan_f32(s: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(s), torch.full_like(s, float("nan")), s)
 
@@ -77,18 +89,18 @@ def quant_ref(y: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = Non
             raise ValueError(f"{key} needs a static scale")
         sc = scale.reshape(()).to(device=y.device, dtype=torch.float32)
         if K.is_fp8(key):
-            inv = 1.0 / sc  # fp32 IEEE reciprocal, then multiply (NUMERICS.md)
+            inv = _div(1.0, sc)  # fp32 IEEE reciprocal, then multiply (NUMERICS.md)
             return _to_fp8(yf * inv, fp8_dtype, K.fp8_max(fp8_dtype)), scale
-        return _to_int8(yf / sc), scale
+        return _to_int8(_div(yf, sc)), scale
     # dynamic per-token: one scale per row of the last dim
     a = yf.abs().amax(dim=-1, keepdim=True)  # NaN propagates
     if K.is_fp8(key):
         m8 = K.fp8_max(fp8_dtype)
-        s = torch.maximum(a / m8, torch.tensor(fp8_min_scale(fp8_dtype), device=a.device))
-        q = _to_fp8(yf / s, fp8_dtype, m8)
+        s = torch.maximum(_div(a, m8), torch.tensor(fp8_min_scale(fp8_dtype), device=a.device))
+        q = _to_fp8(_div(yf, s), fp8_dtype, m8)
     else:
-        s = a / K.INT8_MAX
-        inv = torch.where(a == 0, torch.zeros_like(a), K.INT8_MAX / a)
+        s = _div(a, K.INT8_MAX)
+        inv = torch.where(a == 0, torch.zeros_like(a), _div(K.INT8_MAX, a))
         q = _to_int8(yf * inv)
     return q, _canonical_nan_f32(s)
 
@@ -119,7 +131,7 @@ def quantize_weight_ref(w: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tens
     wf = w.float()
     a = wf.abs().amax(dim=1, keepdim=True)
     qmax = K.INT8_MAX if dtype == torch.int8 else K.fp8_max(dtype)
-    ws = a / qmax
-    v = wf / torch.where(ws == 0, torch.ones_like(ws), ws)
+    ws = _div(a, qmax)
+    v = _div(wf, torch.where(ws == 0, torch.ones_like(ws), ws))
     wq = _to_int8(v) if dtype == torch.int8 else _to_fp8(v, dtype, qmax)
     return wq, ws

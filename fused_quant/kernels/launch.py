@@ -54,15 +54,19 @@ def _tl():
     return act_quant, dtypes
 
 
-def _arch(device: torch.device) -> str | None:
+def _arch() -> str | None:
     from fused_quant.platforms import current_platform
 
     return current_platform().arch
 
 
 def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | None,
-                     round_product: bool, fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run one producer kernel; returns (q, scale) with q ``[*lead, D]``, per-token scale ``[*lead, 1]``."""
+                     round_product: bool, fp8_dtype: torch.dtype,
+                     config: dict[str, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run one producer kernel; returns (q, scale) with q ``[*lead, D]``, per-token scale ``[*lead, 1]``.
+
+    ``config`` overrides the heuristics (tuning only).
+    """
     kernels, tl_dtypes = _tl()
     x2 = rows_view(x)
     d_in = x2.shape[1]
@@ -83,13 +87,13 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
         FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
     )
     q_out = q.view(torch.uint8) if fp8 else q
-    arch = _arch(x.device)
+    arch = _arch()
     if not per_token:
-        cfg = heuristics.static_launch(m, d, arch)
+        cfg = dict(config) if config else heuristics.static_launch(m, d, arch)
         grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
         kernels.act_quant_static_kernel[grid](x2, q_out, scale, m, d, x2.stride(0), **common, **cfg)
         return q, s
-    cfg = heuristics.token_launch(m, d, arch)
+    cfg = dict(config) if config else heuristics.token_launch(m, d, arch)
     common["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
     if cfg.pop("two_pass"):
         kernels.act_quant_token_2pass_kernel[(m,)](x2, q_out, s, m, d, x2.stride(0), **common, **cfg)

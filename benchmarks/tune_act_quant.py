@@ -1,0 +1,55 @@
+"""Launch-config sweep for the act+quant kernels on this GPU (feeds fused_quant/kernels/heuristics.py).
+
+``python benchmarks/tune_act_quant.py [M] [H]``: times each candidate config (median us,
+GB/s, % of the copy ceiling) for static and per-token producers; every candidate's output is
+checked bitwise against the heuristic config's output first.
+"""
+
+import sys
+
+import torch
+import triton
+
+from fused_quant import keys as K
+from fused_quant.bench import copy_ceiling
+from fused_quant.kernels.launch import launch_act_quant
+
+STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in
+          [(8, 1024, 8), (1, 4096, 8), (2, 2048, 8), (1, 2048, 4), (2, 1024, 4), (4, 1024, 4), (1, 1024, 4),
+           (4, 2048, 8), (1, 8192, 16), (2, 4096, 16)]]
+TOKEN_ONE = [dict(two_pass=0, ROWS=1, BLOCK_N=16384, num_warps=w) for w in (8, 16, 32)]
+TOKEN_TWO = [dict(two_pass=1, BLOCK_N=bn, num_warps=w) for bn, w in
+             [(1024, 4), (2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16)]]
+
+
+def main():
+    m = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
+    h = int(sys.argv[2]) if len(sys.argv) > 2 else 14336
+    ceiling = copy_ceiling(False)
+    print(f"copy ceiling {ceiling:.0f} GB/s; M={m} H={h}")
+    cases = [("relu2", "fp8_static_tensor", STATIC), ("silu_and_mul", "fp8_static_tensor", STATIC),
+             ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO),
+             ("silu_and_mul", "fp8_dynamic_token", TOKEN_ONE + TOKEN_TWO),
+             ("relu2", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO)]
+    for act, key_name, configs in cases:
+        key = K.KEYS[key_name]
+        d_in = 2 * h if act == "silu_and_mul" else h
+        x = torch.randn(m, d_in, device="cuda").to(torch.bfloat16)
+        scale = torch.tensor([0.05], device="cuda") if K.is_static(key) else None
+        nbytes = x.numel() * 2 + m * h + (4 * m if K.is_per_token(key) else 0)
+        base = launch_act_quant(x, act, key, scale, True, torch.float8_e4m3fn)
+        for cfg in configs:
+            if cfg.get("BLOCK_N", 0) < h and cfg.get("two_pass") == 0:
+                continue
+            out = launch_act_quant(x, act, key, scale, True, torch.float8_e4m3fn, cfg)
+            same = all(torch.equal(a.view(torch.uint8) if a.dtype.itemsize == 1 else a, b.view(torch.uint8)
+                                   if b.dtype.itemsize == 1 else b) for a, b in zip(out, base))
+            us = 1e3 * triton.testing.do_bench(
+                lambda: launch_act_quant(x, act, key, scale, True, torch.float8_e4m3fn, cfg), return_mode="median")
+            gbps = nbytes / us / 1e3
+            print(f"{act:13s} {key_name:20s} {str(cfg):70s} {us:8.1f} us {gbps:6.0f} GB/s "
+                  f"{100 * gbps / ceiling:5.1f}% {'same bits' if same else 'DIFFERENT BITS'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
