@@ -18,8 +18,9 @@ STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in
           [(8, 1024, 8), (1, 4096, 8), (2, 2048, 8), (1, 2048, 4), (2, 1024, 4), (4, 1024, 4), (1, 1024, 4),
            (4, 2048, 8), (1, 8192, 16), (2, 4096, 16)]]
 TOKEN_ONE = [dict(two_pass=0, ROWS=1, BLOCK_N=16384, num_warps=w) for w in (8, 16, 32)]
-TOKEN_TWO = [dict(two_pass=1, BLOCK_N=bn, num_warps=w) for bn, w in
-             [(1024, 4), (2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16)]]
+TOKEN_TWO = [dict(two_pass=1, BLOCK_N=bn, num_warps=w) for bn, w in [(1024, 4), (2048, 8)]]
+TOKEN_PERSIST = [dict(two_pass=2, BLOCK_N=bn, num_warps=w, programs_per_sm=p, scratch=sc)
+                 for sc in (1, 0) for bn, w in [(1024, 4), (2048, 4), (2048, 8), (4096, 8)] for p in (2, 4, 8)]
 
 
 def main():
@@ -28,9 +29,9 @@ def main():
     ceiling = copy_ceiling(False)
     print(f"copy ceiling {ceiling:.0f} GB/s; M={m} H={h}")
     cases = [("relu2", "fp8_static_tensor", STATIC), ("silu_and_mul", "fp8_static_tensor", STATIC),
-             ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO),
-             ("silu_and_mul", "fp8_dynamic_token", TOKEN_ONE + TOKEN_TWO),
-             ("relu2", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO)]
+             ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST),
+             ("silu_and_mul", "fp8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST),
+             ("relu2", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST)]
     for act, key_name, configs in cases:
         key = K.KEYS[key_name]
         d_in = 2 * h if act == "silu_and_mul" else h

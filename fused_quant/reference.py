@@ -22,9 +22,14 @@ FP8_NAN_CODE = {torch.float8_e4m3fn: 0x7F, torch.float8_e4m3fnuz: 0x80}
 _FP8_MIN_SCALE_DIV = 512.0
 
 
+# ``1 / (M8 * 512)`` rounded once to fp32: the value every backend uses.
+_FP8_MIN_SCALE = {dt: float(torch.tensor(1.0 / (K.fp8_max(dt) * _FP8_MIN_SCALE_DIV), dtype=torch.float32))
+                  for dt in FP8_NAN_CODE}
+
+
 def fp8_min_scale(fp8_dtype: torch.dtype) -> float:
-    """``1 / (M8 * 512)`` as the fp32 value every backend uses."""
-    return float(torch.tensor(1.0 / (K.fp8_max(fp8_dtype) * _FP8_MIN_SCALE_DIV), dtype=torch.float32))
+    """Lower bound of a dynamic FP8 per-token scale for ``fp8_dtype``."""
+    return _FP8_MIN_SCALE[fp8_dtype]
 
 
 def act_ref(act: str, x: torch.Tensor) -> torch.Tensor:

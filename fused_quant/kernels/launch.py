@@ -95,12 +95,30 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
         return q, s
     cfg = dict(config) if config else heuristics.token_launch(m, d, arch)
     common["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
-    if cfg.pop("two_pass"):
+    variant = cfg.pop("two_pass")
+    if variant == 2:
+        # persistent: programs_per_sm programs per SM loop over rows; y parked in scratch rows
+        grid = (max(1, min(m, _num_sms(x.device) * cfg.pop("programs_per_sm"))),)
+        scratch = cfg.pop("scratch")
+        ydtype = x.dtype if (round_product or act != "silu_and_mul") else torch.float32
+        y = torch.empty((grid[0], d) if scratch else (1,), dtype=ydtype, device=x.device)
+        kernels.act_quant_token_persistent_kernel[grid](
+            x2, q_out, s, y, m, d, x2.stride(0), **common, USE_SCRATCH=bool(scratch), Y=tl_dtypes[ydtype], **cfg)
+    elif variant == 1:
         kernels.act_quant_token_2pass_kernel[(m,)](x2, q_out, s, m, d, x2.stride(0), **common, **cfg)
     else:
         grid = (triton_cdiv(m, cfg["ROWS"]),)
         kernels.act_quant_token_kernel[grid](x2, q_out, s, m, d, x2.stride(0), **common, **cfg)
     return q, s
+
+
+@functools.cache
+def _num_sms_cached(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _num_sms(device: torch.device) -> int:
+    return _num_sms_cached(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def triton_cdiv(a: int, b: int) -> int:

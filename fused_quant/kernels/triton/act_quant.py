@@ -162,3 +162,47 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
         y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
         _quantize(y, q_ptr + row * D, cols, mask, term[:, None], QUANT, M8, FP8, NAN_CODE)
     tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
+
+
+@triton.jit
+def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_xm,
+                                      ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
+                                      ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+                                      NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, BLOCK_N: tl.constexpr,
+                                      USE_SCRATCH: tl.constexpr, Y: tl.constexpr):
+    """Per-token, two sweeps per row, a bounded number of programs looping over rows.
+
+    Sweep 1 computes y once, reduces |y| and (USE_SCRATCH) parks y in this program's scratch
+    row (dtype Y: T when y is T-valued, so exact); sweep 2 quantizes from the scratch row, which
+    the bounded grid keeps L2-resident, or recomputes y from x. HBM sees x once and q once.
+    """
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    y_row = y_ptr + pid.to(tl.int64) * D
+    for row in range(pid, M, nprog):
+        x_row = x_ptr + row.to(tl.int64) * stride_xm
+        amax = tl.zeros([1, BLOCK_N], tl.float32)
+        nan_seen = tl.zeros([1, BLOCK_N], tl.int32)
+        for start in range(0, D, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)[None, :]
+            mask = cols < D
+            y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
+            if USE_SCRATCH:
+                tl.store(y_row + cols, y.to(Y), mask=mask)
+            a = tl.where(mask, tl.abs(y), 0.0)
+            nan_seen = nan_seen | tl.where(a != a, 1, 0)
+            amax = tl.where(a > amax, a, amax)
+        a = tl.max(amax, axis=1)
+        a = tl.where(tl.max(nan_seen, axis=1) > 0, float("nan"), a)
+        s, term = _token_scale(a, QUANT, M8, MIN_SCALE)
+        tl.debug_barrier()  # scratch writes of sweep 1 visible to every thread of the program
+        for start in range(0, D, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)[None, :]
+            mask = cols < D
+            if USE_SCRATCH:
+                y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
+            else:
+                y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
+            _quantize(y, q_ptr + row.to(tl.int64) * D, cols, mask, term[:, None], QUANT, M8, FP8, NAN_CODE)
+        tl.debug_barrier()  # the next row's sweep 1 must not overwrite scratch still being read
+        tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
