@@ -1,38 +1,42 @@
 """Launch heuristics for the Triton act+quant kernels, as data per arch.
 
-Rows: (max_m, BLOCK_M, BLOCK_N, num_warps) for static tiles, the first row
-whose max_m >= M wins; per-token rows keep the whole row in registers up to
-``one_pass_max_n`` and use the two-pass kernel beyond. Archs not listed use
-"default". Measured on the H200: see benchmarks/RESULTS.md.
+Static keys: rows ``(max_m, BLOCK_M, BLOCK_N, num_warps)``, the first row whose max_m >= M
+wins; silu_and_mul (exp + IEEE division per element) has its own rows. Per-token keys: rows
+narrower than ``one_pass_max_n`` stay in registers (one pass, ``token_one_pass_warps``);
+wider rows use the persistent two-sweep kernel with L2-resident scratch rows, except
+relu2/identity (no transcendental work), whose rows up to 16384 still fit one pass.
+Archs not listed use "default". Numbers behind the choices: benchmarks/RESULTS.md
+(benchmarks/tune_act_quant.py on the H200, M = 8192, H = 14336).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class ArchConfig:
     static_rows: tuple[tuple[int, int, int, int], ...]
-    one_pass_max_n: int
-    two_pass_block_n: int
-    token_elems_per_thread: int  # per-token one-pass: warps = BLOCK_N / (32 * this)
-    token_max_warps: int
-    token_rows_target: int  # rows per program so one program covers ~this many elements
+    static_rows_silu: tuple[tuple[int, int, int, int], ...]
+    one_pass_max_n: int  # widest per-token row kept in registers (silu_and_mul)
+    one_pass_max_n_cheap: int  # the same for relu2 / identity
+    token_one_pass_warps: tuple[tuple[int, int], ...]  # (max BLOCK_N, num_warps)
+    persistent: tuple[int, int, int]  # (BLOCK_N, num_warps, programs per SM)
+    two_pass_block_n: int  # non-persistent two-pass kernel (kept for tuning comparisons)
 
 
 _DEFAULT = ArchConfig(
-    static_rows=((16, 1, 256, 2), (256, 4, 1024, 4), (1 << 62, 8, 1024, 8)),
-    one_pass_max_n=32768,
-    two_pass_block_n=4096,
-    token_elems_per_thread=16,
-    token_max_warps=16,
-    token_rows_target=2048,
+    static_rows=((16, 1, 256, 2), (256, 1, 1024, 4), (1 << 62, 8, 1024, 8)),
+    static_rows_silu=((16, 1, 256, 2), (1 << 62, 1, 1024, 4)),
+    one_pass_max_n=4096,
+    one_pass_max_n_cheap=16384,
+    token_one_pass_warps=((1024, 4), (4096, 8), (1 << 62, 8)),
+    persistent=(2048, 8, 8),
+    two_pass_block_n=2048,
 )
 
-CONFIGS: dict[str, ArchConfig] = {"default": _DEFAULT, "sm_90": _DEFAULT, "sm_100": _DEFAULT}
+CONFIGS: dict[str, ArchConfig] = {"default": _DEFAULT, "sm_90": _DEFAULT}
 
 
 def config_for(arch: str | None) -> ArchConfig:
@@ -43,21 +47,26 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(n, 1))))
 
 
-def static_launch(m: int, d: int, arch: str | None) -> dict[str, int]:
+def static_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[str, int]:
     cfg = config_for(arch)
-    for max_m, block_m, block_n, warps in cfg.static_rows:
+    rows = cfg.static_rows_silu if act == "silu_and_mul" else cfg.static_rows
+    for max_m, block_m, block_n, warps in rows:
         if m <= max_m:
             break
-    block_n = min(block_n, next_pow2(d))
-    return {"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": warps}
+    return {"BLOCK_M": block_m, "BLOCK_N": min(block_n, next_pow2(d)), "num_warps": warps}
 
 
-def token_launch(m: int, d: int, arch: str | None) -> dict[str, int]:
-    """``{"two_pass": 0|1, ...}``: one-pass rows-per-program config, or the two-pass block."""
+def token_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[str, int]:
+    """``{"two_pass": 0, ROWS, BLOCK_N, num_warps}`` (one pass) or
+    ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch}`` (persistent)."""
     cfg = config_for(arch)
-    if d > cfg.one_pass_max_n:
-        return {"two_pass": 1, "BLOCK_N": cfg.two_pass_block_n, "num_warps": 8}
-    block_n = next_pow2(d)
-    rows = max(1, min(next_pow2(cfg.token_rows_target // block_n), 64)) if block_n < cfg.token_rows_target else 1
-    warps = max(1, min(cfg.token_max_warps, (rows * block_n) // (32 * cfg.token_elems_per_thread)))
-    return {"two_pass": 0, "ROWS": rows, "BLOCK_N": block_n, "num_warps": next_pow2(warps)}
+    limit = cfg.one_pass_max_n if act == "silu_and_mul" else cfg.one_pass_max_n_cheap
+    if d <= limit:
+        block_n = next_pow2(d)
+        rows = max(1, min(64, 2048 // block_n))
+        for max_n, warps in cfg.token_one_pass_warps:
+            if block_n <= max_n:
+                break
+        return {"two_pass": 0, "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
+    block_n, warps, per_sm = cfg.persistent
+    return {"two_pass": 2, "BLOCK_N": block_n, "num_warps": warps, "programs_per_sm": per_sm, "scratch": 1}

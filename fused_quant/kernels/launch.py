@@ -89,11 +89,11 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
     q_out = q.view(torch.uint8) if fp8 else q
     arch = _arch()
     if not per_token:
-        cfg = dict(config) if config else heuristics.static_launch(m, d, arch)
+        cfg = dict(config) if config else heuristics.static_launch(m, d, arch, act)
         grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
         kernels.act_quant_static_kernel[grid](x2, q_out, scale, m, d, x2.stride(0), **common, **cfg)
         return q, s
-    cfg = dict(config) if config else heuristics.token_launch(m, d, arch)
+    cfg = dict(config) if config else heuristics.token_launch(m, d, arch, act)
     common["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
     variant = cfg.pop("two_pass")
     if variant == 2:

@@ -107,14 +107,20 @@ def test_unviewable_input_declined_explicit_and_falls_back_implicit(backend, bac
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("key_name", ["fp8_dynamic_token", "int8_dynamic_token"])
-def test_two_pass_kernel_for_very_wide_rows(backend, key_name):
-    """Rows wider than one_pass_max_n use the two-pass kernel; same bits."""
+@pytest.mark.parametrize("variant", [1, 2])
+@pytest.mark.parametrize("numerics", ["default", "hcu"])
+def test_two_pass_kernels_for_very_wide_rows(backend, key_name, variant, numerics, monkeypatch):
+    """Rows wider than the one-pass limit: the persistent kernel (scratch in T, or fp32 for hcu)
+    and the plain two-pass kernel give the same bits."""
     key = K.KEYS[key_name]
-    width = heuristics.config_for("sm_90").one_pass_max_n + 4000
+    if variant == 1:
+        monkeypatch.setattr(heuristics, "token_launch",
+                            lambda m, d, arch, act="relu2": {"two_pass": 1, "BLOCK_N": 2048, "num_warps": 8})
+    width = heuristics.config_for("sm_90").one_pass_max_n_cheap + 4000
     x = torch.randn(9, 2 * width, device=CUDA).to(torch.bfloat16)
     x[3, 17] = float("nan")
     x[5] = 0
-    _check(backend, "silu_and_mul", x, key)
+    _check(backend, "silu_and_mul", x, key, numerics)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
