@@ -42,10 +42,6 @@ def cmd_probe(args) -> int:
         code = 2
     report["producers"] = _producer_table()
     report["gemm_providers"] = _gemm_table()
-    if getattr(args, "vllm", False):
-        from fused_quant.integrations.vllm import describe
-
-        report["vllm"] = describe()
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return code
@@ -65,8 +61,6 @@ def cmd_probe(args) -> int:
         print(f"producers[{backend}]: {', '.join(rows)}")
     for backend, rows in report["gemm_providers"].items():
         print(f"gemms[{backend}]: {', '.join(rows) or '(none)'}")
-    if "vllm" in report:
-        print(f"vllm     : {json.dumps(report['vllm'], default=str)}")
     return code
 
 
@@ -114,7 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("probe", help="platform, selected backend and why, registered producers and GEMMs")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--vllm", action="store_true", help="also list what the vLLM plugin would register")
     p.set_defaults(func=cmd_probe)
     s = sub.add_parser("selftest", help="bitwise conformance of a backend against the spec on this device")
     s.add_argument("--backend", help="backend to test (default: the selected one)")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 BACKEND_CHOICES = ("auto", "torch", "triton_fp8", "hip_w8a8")
-VLLM_KERNEL_CHOICES = ("first", "last", "off")
 
 # name -> (default, one-line meaning); README's table is checked against this.
 VARIABLES: dict[str, tuple[str, str]] = {
@@ -24,10 +23,6 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "FUSED_QUANT_DISABLED_GEMMS": (
         "",
         "comma-separated GEMM provider names to remove from selection",
-    ),
-    "FUSED_QUANT_VLLM_KERNEL": (
-        "last",
-        "first | last | off: where the vLLM plugin puts its int8 linear kernel",
     ),
 }
 
@@ -49,15 +44,6 @@ def numerics() -> str:
 def disabled_gemms() -> frozenset[str]:
     raw = _get("FUSED_QUANT_DISABLED_GEMMS")
     return frozenset(p.strip() for p in raw.split(",") if p.strip())
-
-
-def vllm_kernel() -> str:
-    value = _get("FUSED_QUANT_VLLM_KERNEL").lower() or "last"
-    if value not in VLLM_KERNEL_CHOICES:
-        raise ValueError(
-            f"FUSED_QUANT_VLLM_KERNEL={value!r} is not one of {', '.join(VLLM_KERNEL_CHOICES)}"
-        )
-    return value
 
 
 def snapshot() -> dict[str, str | None]:
