@@ -21,7 +21,7 @@ from fused_quant.keys import (
     kInt8DynamicTokenSym,
     kInt8StaticTensorSym,
 )
-from fused_quant.modules import QuantLinear, ReLUSquared, SiluAndMul, name_quant_linears
+from fused_quant.modules import FusedSiluAndMulAndQuant, QuantLinear, ReLUSquared, SiluAndMul, name_quant_linears
 from fused_quant.numerics import NumericsProfile, get_profile
 from fused_quant.registry import fused_act_quant, maybe_fused_act_quant, quantize, register_producer
 from fused_quant.validation import (
@@ -42,7 +42,7 @@ _load_backends()
 __version__ = "0.1.0"
 
 __all__ = [
-    "BackendUnavailableError", "FusedQuantError", "GroupShape", "NumericsProfile", "QuantDTypeError",
+    "BackendUnavailableError", "FusedQuantError", "FusedSiluAndMulAndQuant", "GroupShape", "NumericsProfile", "QuantDTypeError",
     "QuantKey", "QuantKeyMismatchError", "QuantLinear", "QuantizedActivation", "ReLUSquared", "ScaleDesc",
     "ScaleError", "ShapeMismatchError", "SiluAndMul", "__version__", "as_quantized_activation",
     "current_backend", "expose_input_quant_key", "fused_act_quant", "get_input_quant_key", "get_profile",

@@ -41,6 +41,34 @@ class ReLUSquared(nn.Module):
         return torch.square(F.relu(x))
 
 
+class FusedSiluAndMulAndQuant(nn.Module):
+    """The Hygon DCU fork's fused module: ``forward(x, quant_dtype=torch.int8) -> (xq, xs)``.
+
+    silu_and_mul + per-token quantization in one producer of the current backend; ``xq``
+    is int8 (or the node's FP8 dtype), ``xs`` float32 ``[*, 1]``. ``numerics`` None means
+    FUSED_QUANT_NUMERICS (``hcu`` reproduces the DCU kernel, ``default`` the eager chain).
+    """
+
+    def __init__(self, numerics: str | None = None):
+        super().__init__()
+        self.numerics = numerics
+
+    def forward(self, x: torch.Tensor, quant_dtype: torch.dtype = torch.int8) -> tuple[torch.Tensor, torch.Tensor]:
+        from fused_quant.registry import fused_act_quant, platform_fp8_dtype
+
+        if quant_dtype == torch.int8:
+            key = K.kInt8DynamicTokenSym
+        elif quant_dtype == platform_fp8_dtype():
+            key = K.kFp8DynamicTokenSym
+        else:
+            raise QuantDTypeError(f"quant_dtype must be torch.int8 or this node's FP8 dtype "
+                                  f"{platform_fp8_dtype()}, got {quant_dtype}")
+        from fused_quant import envs
+
+        qa = fused_act_quant("silu_and_mul", x, key, numerics=self.numerics or envs.numerics())
+        return qa.data, qa.scale
+
+
 ACT_TYPES: dict[str, type] = {"silu_and_mul": SiluAndMul, "relu2": ReLUSquared, "identity": nn.Identity}
 
 
@@ -93,6 +121,20 @@ class QuantLinear(nn.Module):
         wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype)
         return cls(wq, ws, input_key, bias=linear.bias, input_scale=input_scale,
                    out_dtype=linear.weight.dtype, name=name)
+
+    def _apply(self, fn, recurse=True):
+        """``.to(device)`` moves everything; ``.to(dtype)`` sets the output dtype and the bias's,
+        but never casts the quantized weight or the float32 scales (they would lose their meaning)."""
+        keep = {name: buf for name, buf in self._buffers.items() if buf is not None and name != "bias"}
+        probe = fn(torch.empty(0, dtype=self.out_dtype))
+        super()._apply(fn, recurse)
+        for name, old in keep.items():
+            new = self._buffers[name]
+            if new.dtype != old.dtype:
+                self._buffers[name] = old.to(device=new.device)
+        if probe.dtype in ACT_DTYPES:
+            self.out_dtype = probe.dtype
+        return self
 
     @property
     def in_features(self) -> int:

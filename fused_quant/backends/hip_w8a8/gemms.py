@@ -72,5 +72,14 @@ register_gemm_provider("int_mm_int8", g.int_mm_int8, kind="int8", backends=BACKE
                        supported=g.int_mm_supported, first=False)
 register_gemm_provider("triton_int8", g.triton_int8, kind="int8", backends=BACKENDS,
                        supported=g.triton_int8_supported, first=False)
+def _fp8_supported(p: GemmProblem) -> tuple[bool, str]:
+    from fused_quant.platforms import current_platform
+
+    info = current_platform()
+    if not info.has_fp8:
+        return False, f"{info.arch or info.vendor} has no FP8 GEMM; use int8 keys"
+    return g.scaled_mm_supported(p)
+
+
 register_gemm_provider("scaled_mm_fp8", g.scaled_mm_fp8, kind="fp8", backends=BACKENDS,
-                       supported=g.scaled_mm_supported, first=False)
+                       supported=_fp8_supported, first=False)

@@ -1,0 +1,161 @@
+"""hip_w8a8 pieces that run anywhere: e4m3fn -> e4m3fnuz weight loading (bitwise), the HCU
+module surface, the vendor GEMM wiring through a fake vendor module, provider disabling and
+the example script."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+import fused_quant as fq
+from fused_quant import keys as K
+from fused_quant.backends.hip_w8a8 import gemms as hip_gemms
+from fused_quant.backends.hip_w8a8.fp8 import e4m3fn_to_e4m3fnuz
+from fused_quant.contract import QuantizedActivation
+from fused_quant.gemm import gemm_providers, quant_gemm
+from fused_quant.reference import act_quant_ref
+from fused_quant.validation import GemmProviderError, QuantDTypeError, ShapeMismatchError
+from tests.helpers import assert_bits_equal
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_fnuz_conversion_is_bitwise_and_value_preserving():
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    finite = codes[(codes & 0x7F) != 0x7F]  # every e4m3fn pattern but the two NaNs
+    w = finite.view(torch.float8_e4m3fn).reshape(2, -1)
+    ws = torch.tensor([[0.5], [3.0]])
+    wz, wsz, isz = e4m3fn_to_e4m3fnuz(w, ws, torch.tensor([0.25]))
+    assert wz.dtype == torch.float8_e4m3fnuz
+    want = torch.where(w.view(torch.uint8) == 0x80, torch.zeros_like(w.view(torch.uint8)), w.view(torch.uint8))
+    assert_bits_equal(wz.view(torch.uint8), want)
+    assert torch.equal(wsz, ws * 2) and torch.equal(isz, torch.tensor([0.5]))
+    # same dequantized weights, exactly: fnuz value is half the fn value, the scale doubles
+    assert torch.equal(wz.float() * wsz, w.float() * ws)
+
+
+def test_fnuz_conversion_refuses_nan_and_wrong_dtype():
+    nan = torch.tensor([0x7F, 0x01], dtype=torch.uint8).view(torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match="NaN"):
+        e4m3fn_to_e4m3fnuz(nan, torch.ones(1))
+    with pytest.raises(QuantDTypeError, match="float8_e4m3fn"):
+        e4m3fn_to_e4m3fnuz(torch.zeros(2, dtype=torch.int8), torch.ones(1))
+
+
+@pytest.mark.parametrize("numerics", ["default", "hcu"])
+@pytest.mark.parametrize("shape", [(7, 2 * 96), (2, 3, 2 * 50), (0, 64)])
+def test_fused_silu_mul_quant_module(numerics, shape):
+    x = (torch.randn(shape) * 3).to(torch.bfloat16)
+    xq, xs = fq.FusedSiluAndMulAndQuant(numerics)(x)
+    q, s = act_quant_ref("silu_and_mul", x, K.kInt8DynamicTokenSym, numerics=numerics)
+    assert_bits_equal(xq, q)
+    assert_bits_equal(xs, s)
+    assert xq.shape == (*shape[:-1], shape[-1] // 2) and xs.shape == (*shape[:-1], 1)
+    xq8, xs8 = fq.FusedSiluAndMulAndQuant(numerics)(x, quant_dtype=torch.float8_e4m3fn)
+    q8, s8 = act_quant_ref("silu_and_mul", x, K.kFp8DynamicTokenSym, numerics=numerics)
+    assert_bits_equal(xq8, q8)
+    assert_bits_equal(xs8, s8)
+
+
+def test_fused_silu_mul_quant_rejects_other_dtypes():
+    with pytest.raises(QuantDTypeError, match="quant_dtype"):
+        fq.FusedSiluAndMulAndQuant()(torch.randn(2, 8), quant_dtype=torch.float16)
+
+
+class FakeVendor:
+    """Stands in for lightop.gemm_ops: records calls, returns (status, out)."""
+
+    def __init__(self, status=True, bad_shape=False):
+        self.calls, self.status, self.bad_shape = [], status, bad_shape
+
+    def hipblaslt_w8a8_gemm(self, xq, w, xs, ws, m, n, k, layout, out_dtype):
+        self.calls.append((tuple(xq.shape), tuple(w.shape), tuple(xs.shape), tuple(ws.shape), m, n, k, layout))
+        out = ((xq.double() @ w.double().T) * xs.double() * ws.double().T).to(out_dtype)
+        return self.status, (out[:, :-1] if self.bad_shape else out)
+
+
+@pytest.fixture
+def fake_vendor(monkeypatch):
+    def install(**kw):
+        fake = FakeVendor(**kw)
+        pkg, mod = types.ModuleType("lightop"), types.ModuleType("lightop.gemm_ops")
+        mod.hipblaslt_w8a8_gemm = fake.hipblaslt_w8a8_gemm
+        pkg.gemm_ops = mod
+        monkeypatch.setitem(sys.modules, "lightop", pkg)
+        monkeypatch.setitem(sys.modules, "lightop.gemm_ops", mod)
+        hip_gemms.reset_vendor_cache()
+        return fake
+
+    yield install
+    hip_gemms.reset_vendor_cache()
+
+
+def _operands(m=5, n=16, k=32):
+    xq = torch.randint(-128, 128, (m, k), dtype=torch.int8)
+    w = torch.randint(-127, 128, (n, k), dtype=torch.int8)
+    return xq, torch.rand(m, 1) + 0.1, w, torch.rand(n, 1) + 0.1
+
+
+def test_vendor_found_lazily_with_reason(fake_vendor, monkeypatch):
+    fn, why = hip_gemms.vendor_gemm()
+    assert fn is None and "lightop.gemm_ops" in why and "lmslim.quant_ops" in why
+    fake_vendor()
+    fn, why = hip_gemms.vendor_gemm()
+    assert fn is not None and why == "lightop.gemm_ops.hipblaslt_w8a8_gemm"
+
+
+def test_vendor_call_shape_and_status(fake_vendor):
+    fake = fake_vendor()
+    xq, xs, w, ws = _operands()
+    out = hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
+    assert fake.calls == [((5, 32), (16, 32), (5, 1), (16, 1), 5, 16, 32, "NT")]
+    assert out.shape == (5, 16)
+    fake.status = 0
+    hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
+    for bad in (False, 1, "error"):
+        fake.status = bad
+        with pytest.raises(GemmProviderError, match="status"):
+            hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
+
+
+def test_vendor_predicate_reasons(fake_vendor):
+    from fused_quant.gemm import GemmProblem
+
+    p = GemmProblem(5, 16, 32, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    ok, why = hip_gemms._vendor_supported(p)
+    assert not ok and "lightop" in why
+    fake_vendor()
+    ok, why = hip_gemms._vendor_supported(p)
+    assert not ok and "GPU" in why
+
+
+def test_wrong_k_never_reaches_the_vendor(fake_vendor):
+    """The seed bug: the [m, 2H] placeholder against an [N, H] weight stops at the checked entry."""
+    fake = fake_vendor()
+    xq, xs, w, ws = _operands(m=4, n=16, k=32)
+    placeholder = torch.randint(-128, 128, (4, 64), dtype=torch.int8)
+    qa = QuantizedActivation(placeholder, xs[:4], torch.bfloat16, placeholder.shape, K.kInt8DynamicTokenSym)
+    with pytest.raises(ShapeMismatchError, match="expected K=32.*received K=64.*placeholder") as exc:
+        quant_gemm(qa, w, ws, out_dtype=torch.bfloat16, layer="model.layers.0.mlp.down_proj", backend="hip_w8a8")
+    assert exc.value.k == 32 and exc.value.layer == "model.layers.0.mlp.down_proj"
+    assert fake.calls == []
+
+
+def test_hip_provider_order_and_disabling(monkeypatch):
+    assert [p.name for p in gemm_providers("hip_w8a8", "int8")] == ["hipblaslt_w8a8", "int_mm_int8", "triton_int8"]
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "hipblaslt_w8a8, int_mm_int8")
+    assert [p.name for p in gemm_providers("hip_w8a8", "int8")] == ["triton_int8"]
+
+
+def test_example_script_runs_here():
+    spec = importlib.util.spec_from_file_location("hcu_mlp", ROOT / "examples" / "hcu_mlp.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    result = mod.main(["--tokens", "9"])
+    assert result["fused_vs_unfused_max_abs"] == 0.0  # default profile: fusion changes no bit
+    assert result["gemm_vs_float64_max_rel"] < 2 ** -7
