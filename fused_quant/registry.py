@@ -134,6 +134,21 @@ def platform_fp8_dtype() -> torch.dtype:
 
 
 @graph_constant
+def platform_has_fp8() -> bool:
+    from fused_quant.platforms import current_platform
+
+    return current_platform().has_fp8
+
+
+@graph_constant
+def platform_label() -> str:
+    from fused_quant.platforms import current_platform
+
+    info = current_platform()
+    return info.arch or info.vendor
+
+
+@graph_constant
 def current_backend_name() -> str:
     from fused_quant.backends import current_backend
 

@@ -10,17 +10,14 @@ import torch
 from fused_quant import keys as K
 from fused_quant.backends.fallback.producers import produce
 from fused_quant.kernels.launch import triton_supported
-from fused_quant.registry import act_types, register_producer
+from fused_quant.registry import act_types, platform_has_fp8, platform_label, register_producer
 
 BACKEND = "hip_w8a8"
 
 
 def _fp8_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
-    from fused_quant.platforms import current_platform
-
-    info = current_platform()
-    if not info.has_fp8:
-        return False, f"{info.arch or info.vendor} has no FP8; use an int8 key"
+    if not platform_has_fp8():
+        return False, f"{platform_label()} has no FP8; use an int8 key"
     return triton_supported(x, scale)
 
 
