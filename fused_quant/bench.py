@@ -149,8 +149,6 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, kinds=("fp8", "int8")) -> dict:
 
         for m in ms:
             x = torch.randn(m, d, device="cuda").to(torch.bfloat16)
-            src = torch.empty(nbytes // 4, dtype=torch.int16, device="cuda")  # copy moves 2x its size
-            dst = torch.empty_like(src)
             t = {"bf16": _bench(lambda: bf16(x), quick), "fused": _bench(lambda: fused(x), quick),
                  "compiled_chain": _bench(lambda: compiled_chain(x), quick)}
             row = {"kind": kind, "M": m, "us": t, "speedup_vs_bf16": t["bf16"] / t["fused"],

@@ -22,7 +22,6 @@ What the stock 3.7.1 interpreter gets wrong, and what is patched:
    symbol with torch on tensors of the argument dtype (float32 semantics for ``__nv_*f``:
    ``__nv_expf`` is ``torch.exp`` on a float32 tensor, ``__nv_rintf`` is ``torch.round``,
    half to even). Symbols not in ``_EXTERNS`` raise NotImplementedError naming the symbol.
-
 3. Loop variables: the interpreter runs ``for i in range(a, b, c)`` as a Python loop, so
    ``i`` is a Python int and ``i.to(tl.int64)`` (legal on the GPU, where a non-static
    loop's induction variable is an int32 tensor) raises AttributeError. The AST rewriter
@@ -128,7 +127,8 @@ def _point_libdevice_stubs(interpreter_semantic):
         impl = getattr(cuda, name, None)
         if name.startswith("_") or impl is None or not callable(getattr(stub, name)):
             continue
-        wrapper = (lambda impl: lambda *args, **kwargs: impl(*args, _semantic=interpreter_semantic))(impl)
+        wrapper = (lambda impl: lambda *args, **kwargs: impl(*args, **{k: v for k, v in kwargs.items() if k != "_semantic"},
+                                                          _semantic=interpreter_semantic))(impl)
         wrapper.__module__ = stub.__name__  # jit's dependency hasher skips libdevice stubs by module
         wrapper.__name__ = name
         setattr(stub, name, wrapper)
