@@ -118,6 +118,8 @@ def _num_sms_cached(index: int) -> int:
 
 
 def _num_sms(device: torch.device) -> int:
+    if device.type != "cuda":  # the Triton interpreter runs kernels on CPU tensors
+        return 2
     return _num_sms_cached(device.index if device.index is not None else torch.cuda.current_device())
 
 
