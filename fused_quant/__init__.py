@@ -31,6 +31,7 @@ from fused_quant.validation import (
     QuantKeyMismatchError,
     ScaleError,
     ShapeMismatchError,
+    UnsupportedError,
 )
 
 # Register every backend's producers and GEMM providers now (plain Python: no probe, no
@@ -44,7 +45,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendUnavailableError", "FusedQuantError", "FusedSiluAndMulAndQuant", "GroupShape", "NumericsProfile", "QuantDTypeError",
     "QuantKey", "QuantKeyMismatchError", "QuantLinear", "QuantizedActivation", "ReLUSquared", "ScaleDesc",
-    "ScaleError", "ShapeMismatchError", "SiluAndMul", "__version__", "as_quantized_activation",
+    "ScaleError", "ShapeMismatchError", "SiluAndMul", "UnsupportedError", "__version__", "as_quantized_activation",
     "current_backend", "expose_input_quant_key", "fused_act_quant", "get_input_quant_key", "get_profile",
     "kFp8DynamicTokenSym", "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym",
     "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize", "register_gemm_provider",

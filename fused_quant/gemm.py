@@ -31,6 +31,7 @@ from fused_quant.validation import (
     QuantDTypeError,
     ScaleError,
     ShapeMismatchError,
+    UnsupportedError,
 )
 
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
@@ -82,7 +83,7 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
     replaces the old entry (idempotent for plugins).
     """
     if kind not in ("int8", "fp8"):
-        raise ValueError(f"GEMM provider kind must be 'int8' or 'fp8', got {kind!r}")
+        raise UnsupportedError(f"GEMM provider kind must be 'int8' or 'fp8', got {kind!r}")
 
     def add(f: GemmFn) -> GemmFn:
         provider = GemmProvider(name, kind, f, supported)
@@ -90,6 +91,7 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
             chain = _PROVIDERS.setdefault(backend, [])
             chain[:] = [p for p in chain if p.name != name]
             chain.insert(0, provider) if first else chain.append(provider)
+        clear_gemm_selection_cache()
         return f
 
     return add(fn) if fn is not None else add
@@ -98,6 +100,7 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
 def unregister_gemm_provider(name: str) -> None:
     for chain in _PROVIDERS.values():
         chain[:] = [p for p in chain if p.name != name]
+    clear_gemm_selection_cache()
 
 
 @graph_constant
@@ -115,18 +118,37 @@ def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
     return [p for p in chain if p.name not in disabled and (kind is None or p.kind == kind)]
 
 
+# (problem, backend, disabled names, current backend) -> choice. Predicates are pure functions
+# of the problem and of process-wide facts, so a choice is reused until providers change.
+_SELECTED: dict[tuple, tuple[GemmProvider, str]] = {}
+_SELECTED_MAX = 4096
+
+
+def clear_gemm_selection_cache() -> None:
+    """Forget cached provider choices (after registering providers or changing what they depend on)."""
+    _SELECTED.clear()
+
+
 def select_gemm_provider(problem: GemmProblem, backend: str | None = None) -> tuple[GemmProvider, str]:
     """The first provider that accepts ``problem``; with ``backend=None`` the current
     backend's providers, then the torch backend's. Raises BackendUnavailableError with every reason."""
     from fused_quant.backends import TORCH
     from fused_quant.registry import current_backend_name
 
-    chain = [backend] if backend else list(dict.fromkeys([current_backend_name(), TORCH]))
+    current = current_backend_name()
+    cache_key = (problem, backend, _disabled_gemms(), current)
+    hit = _SELECTED.get(cache_key)
+    if hit is not None:
+        return hit
+    chain = [backend] if backend else list(dict.fromkeys([current, TORCH]))
     reasons = []
     for name in chain:
         for provider in gemm_providers(name, problem.kind):
             ok, why = provider.check(problem)
             if ok:
+                if len(_SELECTED) >= _SELECTED_MAX:
+                    _SELECTED.clear()
+                _SELECTED[cache_key] = (provider, name)
                 return provider, name
             reasons.append(f"{provider.name}: {why}")
     disabled = sorted(envs.disabled_gemms())

@@ -13,6 +13,8 @@ from typing import ClassVar, NamedTuple
 
 import torch
 
+from fused_quant.validation import UnsupportedError
+
 
 class _GroupShape(NamedTuple):
     row: int
@@ -103,7 +105,7 @@ def key_name(key: QuantKey) -> str:
     """Short name of one of the four supported keys; ValueError for others."""
     name = _NAMES.get(normalize_key(key))
     if name is None:
-        raise ValueError(f"unsupported quant key {key}; supported: {', '.join(KEYS)}")
+        raise UnsupportedError(f"unsupported quant key {key}; supported: {', '.join(KEYS)}")
     return name
 
 
@@ -111,7 +113,12 @@ def key_from_name(name: str) -> QuantKey:
     try:
         return KEYS[name]
     except KeyError:
-        raise ValueError(f"unknown quant key name {name!r}; expected one of {', '.join(KEYS)}") from None
+        raise UnsupportedError(f"unknown quant key name {name!r}; expected one of {', '.join(KEYS)}") from None
+
+
+def key_name_or_none(key: QuantKey) -> str | None:
+    """Short name of a supported key, None for any other key."""
+    return _NAMES.get(normalize_key(key))
 
 
 def normalize_key(key: QuantKey) -> QuantKey:
@@ -138,7 +145,7 @@ def fp8_max(fp8_dtype: torch.dtype) -> float:
     try:
         return _FP8_MAX[fp8_dtype]
     except KeyError:
-        raise ValueError(
+        raise UnsupportedError(
             f"unsupported FP8 dtype {fp8_dtype}; expected torch.float8_e4m3fn or torch.float8_e4m3fnuz"
         ) from None
 

@@ -36,7 +36,9 @@ def _compute(x, scale, act, key_name, round_product, fp8):
     from fused_quant.numerics import DEFAULT, HCU
     from fused_quant.reference import act_quant_unchecked
 
-    return act_quant_unchecked(act, x, key, scale, DEFAULT if round_product else HCU, fp8_dtype)
+    q, s = act_quant_unchecked(act, x, key, scale, DEFAULT if round_product else HCU, fp8_dtype)
+    # elementwise torch ops keep a permuted input's strides; consumers need row-major data
+    return q.contiguous(), (s.contiguous() if K.is_per_token(key) else s)
 
 
 @torch.library.custom_op("fused_quant::act_quant_static", mutates_args=())

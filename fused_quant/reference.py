@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from fused_quant import keys as K
 from fused_quant.numerics import NumericsProfile, get_profile
-from fused_quant.validation import check_activation, check_activation_input
+from fused_quant.validation import ScaleError, ShapeMismatchError, check_activation, check_activation_input
 
 FP8_NAN_CODE = {torch.float8_e4m3fn: 0x7F, torch.float8_e4m3fnuz: 0x80}
 # Lower bound of a dynamic FP8 per-token scale (NUMERICS.md), as fp32.
@@ -91,7 +91,7 @@ def quant_ref(y: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = Non
     yf = y.float()
     if K.is_static(key):
         if scale is None:
-            raise ValueError(f"{key} needs a static scale")
+            raise ScaleError(f"{key} needs a static scale")
         sc = scale.reshape(()).to(device=y.device, dtype=torch.float32)
         if K.is_fp8(key):
             inv = _div(1.0, sc)  # fp32 IEEE reciprocal, then multiply (NUMERICS.md)
@@ -132,7 +132,7 @@ def quantize_weight_ref(w: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tens
     ``wq = fp8(clamp(w / ws))``. An all-zero row gets ws = 0 and wq = 0.
     """
     if w.dim() != 2:
-        raise ValueError(f"weight must be 2-D [N, K], got shape {tuple(w.shape)}")
+        raise ShapeMismatchError(f"weight must be 2-D [N, K], got shape {tuple(w.shape)}", w_shape=w.shape)
     wf = w.float()
     a = wf.abs().amax(dim=1, keepdim=True)
     qmax = K.INT8_MAX if dtype == torch.int8 else K.fp8_max(dtype)

@@ -22,6 +22,8 @@ from fused_quant.contract import QuantizedActivation, get_input_quant_key
 from fused_quant.numerics import NumericsProfile, get_profile
 from fused_quant.validation import (
     BackendUnavailableError,
+    ScaleError,
+    UnsupportedError,
     check_activation,
     check_activation_input,
     check_scale_tensor,
@@ -69,7 +71,7 @@ def _act_name(act_type: type) -> str:
     name = _act_name_or_none(act_type)
     if name is not None:
         return name
-    raise ValueError(
+    raise UnsupportedError(
         f"{act_type.__name__} is not a known activation; expected one of "
         f"{', '.join(t.__name__ for t in act_types().values())}"
     )
@@ -108,10 +110,10 @@ def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:
     from fused_quant.backends import load_backends
 
     load_backends()
-    act = _act_name_or_none(act_type)
-    if act is None:
+    act, name = _act_name_or_none(act_type), K.key_name_or_none(key)
+    if act is None or name is None:  # an activation or key nobody produces: the caller falls back
         return None
-    return _PRODUCERS.get(backend, {}).get((act, K.key_name(key)))
+    return _PRODUCERS.get(backend, {}).get((act, name))
 
 
 def fusion_counts() -> dict[tuple[str, str, str], int]:
@@ -222,7 +224,7 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     if K.is_static(key):
         check_scale_tensor(scale, device=x.device, what=f"scale for {K.key_name(key)}")
     elif scale is not None:
-        raise ValueError(f"{K.key_name(key)} computes its scale per token; pass scale=None")
+        raise ScaleError(f"{K.key_name(key)} computes its scale per token; pass scale=None")
     profile = get_profile(numerics)
     act_type = act_types()[act_name]
     if backend is None:

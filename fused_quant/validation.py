@@ -60,6 +60,10 @@ class NumericsProfileError(FusedQuantError, ValueError):
     """Unknown numerics profile name."""
 
 
+class UnsupportedError(FusedQuantError, ValueError):
+    """An activation, quant key or FP8 format fused-quant does not implement."""
+
+
 class GemmProviderError(FusedQuantError, RuntimeError):
     """A GEMM provider failed or returned something other than what it must."""
 
@@ -76,7 +80,7 @@ def check_tensor(x: object, what: str) -> torch.Tensor:
 
 def check_activation(act: str) -> str:
     if act not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {act!r}; expected one of {', '.join(ACTIVATIONS)}")
+        raise UnsupportedError(f"unknown activation {act!r}; expected one of {', '.join(ACTIVATIONS)}")
     return act
 
 

@@ -83,8 +83,11 @@ def current_backend() -> SelectedBackend:
 def reset_current_backend() -> None:
     """Forget the cached selection (after changing FUSED_QUANT_BACKEND in-process)."""
     global _current
+    from fused_quant.gemm import clear_gemm_selection_cache
+
     with _lock:
         _current = None
+    clear_gemm_selection_cache()
 
 
 def get_backend(name: str) -> Backend:

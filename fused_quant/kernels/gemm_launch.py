@@ -40,9 +40,11 @@ def scaled_mm_fp8(xq, xs, w, ws, bias, out_dtype):
     if ws.numel() == 1 and xs.numel() == 1:
         out = torch._scaled_mm(xq, w.t(), scale_a=xs.reshape(()), scale_b=ws.reshape(()), out_dtype=out_dtype)
     elif out_dtype == torch.bfloat16:
-        # row-wise scaling (the fast cuBLAS/CUTLASS path) needs both scales row-wise and bf16 out
-        out = torch._scaled_mm(xq, w.t(), scale_a=xs.expand(m, 1).contiguous(),
-                               scale_b=ws.reshape(1, -1).expand(1, n).contiguous(), out_dtype=out_dtype)
+        # row-wise scaling (the fast cuBLAS/CUTLASS path) needs both scales row-wise and bf16 out;
+        # [M, 1] and [N, 1] scales are already that layout as views, only per-tensor ones expand
+        scale_a = xs if xs.numel() == m else xs.expand(m, 1).contiguous()
+        scale_b = ws.reshape(1, -1) if ws.numel() == n else ws.reshape(1, 1).expand(1, n).contiguous()
+        out = torch._scaled_mm(xq, w.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
     else:
         one = torch.ones((), dtype=torch.float32, device=xq.device)
         acc = torch._scaled_mm(xq, w.t(), scale_a=one, scale_b=one, out_dtype=torch.float32)

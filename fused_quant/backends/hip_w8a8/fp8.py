@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from fused_quant.validation import QuantDTypeError
+from fused_quant.validation import QuantDTypeError, UnsupportedError
 
 
 def e4m3fn_to_e4m3fnuz(weight: torch.Tensor, weight_scale: torch.Tensor,
@@ -20,7 +20,7 @@ def e4m3fn_to_e4m3fnuz(weight: torch.Tensor, weight_scale: torch.Tensor,
         raise QuantDTypeError(f"expected float8_e4m3fn weights, got {weight.dtype}")
     bits = weight.view(torch.uint8)
     if bool(((bits & 0x7F) == 0x7F).any()):
-        raise ValueError("e4m3fn weights hold NaN (0x7f / 0xff); they have no e4m3fnuz equivalent")
+        raise UnsupportedError("e4m3fn weights hold NaN (0x7f / 0xff); they have no e4m3fnuz equivalent")
     bits = torch.where(bits == 0x80, torch.zeros_like(bits), bits)
     return (bits.view(torch.float8_e4m3fnuz), weight_scale * 2.0,
             None if input_scale is None else input_scale * 2.0)

@@ -40,7 +40,10 @@ def vendor_gemm() -> tuple[object | None, str]:
 
 
 def reset_vendor_cache() -> None:
+    from fused_quant.gemm import clear_gemm_selection_cache
+
     _vendor_cache.clear()
+    clear_gemm_selection_cache()
 
 
 def _vendor_supported(p: GemmProblem) -> tuple[bool, str]:
