@@ -1,6 +1,6 @@
 """Launch-config sweep for the act+quant kernels on this GPU (feeds fused_quant/kernels/heuristics.py).
 
-``python benchmarks/tune_act_quant.py [M] [H]``: times each candidate config (median us,
+``python benchmarks/tune_act_quant.py [M] [H] [filter]``: times each candidate config (median us,
 GB/s, % of the copy ceiling) for static and per-token producers; every candidate's output is
 checked bitwise against the heuristic config's output first.
 """
@@ -17,6 +17,7 @@ from fused_quant.kernels.launch import launch_act_quant
 STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in
           [(8, 1024, 8), (1, 4096, 8), (2, 2048, 8), (1, 2048, 4), (2, 1024, 4), (4, 1024, 4), (1, 1024, 4),
            (4, 2048, 8), (1, 8192, 16), (2, 4096, 16)]]
+FLAT = [dict(flat=1, BLOCK=b, num_warps=w) for b, w in [(2048, 4), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]]
 TOKEN_ONE = [dict(two_pass=0, ROWS=1, BLOCK_N=16384, num_warps=w) for w in (8, 16, 32)]
 TOKEN_TWO = [dict(two_pass=1, BLOCK_N=bn, num_warps=w) for bn, w in [(1024, 4), (2048, 8)]]
 TOKEN_PERSIST = [dict(two_pass=2, BLOCK_N=bn, num_warps=w, programs_per_sm=p, scratch=sc)
@@ -28,11 +29,15 @@ def main():
     h = int(sys.argv[2]) if len(sys.argv) > 2 else 14336
     ceiling = copy_ceiling(False)
     print(f"copy ceiling {ceiling:.0f} GB/s; M={m} H={h}")
-    cases = [("relu2", "fp8_static_tensor", STATIC), ("silu_and_mul", "fp8_static_tensor", STATIC),
+    only = sys.argv[3] if len(sys.argv) > 3 else ""
+    cases = [("relu2", "fp8_static_tensor", STATIC + FLAT), ("relu2", "int8_static_tensor", STATIC[:1] + FLAT),
+             ("silu_and_mul", "fp8_static_tensor", STATIC),
              ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST),
              ("silu_and_mul", "fp8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST),
              ("relu2", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST)]
     for act, key_name, configs in cases:
+        if only and only not in f"{act} {key_name}":
+            continue
         key = K.KEYS[key_name]
         d_in = 2 * h if act == "silu_and_mul" else h
         x = torch.randn(m, d_in, device="cuda").to(torch.bfloat16)

@@ -242,6 +242,10 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     if not isinstance(qa, QuantizedActivation):
         raise TypeError(f"{layer or 'quant_gemm'}: expected a QuantizedActivation, got {type(qa).__name__}")
     key = K.key_name(qa.quant_key)
+    if backend is not None:
+        from fused_quant.backends import get_backend
+
+        get_backend(backend)  # an unknown name raises, listing the valid ones
     if torch.compiler.is_compiling():
         return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
                                                 layer or "", backend or "")

@@ -19,6 +19,7 @@ from fused_quant.reference import quantize_weight_ref
 from fused_quant.validation import (
     ACT_DTYPES,
     QuantDTypeError,
+    QuantKeyMismatchError,
     ScaleError,
     ShapeMismatchError,
     check_scale_tensor,
@@ -125,15 +126,16 @@ class QuantLinear(nn.Module):
     def _apply(self, fn, recurse=True):
         """``.to(device)`` moves everything; ``.to(dtype)`` sets the output dtype and the bias's,
         but never casts the quantized weight or the float32 scales (they would lose their meaning)."""
-        keep = {name: buf for name, buf in self._buffers.items() if buf is not None and name != "bias"}
         probe = fn(torch.empty(0, dtype=self.out_dtype))
+        out_dtype = probe.dtype if probe.dtype in ACT_DTYPES else self.out_dtype  # e.g. .double(): keep
+        keep = {name: buf for name, buf in self._buffers.items() if buf is not None}
         super()._apply(fn, recurse)
         for name, old in keep.items():
             new = self._buffers[name]
-            if new.dtype != old.dtype:
-                self._buffers[name] = old.to(device=new.device)
-        if probe.dtype in ACT_DTYPES:
-            self.out_dtype = probe.dtype
+            want = out_dtype if name == "bias" else old.dtype
+            if new.dtype != want:
+                self._buffers[name] = (new if name == "bias" else old).to(device=new.device, dtype=want)
+        self.out_dtype = out_dtype
         return self
 
     @property
@@ -162,7 +164,10 @@ class QuantLinear(nn.Module):
             return self._from_hcu_tuple(x, x_and_scale_quanted)
         if x is None:
             raise TypeError(f"{self.name}: pass x (a tensor or QuantizedActivation) or x_and_scale_quanted=(xq, xs)")
-        qa = as_quantized_activation(x, self.input_key)
+        try:
+            qa = as_quantized_activation(x, self.input_key)
+        except QuantKeyMismatchError as exc:
+            raise QuantKeyMismatchError(f"{self.name}: {exc}") from None
         if qa is not None:
             return qa
         if not isinstance(x, torch.Tensor):

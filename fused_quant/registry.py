@@ -61,8 +61,10 @@ def act_types() -> dict[str, type]:
 
 
 def _act_name_or_none(act_type: type) -> str | None:
+    # a subclass counts only if it computes the same thing: one that overrides forward
+    # (a clamped SwiGLU, say) is a different activation and must not be fused as its parent
     for name, t in act_types().items():
-        if issubclass(act_type, t):
+        if issubclass(act_type, t) and act_type.forward is t.forward:
             return name
     return None
 

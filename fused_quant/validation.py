@@ -125,7 +125,13 @@ def check_scale_tensor(scale: object, *, device: torch.device, what: str = "stat
 
 def check_static_scale_value(scale: torch.Tensor, *, what: str = "static scale",
                              layer: str | None = None) -> None:
-    """Once, when a static scale is set: finite and > 0 (this reads the value)."""
+    """Once, when a static scale is set: finite and > 0 (this reads the value).
+
+    A scale on the meta device has no value (a layer built for deferred initialization);
+    it is accepted here, and the real value is checked when it is set on a real device.
+    """
+    if scale.device.type == "meta":
+        return
     value = float(scale.detach().reshape(-1)[0].item())
     if not (value > 0.0 and value != float("inf")):
         raise ScaleError(f"{_where(layer)}{what} must be finite and > 0, got {value!r}")

@@ -23,7 +23,6 @@ from fused_quant.reference import (
     quant_ref,
     quantize_weight_ref,
 )
-from tests.checks import one_thread  # noqa: F401  (autouse)
 from tests.helpers import adversarial_rows, all_bf16_patterns, assert_bits_equal
 
 ACTS = ("relu2", "silu_and_mul", "identity")

@@ -17,7 +17,7 @@ from torch import nn
 import fused_quant
 from fused_quant import keys as K
 from fused_quant.backends import select_backend
-from fused_quant.contract import QuantizedActivation, as_quantized_activation, expose_input_quant_key
+from fused_quant.contract import QuantizedActivation, as_quantized_activation
 from fused_quant.gemm import quant_gemm, register_gemm_provider, unregister_gemm_provider
 from fused_quant.modules import QuantLinear, SiluAndMul
 from fused_quant.numerics import get_profile
@@ -36,7 +36,6 @@ from fused_quant.validation import (
     ScaleError,
     ShapeMismatchError,
 )
-from tests.checks import one_thread  # noqa: F401  (autouse)
 
 pytestmark = pytest.mark.torch
 
@@ -193,7 +192,7 @@ def test_static_scale_metadata(key_name):
 
 @pytest.mark.parametrize("key_name", list(DYNAMIC_KEYS))
 def test_dynamic_key_given_a_scale(key_name):
-    with pytest.raises(ValueError) as exc:
+    with pytest.raises(ScaleError) as exc:
         fused_act_quant("relu2", torch.randn(4, 8), K.KEYS[key_name], torch.ones(1))
     assert key_name in str(exc.value) and "scale=None" in str(exc.value)
 
@@ -334,6 +333,14 @@ def test_unknown_backend_name():
     assert "'nope'" in msg and all(name in msg for name in ("auto", *BACKEND_NAMES)), msg
 
 
+def test_quant_gemm_unknown_backend_lists_valid_names():
+    layer = _layer()
+    with pytest.raises(BackendUnavailableError) as exc:
+        quant_gemm(_qa(3, 16), layer.weight, layer.weight_scale, out_dtype=torch.bfloat16, backend="nope")
+    msg = str(exc.value)
+    assert "'nope'" in msg and all(name in msg for name in BACKEND_NAMES), msg
+
+
 def test_unknown_numerics_profile():
     x = torch.randn(3, 8, dtype=torch.bfloat16)
     layer = _layer(k=4)
@@ -447,28 +454,36 @@ def test_error_types_are_fused_quant_errors_and_builtin_bases():
         assert issubclass(err, FusedQuantError)
 
 
-# --- errors raised on purpose that are not FusedQuantError (FusedQuantError's docstring: "Base
-# class of every error fused-quant raises on purpose") --------------------------------------------
+# --- errors raised on purpose are FusedQuantErrors (FusedQuantError's docstring: "Base class of
+# every error fused-quant raises on purpose"), and keep their builtin base ----------------------
 
 
 UNSUPPORTED_KEY = K.QuantKey(K.FP8_DTYPE, K.ScaleDesc(torch.float32, False, K.GroupShape(1, 128)))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="library raises plain ValueError (not a FusedQuantError) for these on-purpose checks")
 @pytest.mark.parametrize("case", ["dynamic_key_with_scale", "unknown_activation_name", "unknown_activation_module",
-                                  "unsupported_key"])
+                                  "unsupported_key", "unsupported_key_layer", "unsupported_fp8_dtype"])
 def test_on_purpose_errors_are_fused_quant_errors(case):
     x = torch.randn(2, 8)
-    call = {
-        "dynamic_key_with_scale": lambda: fused_act_quant("relu2", x, K.kInt8DynamicTokenSym, torch.ones(1)),
-        "unknown_activation_name": lambda: fused_act_quant("gelu", x, K.kInt8DynamicTokenSym),
-        "unknown_activation_module": lambda: fused_act_quant(nn.GELU(), x, K.kInt8DynamicTokenSym),
-        "unsupported_key": lambda: fused_act_quant("relu2", x, UNSUPPORTED_KEY),
+    call, words = {
+        "dynamic_key_with_scale": (lambda: fused_act_quant("relu2", x, K.kInt8DynamicTokenSym, torch.ones(1)),
+                                   "scale=None"),
+        "unknown_activation_name": (lambda: fused_act_quant("gelu", x, K.kInt8DynamicTokenSym),
+                                    "'gelu'; expected one of silu_and_mul, relu2, identity"),
+        "unknown_activation_module": (lambda: fused_act_quant(nn.GELU(), x, K.kInt8DynamicTokenSym),
+                                      "GELU is not a known activation; expected one of SiluAndMul"),
+        "unsupported_key": (lambda: fused_act_quant("relu2", x, UNSUPPORTED_KEY),
+                            "supported: fp8_static_tensor, fp8_dynamic_token, int8_static_tensor, int8_dynamic_token"),
+        "unsupported_key_layer": (lambda: QuantLinear.from_float(nn.Linear(8, 4), UNSUPPORTED_KEY),
+                                  "unsupported quant key"),
+        "unsupported_fp8_dtype": (lambda: QuantLinear.from_float(nn.Linear(8, 4), K.kFp8DynamicTokenSym,
+                                                                 fp8_dtype=torch.float8_e5m2),
+                                  "float8_e5m2"),
     }[case]
-    with pytest.raises(ValueError) as exc:  # what it raises today (and must keep raising)
+    with pytest.raises(ValueError) as exc:  # callers catching ValueError keep working
         call()
     assert isinstance(exc.value, FusedQuantError), f"{type(exc.value).__name__}: {exc.value}"
+    assert words in str(exc.value), str(exc.value)
 
 
 # --- no bare assert in library code -----------------------------------------------------------

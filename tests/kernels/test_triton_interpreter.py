@@ -133,6 +133,15 @@ def test_relu2_all_bf16_patterns(key, scale):
     _check(x, "relu2", key, None if scale is None else torch.tensor([scale]), what=f"scale={scale}")
 
 
+@pytest.mark.parametrize("act", ["relu2", "identity"])
+@pytest.mark.parametrize("key", [K.kFp8StaticTensorSym, K.kInt8StaticTensorSym], ids=_id)
+def test_flat_static_kernel_all_bf16_patterns(act, key):
+    """The flat 1-D static kernel (contiguous relu2 / identity input) over every bf16 pattern,
+    with a tail block (65,536 + 100 = 4 x 16,409 elements, BLOCK 8192)."""
+    x = torch.cat([all_bf16_patterns(), all_bf16_patterns()[:100]]).reshape(4, -1)
+    _check(x, act, key, _scale(key, 0.37), config={"flat": 1, "BLOCK": 8192, "num_warps": 4})
+
+
 @pytest.mark.parametrize("key", KEYS, ids=_id)
 def test_identity_all_bf16_patterns(key):
     x = all_bf16_patterns().reshape(64, 1024)

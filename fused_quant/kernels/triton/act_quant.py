@@ -206,3 +206,19 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
             _quantize(y, q_ptr + row.to(tl.int64) * D, cols, mask, term[:, None], QUANT, M8, FP8, NAN_CODE)
         tl.debug_barrier()  # the next row's sweep 1 must not overwrite scratch still being read
         tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
+
+
+@triton.jit
+def act_quant_static_flat_kernel(x_ptr, q_ptr, scale_ptr, N,
+                                 ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
+                                 ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+                                 NAN_CODE: tl.constexpr, BLOCK: tl.constexpr):
+    """Per-tensor static scale over a contiguous input seen as one flat vector (relu2 and
+    identity only: silu_and_mul needs the row structure to pair gate with up)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    y = _activation(x_ptr, offs, mask, 0, ACT, T, ROUND_PRODUCT)
+    scale = tl.load(scale_ptr)
+    if QUANT == FP8_STATIC:
+        scale = tl.math.div_rn(1.0, scale)
+    _quantize(y, q_ptr, offs, mask, scale, QUANT, M8, FP8, NAN_CODE)
