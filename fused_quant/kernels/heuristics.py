@@ -18,6 +18,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class ArchConfig:
     static_rows: tuple[tuple[int, int, int, int], ...]
+    static_flat: tuple[int, int, int]  # (min M, BLOCK, num_warps): contiguous relu2/identity as one flat vector
     static_rows_silu: tuple[tuple[int, int, int, int], ...]
     one_pass_max_n: int  # widest per-token row kept in registers (silu_and_mul)
     one_pass_max_n_cheap: int  # the same for relu2 / identity
@@ -28,6 +29,7 @@ class ArchConfig:
 
 _DEFAULT = ArchConfig(
     static_rows=((16, 1, 256, 2), (256, 1, 1024, 4), (1 << 62, 8, 1024, 8)),
+    static_flat=(257, 4096, 4),
     static_rows_silu=((16, 1, 256, 2), (1 << 62, 1, 1024, 4)),
     one_pass_max_n=4096,
     one_pass_max_n_cheap=16384,
@@ -48,7 +50,15 @@ def next_pow2(n: int) -> int:
 
 
 def static_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[str, int]:
+    """Tile config; for relu2/identity from ``static_flat``'s min M on, the flat kernel (the
+    launcher uses it only when rows are contiguous, else falls back to the tile rows)."""
     cfg = config_for(arch)
+    min_m, block, warps = cfg.static_flat
+    if act != "silu_and_mul" and m >= min_m:
+        rows = cfg.static_rows
+        tile = next(r for r in rows if m <= r[0])
+        return {"flat": 1, "BLOCK": block, "num_warps": warps,
+                "BLOCK_M": tile[1], "BLOCK_N": min(tile[2], next_pow2(d)), "tile_warps": tile[3]}
     rows = cfg.static_rows_silu if act == "silu_and_mul" else cfg.static_rows
     for max_m, block_m, block_n, warps in rows:
         if m <= max_m:

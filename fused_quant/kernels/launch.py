@@ -90,11 +90,15 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
     arch = _arch()
     if not per_token:
         cfg = dict(config) if config else heuristics.static_launch(m, d, arch, act)
-        if cfg.pop("flat", 0) and act != "silu_and_mul" and x2.stride(0) == d:
-            n = m * d
-            kernels.act_quant_static_flat_kernel[(triton_cdiv(n, cfg["BLOCK"]),)](x2, q_out, scale, n, **common, **cfg)
-            return q, s
-        cfg.pop("BLOCK", None)
+        if cfg.pop("flat", 0):
+            tile = {"BLOCK_M": cfg.pop("BLOCK_M", 1), "BLOCK_N": cfg.pop("BLOCK_N", 1024),
+                    "num_warps": cfg.pop("tile_warps", cfg["num_warps"])}
+            if act != "silu_and_mul" and x2.stride(0) == d:
+                n = m * d
+                kernels.act_quant_static_flat_kernel[(triton_cdiv(n, cfg["BLOCK"]),)](
+                    x2, q_out, scale, n, **common, **cfg)
+                return q, s
+            cfg = tile  # strided rows: the tile kernel
         grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
         kernels.act_quant_static_kernel[grid](x2, q_out, scale, m, d, x2.stride(0), **common, **cfg)
         return q, s

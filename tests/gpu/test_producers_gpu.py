@@ -148,3 +148,18 @@ def test_custom_ops_opcheck():
                           (x, "silu_and_mul", "int8_dynamic_token", True, "e4m3fn"))
     torch.library.opcheck(torch.ops.fused_quant.act_quant_static.default,
                           (x, scale, "silu_and_mul", "int8_static_tensor", True, "e4m3fn"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_static_tensor", "int8_static_tensor"])
+@pytest.mark.parametrize("act", ["relu2", "identity"])
+def test_flat_static_kernel_default_heuristics(backend, key_name, act):
+    """From M = 257 contiguous relu2/identity rows go through the flat kernel: every bf16
+    pattern (as 257 rows with a tail) plus random rows, and strided rows (tile fallback)."""
+    key = K.KEYS[key_name]
+    assert heuristics.static_launch(257, 1024, "sm_90", act).get("flat") == 1
+    patterns = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    x = torch.cat([patterns, torch.randn(257 * 256 - 65536 + 7).to(torch.bfloat16)])[: 257 * 256]
+    _check(backend, act, x.reshape(257, 256).to(CUDA), key)
+    big = torch.randn(400, 2 * 1000, device=CUDA).to(torch.bfloat16)
+    _check(backend, act, big[:, :1000], key)

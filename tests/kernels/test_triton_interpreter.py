@@ -214,12 +214,11 @@ def test_per_token_adversarial_rows(key, dtype):
 def _cheap_two_pass_config(monkeypatch, block_n=128):
     """Heuristics whose one-pass limit is 256 columns, so wider rows take the persistent kernel."""
     small = heuristics.ArchConfig(
-        static_rows=((1 << 62, 16, 1024, 4),), static_rows_silu=((1 << 62, 16, 1024, 4),),
+        static_rows=((1 << 62, 16, 1024, 4),), static_flat=(1 << 62, 4096, 4),
+        static_rows_silu=((1 << 62, 16, 1024, 4),),
         one_pass_max_n=256, one_pass_max_n_cheap=256, token_one_pass_warps=((1 << 62, 4),),
         persistent=(block_n, 4, 2), two_pass_block_n=block_n)
     monkeypatch.setattr(heuristics, "config_for", lambda arch: small)
-    # the persistent grid is (SMs * programs_per_sm); launch.py asks torch.cuda for the SM count
-    monkeypatch.setattr(launch, "_num_sms", lambda device: 2)
 
 
 @pytest.mark.parametrize("scratch", [1, 0], ids=["scratch", "recompute"])
