@@ -42,6 +42,10 @@ def cmd_probe(args) -> int:
         code = 2
     report["producers"] = _producer_table()
     report["gemm_providers"] = _gemm_table()
+    if args.vllm:
+        from fused_quant.integrations.vllm import describe
+
+        report["vllm_plugin"] = describe()
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return code
@@ -61,6 +65,14 @@ def cmd_probe(args) -> int:
         print(f"producers[{backend}]: {', '.join(rows)}")
     for backend, rows in report["gemm_providers"].items():
         print(f"gemms[{backend}]: {', '.join(rows) or '(none)'}")
+    if "vllm_plugin" in report:
+        v = report["vllm_plugin"]
+        print(f"vllm     : {v['vllm'] or 'not installed'} (tested {v['tested']}); would register: "
+              f"{v['would_register']}{' - ' + v['reason'] if v['reason'] else ''}")
+        for row in v.get("rows", []):
+            print(f"vllm row : {row['activation']} -> {row['key']}: {row['action']}")
+        if "kernel" in v:
+            print(f"vllm     : int8 kernel {v['kernel']}; fusion {v['fusion']}")
     return code
 
 
@@ -108,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("probe", help="platform, selected backend and why, registered producers and GEMMs")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--vllm", action="store_true", help="also show what the vLLM plugin would register")
     p.set_defaults(func=cmd_probe)
     s = sub.add_parser("selftest", help="bitwise conformance of a backend against the spec on this device")
     s.add_argument("--backend", help="backend to test (default: the selected one)")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 
 BACKEND_CHOICES = ("auto", "torch", "triton_fp8", "hip_w8a8")
+VLLM_KERNEL_CHOICES = ("first", "last", "off")
+VLLM_FUSION_CHOICES = ("on", "off")
 
 # name -> (default, one-line meaning); README's table is checked against this.
 VARIABLES: dict[str, tuple[str, str]] = {
@@ -23,6 +25,14 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "FUSED_QUANT_DISABLED_GEMMS": (
         "",
         "comma-separated GEMM provider names to remove from selection",
+    ),
+    "FUSED_QUANT_VLLM_KERNEL": (
+        "last",
+        "first | last | off: where the vLLM plugin puts its int8 linear kernel among vLLM's",
+    ),
+    "FUSED_QUANT_VLLM_FUSION": (
+        "on",
+        "on | off: whether the vLLM plugin's int8 kernel accepts pre-quantized (fused) activations",
     ),
 }
 
@@ -44,6 +54,21 @@ def numerics() -> str:
 def disabled_gemms() -> frozenset[str]:
     raw = _get("FUSED_QUANT_DISABLED_GEMMS")
     return frozenset(p.strip() for p in raw.split(",") if p.strip())
+
+
+def _choice(name: str, choices: tuple[str, ...]) -> str:
+    value = _get(name).lower() or VARIABLES[name][0]
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def vllm_kernel() -> str:
+    return _choice("FUSED_QUANT_VLLM_KERNEL", VLLM_KERNEL_CHOICES)
+
+
+def vllm_fusion() -> bool:
+    return _choice("FUSED_QUANT_VLLM_FUSION", VLLM_FUSION_CHOICES) == "on"
 
 
 def snapshot() -> dict[str, str | None]:

@@ -1,0 +1,1 @@
+"""Integrations with serving engines; each is imported only by that engine (never by ``fused_quant``)."""

@@ -1,0 +1,303 @@
+"""vLLM general plugin: vLLM's own models fuse activation + int8/FP8 quantization through fused-quant.
+
+Entry point ``vllm.general_plugins: fused_quant = fused_quant.integrations.vllm:register``.
+``register()`` is idempotent (vLLM calls it in every process) and, for a vLLM inside
+``TESTED_VLLM`` whose internals it needs are present, adds:
+
+- rows to vLLM's producer registry (``_FUSED_ACT_QUANT`` / ``_FUSED_ACT_QUANT_SUPPORT``) for
+  ``SiluAndMul`` and ``ReLUSquaredActivation`` x int8 per-token, FP8 per-token and FP8 static,
+  where vLLM has no row or its row cannot run here (its CUDA op is missing); a working vLLM row
+  is never replaced. Producers run on the current fused-quant backend and return vLLM's
+  ``QuantizedActivation``.
+- an int8 ScaledMM linear kernel (``FusedQuantInt8ScaledMMLinearKernel``) for CPU, CUDA and
+  ROCm, placed by FUSED_QUANT_VLLM_KERNEL (``last`` by default: behind vLLM's kernels, so an
+  existing deployment keeps its kernel). It exposes ``kInt8DynamicTokenSym`` after loading,
+  consumes ``QuantizedActivation`` (or quantizes a plain tensor with the backend's quantizer)
+  and reaches the GEMM only through fused-quant's checked entry.
+
+Outside the tested range, or when a needed vLLM internal is missing, it logs one line and
+registers nothing, so vLLM keeps working. Importing ``fused_quant`` never imports this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import torch
+
+from fused_quant import envs
+from fused_quant import keys as K
+from fused_quant.contract import QuantizedActivation
+from fused_quant.validation import ACT_DTYPES, QuantDTypeError, QuantKeyMismatchError
+
+logger = logging.getLogger("fused_quant")
+
+TESTED_VLLM = ">=0.32.0,<0.33"
+KERNEL_NAME = "FusedQuantInt8ScaledMMLinearKernel"
+# (vLLM activation class name, our activation) x our keys: the rows the plugin may add
+ROW_ACTIVATIONS = (("SiluAndMul", "silu_and_mul"), ("ReLUSquaredActivation", "relu2"))
+ROW_KEYS = (K.kInt8DynamicTokenSym, K.kFp8DynamicTokenSym, K.kFp8StaticTensorSym)
+PLATFORMS = ("CPU", "CUDA", "ROCM")
+
+_state: dict[str, object] = {"done": False, "active": False, "reason": "register() not called", "rows": [],
+                             "kernel": None}
+
+
+def _vllm_version() -> tuple[str | None, str]:
+    """(version or None, reason)."""
+    try:
+        import vllm
+    except ImportError as exc:
+        return None, f"vLLM is not installed ({exc})"
+    return str(getattr(vllm, "__version__", "unknown")), ""
+
+
+def version_supported(version: str | None) -> tuple[bool, str]:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if version is None:
+        return False, "vLLM is not installed"
+    try:
+        ok = Version(version) in SpecifierSet(TESTED_VLLM)
+    except InvalidVersion:
+        return False, f"vLLM version {version!r} cannot be parsed"
+    return (True, "") if ok else (False, f"vLLM {version} is outside the tested range {TESTED_VLLM}")
+
+
+class _Internals:
+    """The vLLM internals the plugin needs, imported together (AttributeError/ImportError if missing)."""
+
+    def __init__(self):
+        from vllm.model_executor.kernels import linear as kernels_linear
+        from vllm.model_executor.kernels.linear.scaled_mm.ScaledMMLinearKernel import Int8ScaledMMLinearKernel
+        from vllm.model_executor.layers import activation
+        from vllm.model_executor.layers.fusion import fused_act_quant as registry
+        from vllm.model_executor.layers.fusion import quant_activation
+        from vllm.model_executor.layers.quantization.utils import quant_utils, replace_parameter
+        from vllm.model_executor.layers.quantization.utils.w8a8_utils import convert_to_channelwise
+        from vllm.platforms import PlatformEnum, current_platform
+
+        self.acts = {name: getattr(activation, name) for name, _ in ROW_ACTIVATIONS}
+        self.producers = registry._FUSED_ACT_QUANT
+        self.supports = registry._FUSED_ACT_QUANT_SUPPORT
+        self.QuantizedActivation = quant_activation.QuantizedActivation
+        self.expose_input_quant_key = quant_activation.expose_input_quant_key
+        self.QuantKey, self.ScaleDesc, self.GroupShape = quant_utils.QuantKey, quant_utils.ScaleDesc, quant_utils.GroupShape
+        self.fp8_dtype = quant_utils.FP8_DTYPE
+        self.Int8Kernel = Int8ScaledMMLinearKernel
+        self.possible_int8 = kernels_linear._POSSIBLE_INT8_KERNELS
+        self.register_linear_kernel = kernels_linear.register_linear_kernel
+        self.replace_parameter = replace_parameter
+        self.convert_to_channelwise = convert_to_channelwise
+        self.platforms = {name: getattr(PlatformEnum, name) for name in PLATFORMS}
+        self.current_platform = current_platform
+
+
+@functools.cache
+def internals() -> _Internals:
+    return _Internals()
+
+
+def to_vllm_key(key: K.QuantKey):
+    """Our key as vLLM's QuantKey, field for field (FP8 keys take vLLM's platform FP8 dtype)."""
+    v = internals()
+    dtype = v.fp8_dtype if K.is_fp8(key) else key.dtype
+    gs = key.scale.group_shape
+    scale = v.ScaleDesc(key.scale.dtype, key.scale.static, v.GroupShape(gs.row, gs.col))
+    return v.QuantKey(dtype, scale, None, key.symmetric)
+
+
+def _vllm_row_runs(act_name: str, key: K.QuantKey) -> bool:
+    """Whether vLLM's own row for (act, key) can run on this platform."""
+    if act_name == "SiluAndMul" and key == K.kFp8StaticTensorSym:
+        return hasattr(torch.ops._C, "silu_and_mul_quant")  # vLLM's CUDA op; absent on CPU builds
+    return True
+
+
+def _make_producer(act: str, key: K.QuantKey, vkey):
+    from fused_quant.registry import fused_act_quant
+
+    v = internals()
+    static = K.is_static(key)
+
+    def produce(x: torch.Tensor, linear: torch.nn.Module):
+        scale = linear.input_scale if static else None
+        qa = fused_act_quant(act, x, key, scale, numerics=envs.numerics())
+        return v.QuantizedActivation(data=qa.data, scale=qa.scale, orig_dtype=x.dtype,
+                                     orig_shape=qa.data.shape, quant_key=vkey)
+
+    def supported(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module) -> bool:
+        if not isinstance(x, torch.Tensor) or x.dtype not in ACT_DTYPES or x.dim() == 0 or x.shape[-1] == 0:
+            return False
+        if act == "silu_and_mul" and x.shape[-1] % 2:
+            return False
+        if static:
+            s = getattr(linear, "input_scale", None)
+            return (isinstance(s, torch.Tensor) and s.dtype == torch.float32 and s.numel() == 1
+                    and s.device == x.device)
+        return True
+
+    produce.__qualname__ = f"fused_quant_{act}_{K.key_name(key)}"
+    return produce, supported
+
+
+def plan_rows() -> list[dict[str, str]]:
+    """What the producer rows would be: one entry per (activation, key) with action add/keep."""
+    v = internals()
+    rows = []
+    for vname, act in ROW_ACTIVATIONS:
+        for key in ROW_KEYS:
+            existing = v.producers.get((v.acts[vname], to_vllm_key(key)))
+            ours = getattr(existing, "__qualname__", "").startswith("fused_quant_")
+            if existing is not None and not ours and _vllm_row_runs(vname, key):
+                action = "keep vLLM's row"
+            else:
+                action = "add fused-quant row" if existing is None or ours else "replace (vLLM's op is missing here)"
+            rows.append({"activation": vname, "key": K.key_name(key), "action": action})
+    return rows
+
+
+def _register_producers() -> list[dict[str, str]]:
+    v = internals()
+    rows = plan_rows()
+    for row in rows:
+        if row["action"].startswith("keep"):
+            continue
+        key = K.key_from_name(row["key"])
+        act = dict(ROW_ACTIVATIONS)[row["activation"]]
+        vkey = to_vllm_key(key)
+        produce, supported = _make_producer(act, key, vkey)
+        v.producers[(v.acts[row["activation"]], vkey)] = produce
+        v.supports[(v.acts[row["activation"]], vkey)] = supported
+    return rows
+
+
+@functools.cache
+def kernel_class() -> type:
+    """The vLLM int8 ScaledMM kernel backed by fused-quant (built on first use: needs vLLM)."""
+    from fused_quant.gemm import quant_gemm
+    from fused_quant.registry import quantize
+
+    v = internals()
+    vkey = to_vllm_key(K.kInt8DynamicTokenSym)
+
+    class FusedQuantInt8ScaledMMLinearKernel(v.Int8Kernel):
+        """Symmetric dynamic per-token int8 activations x per-channel (or per-tensor) int8 weights."""
+
+        @classmethod
+        def is_supported(cls, compute_capability: int | None = None) -> tuple[bool, str | None]:
+            p = v.current_platform
+            if not (p.is_cpu() or p.is_cuda_alike()):
+                return False, "fused-quant serves CPU, CUDA and ROCm platforms"
+            return True, None
+
+        @classmethod
+        def can_implement(cls, c) -> tuple[bool, str | None]:
+            if not c.input_symmetric:
+                return False, "asymmetric (zero-point) activations are left to vLLM's kernels"
+            if c.is_static_input_scheme:
+                return False, "static activation scales are left to vLLM's kernels (this one is per-token)"
+            return True, None
+
+        def input_quant_key(self):
+            return vkey if envs.vllm_fusion() else None
+
+        def process_weights_after_loading(self, layer: torch.nn.Module) -> None:
+            w_name, ws_name = self.layer_param_names[:2]
+            w, ws = getattr(layer, w_name), getattr(layer, ws_name)
+            self.layer_name = getattr(layer, "prefix", "") or type(layer).__name__
+            if w.dtype != torch.int8 or w.dim() != 2:
+                raise QuantDTypeError(f"{self.layer_name}: expected int8 [N, K] weights, got {w.dtype} "
+                                      f"{tuple(w.shape)}")
+            if not self.config.is_channelwise:
+                ws = v.convert_to_channelwise(ws, layer.logical_widths)
+            v.replace_parameter(layer, w_name, torch.nn.Parameter(w.data.contiguous(), requires_grad=False))
+            v.replace_parameter(layer, ws_name, torch.nn.Parameter(
+                ws.data.to(torch.float32).reshape(-1, 1).contiguous(), requires_grad=False))
+            v.expose_input_quant_key(layer, self)
+
+        def apply_weights(self, layer: torch.nn.Module, x, bias: torch.Tensor | None = None) -> torch.Tensor:
+            w, ws = self._get_layer_params(layer)[:2]
+            if isinstance(x, v.QuantizedActivation):
+                if x.quant_key != vkey:
+                    raise QuantKeyMismatchError(f"{self.layer_name}: QuantizedActivation carries {x.quant_key}, "
+                                                f"this kernel consumes {vkey}")
+                qa = QuantizedActivation(x.data, x.scale, x.orig_dtype, x.orig_shape, K.kInt8DynamicTokenSym)
+                out_dtype = x.orig_dtype
+            else:
+                qa = quantize(x, K.kInt8DynamicTokenSym)
+                out_dtype = x.dtype
+            return quant_gemm(qa, w, ws, bias, out_dtype=out_dtype, layer=self.layer_name)
+
+    FusedQuantInt8ScaledMMLinearKernel.__name__ = KERNEL_NAME
+    FusedQuantInt8ScaledMMLinearKernel.__qualname__ = KERNEL_NAME
+    return FusedQuantInt8ScaledMMLinearKernel
+
+
+def _register_kernel(placement: str) -> str:
+    v = internals()
+    cls = kernel_class()
+    if placement == "off":
+        return "off (FUSED_QUANT_VLLM_KERNEL=off)"
+    for name, platform in v.platforms.items():
+        chain = v.possible_int8.setdefault(platform, [])
+        chain[:] = [k for k in chain if k.__name__ != KERNEL_NAME]
+        if placement == "first":
+            chain.insert(0, cls)
+        else:
+            v.register_linear_kernel(cls, platform, kernel_type="int8")
+    return f"{placement} among vLLM's int8 kernels on {', '.join(v.platforms)}"
+
+
+def register() -> None:
+    """vLLM general-plugin entry point: idempotent, never raises, logs one line."""
+    if _state["done"]:
+        return
+    _state["done"] = True
+    version, why = _vllm_version()
+    ok, reason = version_supported(version) if version else (False, why)
+    if not ok:
+        _state["reason"] = reason
+        logger.warning("fused-quant vLLM plugin inactive: %s", reason)
+        return
+    try:
+        placement = envs.vllm_kernel()
+        rows = _register_producers()
+        kernel = _register_kernel(placement)
+    except (ImportError, AttributeError, KeyError) as exc:
+        _state["reason"] = f"a vLLM internal it needs is missing: {type(exc).__name__}: {exc}"
+        logger.warning("fused-quant vLLM plugin inactive: %s", _state["reason"])
+        return
+    except ValueError as exc:  # a bad FUSED_QUANT_VLLM_* value
+        _state["reason"] = str(exc)
+        logger.warning("fused-quant vLLM plugin inactive: %s", exc)
+        return
+    _state.update(active=True, reason="", rows=rows, kernel=kernel)
+    added = [f"{r['activation']}->{r['key']}" for r in rows if not r["action"].startswith("keep")]
+    logger.warning("fused-quant vLLM plugin active (vLLM %s): producer rows %s; int8 kernel %s %s; fusion %s",
+                   version, ", ".join(added) or "none", KERNEL_NAME, kernel,
+                   "on" if envs.vllm_fusion() else "off")
+
+
+def status() -> dict[str, object]:
+    """What ``register()`` did in this process."""
+    return dict(_state)
+
+
+def describe() -> dict[str, object]:
+    """What the plugin would register here, without registering (``fused-quant probe --vllm``)."""
+    version, why = _vllm_version()
+    ok, reason = version_supported(version) if version else (False, why)
+    report: dict[str, object] = {"vllm": version, "tested": TESTED_VLLM, "would_register": ok,
+                                 "reason": reason, "entry_point": "vllm.general_plugins: fused_quant"}
+    if not ok:
+        return report
+    try:
+        report["rows"] = plan_rows()
+        report["kernel"] = f"{KERNEL_NAME}: {envs.vllm_kernel()}"
+        report["fusion"] = "on" if envs.vllm_fusion() else "off"
+    except (ImportError, AttributeError, KeyError, ValueError) as exc:
+        report.update(would_register=False, reason=f"{type(exc).__name__}: {exc}")
+    return report

@@ -1,0 +1,183 @@
+"""The vLLM plugin in-process, without an engine: registration (idempotent, gated on the version,
+silent on missing internals), the producer rows, and the int8 kernel's contract."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from fused_quant import keys as K
+from fused_quant.integrations import vllm as plugin
+from fused_quant.reference import act_quant_ref
+from fused_quant.validation import QuantKeyMismatchError, ShapeMismatchError
+from tests.helpers import assert_bits_equal, assert_gemm_close
+
+pytestmark = pytest.mark.vllm  # skipped centrally (conftest) where vLLM is not installed
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """A process where register() has not run yet; vLLM's tables restored afterwards."""
+    v = plugin.internals()
+    producers, supports = dict(v.producers), dict(v.supports)
+    int8 = {p: list(chain) for p, chain in v.possible_int8.items()}
+    monkeypatch.setitem(plugin._state, "done", False)
+    monkeypatch.setitem(plugin._state, "active", False)
+    yield v
+    v.producers.clear()
+    v.producers.update(producers)
+    v.supports.clear()
+    v.supports.update(supports)
+    v.possible_int8.clear()
+    v.possible_int8.update(int8)
+
+
+def _ours_in(chain):
+    return [k.__name__ for k in chain].count(plugin.KERNEL_NAME)
+
+
+def test_register_is_idempotent_and_never_replaces_a_working_row(fresh, monkeypatch):
+    monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", "first")
+    plugin.register()
+    plugin.register()
+    assert plugin.status()["active"]
+    v = fresh
+    for name in plugin.PLATFORMS:
+        chain = v.possible_int8[v.platforms[name]]
+        assert _ours_in(chain) == 1 and chain[0].__name__ == plugin.KERNEL_NAME
+    silu = v.acts["SiluAndMul"]
+    key = plugin.to_vllm_key(K.kInt8DynamicTokenSym)
+    assert v.producers[(silu, key)].__qualname__.startswith("fused_quant_")
+    # vLLM's own FP8 static row uses a CUDA op: replaced on CPU, kept where the op exists
+    fp8_static = (silu, plugin.to_vllm_key(K.kFp8StaticTensorSym))
+    ours = v.producers[fp8_static].__qualname__.startswith("fused_quant_")
+    assert ours == (not hasattr(torch.ops._C, "silu_and_mul_quant"))
+
+
+@pytest.mark.parametrize("placement", ["first", "last", "off"])
+def test_kernel_placement(fresh, monkeypatch, placement):
+    monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", placement)
+    plugin.register()
+    chain = fresh.possible_int8[fresh.platforms["CPU"]]
+    if placement == "off":
+        assert _ours_in(chain) == 0
+    else:
+        assert _ours_in(chain) == 1
+        assert (chain[0] if placement == "first" else chain[-1]).__name__ == plugin.KERNEL_NAME
+
+
+def test_outside_the_tested_range_registers_nothing(fresh, monkeypatch, caplog):
+    import vllm
+
+    monkeypatch.setattr(vllm, "__version__", "0.31.9")
+    before = dict(fresh.producers)
+    with caplog.at_level(logging.WARNING, logger="fused_quant"):
+        plugin.register()
+    assert not plugin.status()["active"]
+    assert "outside the tested range" in plugin.status()["reason"]
+    assert fresh.producers == before
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+
+
+def test_a_missing_internal_registers_nothing(fresh, monkeypatch):
+    def broken():
+        raise AttributeError("module 'vllm...fused_act_quant' has no attribute '_FUSED_ACT_QUANT'")
+
+    monkeypatch.setattr(plugin, "plan_rows", broken)
+    plugin.register()
+    assert not plugin.status()["active"]
+    assert "_FUSED_ACT_QUANT" in plugin.status()["reason"]
+
+
+def test_bad_env_value_registers_nothing(fresh, monkeypatch):
+    monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", "sometimes")
+    plugin.register()
+    assert not plugin.status()["active"] and "FUSED_QUANT_VLLM_KERNEL" in plugin.status()["reason"]
+
+
+@pytest.mark.parametrize("act", ["silu_and_mul", "relu2"])
+@pytest.mark.parametrize("key", plugin.ROW_KEYS, ids=K.key_name)
+def test_producers_return_vllm_activations_equal_to_the_reference(act, key):
+    produce, supported = plugin._make_producer(act, key, plugin.to_vllm_key(key))
+    x = (torch.randn(5, 64) * 3).to(torch.bfloat16)
+    linear = torch.nn.Module()
+    linear.input_scale = torch.tensor([0.05])
+    assert supported(None, x, linear)
+    qa = produce(x, linear)
+    assert isinstance(qa, plugin.internals().QuantizedActivation)
+    assert qa.quant_key == plugin.to_vllm_key(key)
+    q, s = act_quant_ref(act, x, key, linear.input_scale if K.is_static(key) else None)
+    assert_bits_equal(qa.data, q)
+    assert_bits_equal(qa.scale, s)
+    assert not supported(None, x.int(), linear)
+    if act == "silu_and_mul":
+        assert not supported(None, x[:, :63], linear)
+    if K.is_static(key):
+        del linear.input_scale
+        assert not supported(None, x, linear)
+
+
+def _config(symmetric=True, static=False, channelwise=True):
+    from vllm.model_executor.kernels.linear.scaled_mm.ScaledMMLinearKernel import Int8ScaledMMLinearLayerConfig
+
+    return Int8ScaledMMLinearLayerConfig(is_static_input_scheme=static, is_channelwise=channelwise,
+                                         input_symmetric=symmetric)
+
+
+def test_kernel_declines_configs_it_cannot_run_with_reasons():
+    cls = plugin.kernel_class()
+    assert cls.is_supported() == (True, None)
+    assert cls.can_implement(_config()) == (True, None)
+    ok, why = cls.can_implement(_config(symmetric=False))
+    assert not ok and "asymmetric" in why
+    ok, why = cls.can_implement(_config(static=True))
+    assert not ok and "static" in why
+
+
+def _layer(n=48, k=64, channelwise=True):
+    layer = torch.nn.Module()
+    layer.prefix = "model.layers.0.mlp.down_proj"
+    layer.weight = torch.nn.Parameter(torch.randint(-127, 128, (n, k), dtype=torch.int8), requires_grad=False)
+    scales = torch.rand(n, 1) * 0.01 + 1e-3 if channelwise else torch.tensor([0.004, 0.006])
+    layer.weight_scale = torch.nn.Parameter(scales, requires_grad=False)
+    layer.logical_widths = [n] if channelwise else [n // 2, n // 2]
+    kernel = plugin.kernel_class()(_config(channelwise=channelwise), ["weight", "weight_scale", "input_scale",
+                                                                      "input_zero_point", "azp_adj"])
+    kernel.process_weights_after_loading(layer)
+    return layer, kernel
+
+
+@pytest.mark.parametrize("channelwise", [True, False])
+def test_kernel_exposes_its_key_and_consumes_both_inputs(channelwise):
+    from vllm.model_executor.layers.fusion.quant_activation import get_input_quant_key
+
+    layer, kernel = _layer(channelwise=channelwise)
+    assert get_input_quant_key(layer) == plugin.to_vllm_key(K.kInt8DynamicTokenSym)
+    assert layer.weight_scale.shape == (48, 1) and layer.weight_scale.dtype == torch.float32
+    x = torch.randn(6, 64).to(torch.bfloat16)
+    out_plain = kernel.apply_weights(layer, x)
+    produce, _ = plugin._make_producer("identity", K.kInt8DynamicTokenSym, plugin.to_vllm_key(K.kInt8DynamicTokenSym))
+    qa = produce(x, layer)
+    out_qa = kernel.apply_weights(layer, qa)
+    assert torch.equal(out_plain, out_qa)
+    assert_gemm_close(out_qa, qa.data, qa.scale, layer.weight, layer.weight_scale, exact_acc=True)
+
+
+def test_kernel_refuses_wrong_k_and_wrong_key_naming_the_layer():
+    layer, kernel = _layer()
+    placeholder = torch.randn(6, 128).to(torch.bfloat16)  # a gate_up-sized activation
+    with pytest.raises(ShapeMismatchError, match="down_proj: expected K=64 .* received K=128"):
+        kernel.apply_weights(layer, placeholder)
+    v = plugin.internals()
+    wrong = v.QuantizedActivation(torch.zeros(6, 64, dtype=torch.int8), torch.ones(6, 1), torch.bfloat16,
+                                  torch.Size([6, 64]), plugin.to_vllm_key(K.kFp8DynamicTokenSym))
+    with pytest.raises(QuantKeyMismatchError, match="down_proj"):
+        kernel.apply_weights(layer, wrong)
+
+
+def test_fusion_off_hides_the_key(monkeypatch):
+    _, kernel = _layer()
+    monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", "off")
+    assert kernel.input_quant_key() is None
