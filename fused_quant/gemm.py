@@ -13,6 +13,7 @@ bias [N] | None, out_dtype) -> out [M, N]`` with
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -184,18 +185,18 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
         raise ShapeMismatchError(f"{name}: activation must have rank >= 1 ([..., K]); got a 0-d tensor",
                                  layer=layer, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
     kx = x.shape[-1]
-    m = x.numel() // kx if kx else 0
+    m = math.prod(x.shape[:-1])
     if kx != kw:
         raise ShapeMismatchError(
             f"{name}: expected K={kw} (weight [N={n}, K={kw}]) but received K={kx} "
             f"(activation {tuple(x.shape)}, M={m}); {_likely_cause(kx, kw)}",
             layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
     kind = "fp8" if K.is_fp8(key) else "int8"
-    want = (w.dtype,) if kind == "fp8" else (torch.int8,)
-    if kind == "fp8" and w.dtype not in FP8_DTYPES or kind == "int8" and w.dtype != torch.int8:
+    weight_ok = w.dtype in FP8_DTYPES if kind == "fp8" else w.dtype == torch.int8
+    if not weight_ok:
         raise QuantDTypeError(f"{name}: key {key} needs {kind} weights, layer holds {w.dtype}")
-    if x.dtype not in want:
-        raise QuantDTypeError(f"{name}: expected activation dtype {want[0]} for key {key}, got {x.dtype}")
+    if x.dtype != w.dtype:  # int8 x int8, or the weight's own FP8 flavour
+        raise QuantDTypeError(f"{name}: expected activation dtype {w.dtype} for key {key}, got {x.dtype}")
     for what, s in (("activation scale", xs), ("weight scale", ws)):
         if not isinstance(s, torch.Tensor):
             raise TypeError(f"{name}: {what} must be a float32 tensor, got {type(s).__name__}")

@@ -1,0 +1,51 @@
+"""torch.compile on the torch backend: an MLP calling maybe_fused_act_quant and QuantLinear
+compiles once (fullgraph, dynamic) across token counts and is bitwise equal to eager. The
+producers and the checked GEMM entry are opaque custom ops, so Inductor cannot re-round them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+from fused_quant import keys as K
+from tests.helpers import assert_bits_equal
+
+pytestmark = pytest.mark.slow
+
+
+class MLP(nn.Module):
+    def __init__(self, key, scale=None):
+        super().__init__()
+        torch.manual_seed(0)
+        self.gate_up = QuantLinear.from_float(nn.Linear(64, 256).to(torch.bfloat16), key, scale, name="gate_up")
+        self.down = QuantLinear.from_float(nn.Linear(128, 64).to(torch.bfloat16), key, scale, name="down")
+        self.act = SiluAndMul()
+
+    def forward(self, x):
+        return self.down(maybe_fused_act_quant(self.act, self.gate_up(x), self.down))
+
+
+@pytest.mark.parametrize("key_name", ["int8_dynamic_token", "fp8_static_tensor"])
+def test_compile_once_across_token_counts_bitwise(key_name, backend_env):
+    backend_env("torch")
+    key = K.KEYS[key_name]
+    mlp = MLP(key, 0.05 if K.is_static(key) else None)
+    graphs = []
+
+    def counting_backend(gm, example_inputs):
+        from torch._inductor.compile_fx import compile_fx
+
+        graphs.append(gm)
+        return compile_fx(gm, example_inputs)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(mlp, backend=counting_backend, fullgraph=True, dynamic=True)
+    for m in (17, 31, 63):
+        x = torch.randn(m, 64).to(torch.bfloat16)
+        assert_bits_equal(compiled(x), mlp(x), f"M={m}")
+    assert len(graphs) == 1, f"compiled {len(graphs)} times"
+    names = {n.target.__name__ if hasattr(n.target, "__name__") else str(n.target)
+             for g in graphs for n in g.graph.nodes if n.op == "call_function"}
+    assert any("quant_gemm" in n for n in names) and any("act_quant" in n for n in names), names
