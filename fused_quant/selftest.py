@@ -36,7 +36,8 @@ class CheckResult:
         return {"name": self.name, "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 3)}
 
 
-def all_bf16_patterns(device) -> torch.Tensor:
+def all_bf16_patterns(device="cpu") -> torch.Tensor:
+    """Every one of the 65,536 bf16 bit patterns (NaNs, infs, denormals, +-0 included)."""
     return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).to(device)
 
 
@@ -118,7 +119,7 @@ def checks(backend: str, device: torch.device):
                 return ""
             yield f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 gates x {len(UP_VALUES)} up values", silu_sweep
     for dtype in (torch.bfloat16, torch.float16):
-        rows = _adversarial_rows(1024, dtype, device)
+        rows = adversarial_rows(1024, dtype, device)
         for key_name, key in K.KEYS.items():
             if K.is_static(key):
                 continue
@@ -129,8 +130,10 @@ def checks(backend: str, device: torch.device):
                            _check_against_reference(act, rows, key, None, numerics, backend))
 
 
-def _adversarial_rows(d: int, dtype: torch.dtype, device) -> torch.Tensor:
-    g = torch.Generator().manual_seed(1234)
+def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 1234) -> torch.Tensor:
+    """Ten rows of width d: all-zero, one huge value, NaN, +Inf, -Inf, denormals only, +max, -max,
+    alternating -0, random."""
+    g = torch.Generator().manual_seed(seed)
     fi = torch.finfo(dtype)
     rows = torch.randn(10, d, generator=g).to(dtype)
     rows[0] = 0  # all-zero row: scale 0 (int8) / the minimum scale (fp8)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from fused_quant.selftest import adversarial_rows, all_bf16_patterns  # noqa: F401  (shared with selftest)
+
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
@@ -50,27 +52,6 @@ def assert_close_to_f64(out: torch.Tensor, ref: torch.Tensor, *, ulps: float = 1
                            f"max abs err {float((o - ref).abs().max()):.3e}")
 
 
-def all_bf16_patterns(device="cpu") -> torch.Tensor:
-    """Every one of the 65,536 bf16 bit patterns (NaNs, infs, denormals, +-0 included)."""
-    return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).to(device)
-
-
-def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 0) -> torch.Tensor:
-    """Rows of width d: all-zero, one huge value, NaN, +Inf, -Inf, denormals, max, random."""
-    g = torch.Generator().manual_seed(seed)
-    fi = torch.finfo(dtype)
-    rows = torch.randn(9, d, generator=g).to(dtype)
-    rows[0] = 0
-    rows[1, d // 2] = fi.max / 2
-    rows[2, d // 3] = float("nan")
-    rows[3, 0] = float("inf")
-    rows[4, -1] = float("-inf")
-    rows[5] = fi.tiny / 4 if dtype != torch.float32 else fi.tiny / 8  # denormals only
-    rows[6] = fi.max
-    rows[7] = -fi.max
-    return rows.to(device)
-
-
 def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc: bool, what: str = "gemm") -> None:
     """Check a W8A8 GEMM against float64 with a sound error bound.
 
@@ -105,3 +86,18 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
     bad = finite & ~(err <= tol)
     assert not bad.any(), (f"{what}: {int(bad.sum())}/{o.numel()} elements outside the float64 bound; "
                            f"worst excess {float((err - tol)[finite].max()):.3e}")
+
+
+def compile_counting(module, **kwargs):
+    """``torch.compile(module, **kwargs)`` with Inductor, plus the list of graphs it compiled."""
+    import torch._dynamo
+    from torch._inductor.compile_fx import compile_fx
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return compile_fx(gm, example_inputs)
+
+    torch._dynamo.reset()
+    return torch.compile(module, backend=backend, **kwargs), graphs

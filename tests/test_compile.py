@@ -10,7 +10,7 @@ from torch import nn
 
 from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
 from fused_quant import keys as K
-from tests.helpers import assert_bits_equal
+from tests.helpers import assert_bits_equal, compile_counting
 
 pytestmark = pytest.mark.slow
 
@@ -32,16 +32,7 @@ def test_compile_once_across_token_counts_bitwise(key_name, backend_env):
     backend_env("torch")
     key = K.KEYS[key_name]
     mlp = MLP(key, 0.05 if K.is_static(key) else None)
-    graphs = []
-
-    def counting_backend(gm, example_inputs):
-        from torch._inductor.compile_fx import compile_fx
-
-        graphs.append(gm)
-        return compile_fx(gm, example_inputs)
-
-    torch._dynamo.reset()
-    compiled = torch.compile(mlp, backend=counting_backend, fullgraph=True, dynamic=True)
+    compiled, graphs = compile_counting(mlp, fullgraph=True, dynamic=True)
     for m in (17, 31, 63):
         x = torch.randn(m, 64).to(torch.bfloat16)
         assert_bits_equal(compiled(x), mlp(x), f"M={m}")

@@ -12,7 +12,7 @@ from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
 from fused_quant.gemm import gemm_providers, quant_gemm
 from fused_quant.registry import fusion_counts, fused_act_quant, reset_fusion_counts
-from tests.helpers import assert_bits_equal, assert_gemm_close
+from tests.helpers import assert_bits_equal, assert_gemm_close, compile_counting
 
 pytestmark = pytest.mark.gpu
 
@@ -86,16 +86,7 @@ def test_compile_once_across_token_counts_bitwise(backend, key_name, backend_env
     backend_env(backend)
     key = K.KEYS[key_name]
     mlp = MLP(256, 512, key, SiluAndMul, 0.05 if K.is_static(key) else None).to(CUDA)
-    compiles = []
-
-    def counting_backend(gm, example_inputs):
-        from torch._inductor.compile_fx import compile_fx
-
-        compiles.append(gm)
-        return compile_fx(gm, example_inputs)
-
-    torch._dynamo.reset()
-    cmlp = torch.compile(mlp, backend=counting_backend, fullgraph=True, dynamic=True)
+    cmlp, compiles = compile_counting(mlp, fullgraph=True, dynamic=True)
     reset_fusion_counts()
     for m in (17, 31, 63):
         x = torch.randn(m, 256, device=CUDA).to(torch.bfloat16)

@@ -13,7 +13,7 @@ from fused_quant.reference import act_quant_ref
 from fused_quant.registry import fused_act_quant
 from fused_quant.selftest import run_selftest
 from fused_quant.validation import BackendUnavailableError
-from tests.helpers import assert_bits_equal
+from tests.helpers import all_bf16_patterns, assert_bits_equal
 
 pytestmark = pytest.mark.gpu
 
@@ -158,7 +158,7 @@ def test_flat_static_kernel_default_heuristics(backend, key_name, act):
     pattern (as 257 rows with a tail) plus random rows, and strided rows (tile fallback)."""
     key = K.KEYS[key_name]
     assert heuristics.static_launch(257, 1024, "sm_90", act).get("flat") == 1
-    patterns = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    patterns = all_bf16_patterns()
     x = torch.cat([patterns, torch.randn(257 * 256 - 65536 + 7).to(torch.bfloat16)])[: 257 * 256]
     _check(backend, act, x.reshape(257, 256).to(CUDA), key)
     big = torch.randn(400, 2 * 1000, device=CUDA).to(torch.bfloat16)
