@@ -29,6 +29,12 @@ What the stock 3.7.1 interpreter gets wrong, and what is patched:
    ``interpreter_semantic.to_tensor`` (what the stock rewriter already does for every
    assignment); ``tl.static_range`` loops keep Python ints, as on the GPU (constexpr).
 
+4. ``tl.fma``: ``create_fma`` computes ``x * y + z`` with two roundings. The fast-division
+   paths of the kernels need a true fused multiply-add (an exact residual), so float32 FMA is
+   computed exactly: the product in float64 (exact), the sum rounded to odd in float64 (two-sum
+   error term), then one rounding to float32, which is the correctly rounded fma (53 >= 24 + 2
+   bits, so round-to-odd followed by round-to-nearest does not double-round).
+
 Not patched (checked in the 3.7.1 source): ``tl.math.div_rn`` is ``create_precise_divf``
 = ``np.divide`` on float32 arrays, which is IEEE division; fp32->fp16 and fp->int casts
 are numpy ``astype`` (RNE, resp. truncate-and-wrap, which is what the kernels expect).
@@ -86,8 +92,16 @@ _EXTERNS = {
     "__nv_fabsf": torch.abs, "__nv_fabs": torch.abs,
     "__nv_sqrtf": torch.sqrt, "__nv_fsqrt_rn": torch.sqrt, "__nv_sqrt": torch.sqrt,
     "__nv_fdiv_rn": torch.div, "__nv_ddiv_rn": torch.div,
+    "__nv_float2int_rn": lambda t: _float2int_rn(t),
+    "__nv_copysignf": torch.copysign, "__nv_copysign": torch.copysign,
     "__nv_tanhf": torch.tanh, "__nv_tanh": torch.tanh,
 }
+
+
+def _float2int_rn(t: torch.Tensor) -> torch.Tensor:
+    """PTX ``cvt.rni.s32.f32``: round half to even, saturate to int32, NaN -> 0."""
+    r = torch.round(t.double()).clamp(-(2 ** 31), 2 ** 31 - 1)
+    return torch.where(torch.isnan(r), torch.zeros_like(r), r).to(torch.int32)
 
 
 def _make_extern(TensorHandle):
@@ -100,6 +114,30 @@ def _make_extern(TensorHandle):
         return TensorHandle(out, retType.scalar)
 
     return create_extern_elementwise
+
+
+def fma_f32(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Correctly rounded float32 ``x * y + z`` (see item 4 of the module docstring)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = np.asarray(x, np.float64) * np.asarray(y, np.float64)
+        c = np.asarray(z, np.float64)
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        even = (s.view(np.int64) & 1) == 0
+        fix = np.isfinite(s) & np.isfinite(err) & (err != 0) & even
+        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+        return s.astype(np.float32)
+
+
+def _make_fma(TensorHandle, stock):
+    def create_fma(self, x, y, z):
+        if not (x.data.dtype == y.data.dtype == z.data.dtype == np.float32):
+            return stock(self, x, y, z)
+        out = fma_f32(*np.broadcast_arrays(x.data, y.data, z.data))
+        return TensorHandle(np.asarray(out, np.float32), z.dtype.scalar)
+
+    return create_fma
 
 
 def _visit_for(self, node):
@@ -152,4 +190,5 @@ def install() -> None:
     interp.InterpreterBuilder.create_extern_elementwise = _make_extern(interp.TensorHandle)
     _point_libdevice_stubs(interp.interpreter_semantic)
     interp.ASTTransformer.visit_For = _visit_for
+    interp.InterpreterBuilder.create_fma = _make_fma(interp.TensorHandle, interp.InterpreterBuilder.create_fma)
     _installed = True

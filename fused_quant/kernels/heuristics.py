@@ -33,7 +33,7 @@ _DEFAULT = ArchConfig(
     static_rows_silu=((16, 1, 256, 2), (1 << 62, 1, 1024, 4)),
     one_pass_max_n=4096,
     one_pass_max_n_cheap=16384,
-    token_one_pass_warps=((1024, 4), (4096, 8), (1 << 62, 8)),
+    token_one_pass_warps=((1024, 4), (4096, 8), (1 << 62, 16)),
     persistent=(2048, 8, 8),
     two_pass_block_n=2048,
 )

@@ -80,11 +80,13 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
     if m == 0:
         return q, s
     fp8 = K.is_fp8(key)
+    config = dict(config) if config else None
     common = dict(
         ACT=ACT_CODES[act], QUANT=QUANT_CODES[K.key_name(key)], T=tl_dtypes[x.dtype],
         ROUND_PRODUCT=round_product,
         M8=K.fp8_max(fp8_dtype) if fp8 else 127.0,
         FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
+        FAST_DIV=bool(config.pop("fast_div", 1)) if config else True,
     )
     q_out = q.view(torch.uint8) if fp8 else q
     arch = _arch()

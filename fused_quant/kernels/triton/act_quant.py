@@ -3,9 +3,18 @@
 Parity with torch's CUDA math: ``exp`` is libdevice's accurate expf (what
 torch's silu kernel calls; ``tl.exp`` is the approximate ex2 path), every
 division is ``div_rn`` (IEEE, as nvcc compiles ``/`` without fast-math; Triton's
-``/`` is approximate), rounding to int8 is ``rint`` (round-half-even) followed
-by an explicit clamp, and NaN is carried by comparisons, never by
-``maximum``/``clamp`` (their NaN rules differ between GPU and interpreter).
+``/`` is approximate), rounding to int8 is ``float2int_rn`` (round-half-even,
+saturating, NaN -> 0) followed by an integer clamp, and NaN is carried by
+comparisons, integer maxima over bit patterns or ``maximum(propagate_nan=ALL)``,
+never by plain ``maximum``/``clamp`` (their NaN rules differ between GPU and
+interpreter). Every instruction per element counts: at H = 14336 these kernels
+are close to the issue limit of the SMs, not only to the memory bandwidth.
+
+With ``FAST_DIV`` the quantizers' divisions by a per-tensor or per-row scale are computed
+without a per-element ``div_rn``: the correctly rounded reciprocal once, then a product and two
+FMA correction steps (Markstein), which give the IEEE quotient wherever it can matter (see
+``_quotient``; proven on the GPU over all 2^32 fp32 inputs for 1,512 scales). The same trick for
+silu's per-element divisor was exact too but slower than ``div_rn`` there, so silu keeps it.
 """
 
 import triton
@@ -21,11 +30,38 @@ FP8_STATIC: tl.constexpr = tl.constexpr(0)
 FP8_TOKEN: tl.constexpr = tl.constexpr(1)
 INT8_STATIC: tl.constexpr = tl.constexpr(2)
 INT8_TOKEN: tl.constexpr = tl.constexpr(3)
+# quotients outside [2^-12, 2^20] quantize to +-0 resp. saturate whatever their last bits are
+_Q_LO: tl.constexpr = tl.constexpr(0.000244140625)
+_Q_HI: tl.constexpr = tl.constexpr(1048576.0)
+# static scales for which the correction steps stay exact (no underflow in x - y * s, r normal)
+_S_LO: tl.constexpr = tl.constexpr(2.0 ** -90)
+_S_HI: tl.constexpr = tl.constexpr(2.0 ** 126)
+
+
+@triton.jit
+def _quotient(x, s, r):
+    """``x / s`` as the quantizers see it, for a per-tensor scale in [2^-90, 2^126] or a per-token
+    FP8 scale (in [2^-18, 2^120], or Inf / NaN for a row holding Inf / NaN), ``r = div_rn(1, s)``.
+
+    ``y0 = x * r`` is within 1.5 ulp of x / s; one FMA correction makes it faithful, the second
+    is Markstein's (r is the correctly rounded reciprocal and the residual ``x - y1 * s`` is exact
+    because nothing underflows while ``|y0|`` is in [2^-12, 2^20]), so there the result is
+    ``div_rn(x, s)`` bit for bit. Outside that window ``y0`` itself is returned: the quotient then
+    quantizes to +-0 or saturates whatever its last bits, and NaN, Inf and signed zeros come out
+    as IEEE division gives them (x * 0 for s = Inf). Proven on the GPU for every fp32 x against
+    ``div_rn`` (tests/gpu/test_fast_paths_gpu.py). Cheaper than a sign fix-up plus NaN select.
+    """
+    y0 = x * r
+    y1 = tl.fma(tl.fma(-y0, s, x), r, y0)
+    y2 = tl.fma(tl.fma(-y1, s, x), r, y1)
+    a = tl.abs(y0)
+    return tl.where((a >= _Q_LO) & (a <= _Q_HI), y2, y0)
 
 
 @triton.jit
 def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr):
-    """fp32 activation value as it enters the quantizer (T-rounded unless the profile keeps fp32)."""
+    """fp32 activation value as it enters the quantizer (T-rounded unless the profile keeps fp32).
+    Masked lanes load 0 and so hold y = 0 (the reductions rely on it)."""
     if ACT == SILU_AND_MUL:
         g = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(x_ptr + offs + D, mask=mask, other=0.0).to(tl.float32)
@@ -35,7 +71,7 @@ def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_
             y = y.to(T).to(tl.float32)
     elif ACT == RELU2:
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        r = tl.where(x < 0.0, 0.0, x)  # NaN stays NaN, like torch.relu
+        r = _max_nan(x, 0.0)  # NaN stays NaN, like torch.relu
         y = (r * r).to(T).to(tl.float32)
     else:
         y = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
@@ -48,35 +84,46 @@ def _clamp_keep_nan(v, lo, hi):
 
 
 @triton.jit
+def _max_nan(a, b):
+    """max that propagates NaN (PTX ``max.NaN``; numpy's maximum in the interpreter)."""
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def _to_fp8_bits(v, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr):
-    c = _clamp_keep_nan(v, -M8, M8)
+    if M8 == 448.0:
+        # e4m3fn at its own max: the conversion is satfinite (+-Inf and |v| > 448 -> +-448)
+        c = v
+    else:
+        c = _clamp_keep_nan(v, -M8, M8)
     bits = c.to(FP8).to(tl.uint8, bitcast=True)
     return tl.where(v != v, NAN_CODE, bits).to(tl.uint8)
 
 
 @triton.jit
 def _to_int8(v):
-    r = libdevice.rint(v)
-    r = _clamp_keep_nan(r, -128.0, 127.0)
-    return tl.where(r != r, 0.0, r).to(tl.int8)
+    """rne, saturate to [-128, 127], NaN -> 0: ``cvt.rni.s32.f32`` does rne, saturation to int32
+    and NaN -> 0 in one instruction; the int8 clamp is on integers."""
+    i = libdevice.float2int_rn(v)
+    return tl.minimum(tl.maximum(i, -128), 127).to(tl.int8)
 
 
 @triton.jit
-def _row_absmax(y, mask):
-    """max |y| along axis 1 with NaN propagating (masked lanes count as 0)."""
-    a = tl.where(mask, tl.abs(y), 0.0)
-    has_nan = tl.max(tl.where(mask & (y != y), 1, 0), axis=1)
-    amax = tl.max(tl.where(a != a, 0.0, a), axis=1)
-    return tl.where(has_nan > 0, float("nan"), amax)
+def _row_absmax(y):
+    """max |y| along axis 1 with NaN propagating (masked lanes hold y = 0): an integer max over
+    the bit patterns of |y|, which order like the values and put every NaN above Inf."""
+    bits = y.to(tl.int32, bitcast=True) & 0x7FFFFFFF
+    return tl.max(bits, axis=1).to(tl.float32, bitcast=True)
 
 
 @triton.jit
 def _token_scale(a, QUANT: tl.constexpr, M8: tl.constexpr, MIN_SCALE: tl.constexpr):
-    """(scale, multiplier-or-divisor) for a per-token row from its absmax ``a``."""
+    """(scale, r) for a per-token row from its absmax ``a``: r is the multiplier for int8
+    (``127 / a``, 0 for an all-zero row) and the correctly rounded ``1 / scale`` for FP8."""
     if QUANT == FP8_TOKEN:
         s = tl.math.div_rn(a, M8)
         s = tl.where(s < MIN_SCALE, MIN_SCALE, s)  # max(a / M8, MIN) with NaN kept
-        return s, s
+        return s, tl.math.div_rn(1.0, s)
     else:
         s = tl.math.div_rn(a, 127.0)
         inv = tl.where(a == 0.0, 0.0, tl.math.div_rn(127.0, a))
@@ -84,17 +131,39 @@ def _token_scale(a, QUANT: tl.constexpr, M8: tl.constexpr, MIN_SCALE: tl.constex
 
 
 @triton.jit
-def _quantize(y, q_ptr, q_offs, mask, scale, QUANT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-              NAN_CODE: tl.constexpr):
-    """Quantize ``y`` with a broadcastable ``scale`` term and store; see _token_scale / static callers."""
+def _quantize(y, q_ptr, q_offs, mask, s, r, QUANT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+              NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr):
+    """Quantize ``y`` with broadcastable scale ``s`` and ``r`` (``_token_scale``; for static keys
+    ``r = div_rn(1, s)``) and store."""
     if QUANT == FP8_STATIC:
-        tl.store(q_ptr + q_offs, _to_fp8_bits(y * scale, M8, FP8, NAN_CODE), mask=mask)
-    elif QUANT == FP8_TOKEN:
-        tl.store(q_ptr + q_offs, _to_fp8_bits(tl.math.div_rn(y, scale), M8, FP8, NAN_CODE), mask=mask)
+        tl.store(q_ptr + q_offs, _to_fp8_bits(y * r, M8, FP8, NAN_CODE), mask=mask)
     elif QUANT == INT8_TOKEN:
-        tl.store(q_ptr + q_offs, _to_int8(y * scale), mask=mask)
+        tl.store(q_ptr + q_offs, _to_int8(y * r), mask=mask)
     else:
-        tl.store(q_ptr + q_offs, _to_int8(tl.math.div_rn(y, scale)), mask=mask)
+        if FAST_DIV:
+            v = _quotient(y, s, r)
+        else:
+            v = tl.math.div_rn(y, s)
+        if QUANT == FP8_TOKEN:
+            tl.store(q_ptr + q_offs, _to_fp8_bits(v, M8, FP8, NAN_CODE), mask=mask)
+        else:
+            tl.store(q_ptr + q_offs, _to_int8(v), mask=mask)
+
+
+@triton.jit
+def _quantize_static(y, q_ptr, q_offs, mask, scale_ptr, QUANT: tl.constexpr, M8: tl.constexpr,
+                     FP8: tl.constexpr, NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr):
+    """Per-tensor scale: the int8 division takes the fast path only for scales in its proven
+    range (a uniform branch; validated static scales always are)."""
+    s = tl.load(scale_ptr)
+    r = tl.math.div_rn(1.0, s)
+    if FAST_DIV:
+        if (s >= _S_LO) & (s <= _S_HI):
+            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, True)
+        else:
+            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, False)
+    else:
+        _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, False)
 
 
 @triton.jit
@@ -106,61 +175,97 @@ def _canonical_nan(s):
 @triton.jit
 def act_quant_static_kernel(x_ptr, q_ptr, scale_ptr, M, D, stride_xm,
                             ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
-                            M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
+                            M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Per-tensor static scale: one [BLOCK_M, BLOCK_N] tile per program, no reduction."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
     cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     mask = (rows < M) & (cols < D)
     y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT)
-    scale = tl.load(scale_ptr)
-    if QUANT == FP8_STATIC:
-        scale = tl.math.div_rn(1.0, scale)  # reciprocal once, then multiply (NUMERICS.md)
-    _quantize(y, q_ptr, rows * D + cols, mask, scale, QUANT, M8, FP8, NAN_CODE)
+    _quantize_static(y, q_ptr, rows * D + cols, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, FAST_DIV)
+
+
+@triton.jit
+def act_quant_static_flat_kernel(x_ptr, q_ptr, scale_ptr, N,
+                                 ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
+                                 ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+                                 NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK: tl.constexpr):
+    """Per-tensor static scale over a contiguous input seen as one flat vector (relu2 and
+    identity only: silu_and_mul needs the row structure to pair gate with up)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    y = _activation(x_ptr, offs, mask, 0, ACT, T, ROUND_PRODUCT)
+    _quantize_static(y, q_ptr, offs, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, FAST_DIV)
+
+
+@triton.jit
+def _finish_rows(y, mask, q_ptr, q_offs, s_ptr, r_offs, r_mask, QUANT: tl.constexpr, M8: tl.constexpr,
+                 FP8: tl.constexpr, NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr):
+    """Per-token tail for whole rows held in registers: absmax, scale, quantize, store."""
+    s, r = _token_scale(_row_absmax(y), QUANT, M8, MIN_SCALE)
+    _quantize(y, q_ptr, q_offs, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, FAST_DIV)
+    tl.store(s_ptr + r_offs, _canonical_nan(s), mask=r_mask)
 
 
 @triton.jit
 def act_quant_token_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                            ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                            M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr,
-                           ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+                           FAST_DIV: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
     """Per-token dynamic scale, one pass: ROWS whole rows (BLOCK_N >= D) live in registers."""
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
+    r1 = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    rows = r1[:, None]
     cols = tl.arange(0, BLOCK_N)[None, :]
     mask = (rows < M) & (cols < D)
     y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT)
-    a = _row_absmax(y, mask)
-    s, term = _token_scale(a, QUANT, M8, MIN_SCALE)
-    _quantize(y, q_ptr, rows * D + cols, mask, term[:, None], QUANT, M8, FP8, NAN_CODE)
-    r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    tl.store(s_ptr + r, _canonical_nan(s), mask=r < M)
+    _finish_rows(y, mask, q_ptr, rows * D + cols, s_ptr, r1, r1 < M, QUANT, M8, FP8, NAN_CODE, MIN_SCALE,
+                 FAST_DIV)
+
+
+@triton.jit
+def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
+                      FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr):
+    """Sweep 1 of the two-sweep kernels: absmax of one row (NaN propagating); with USE_SCRATCH
+    y is also parked in ``y_row``."""
+    amax = tl.zeros([1, BLOCK_N], tl.float32)
+    for start in range(0, D, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)[None, :]
+        mask = cols < D
+        y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
+        if USE_SCRATCH:
+            tl.store(y_row + cols, y.to(Y), mask=mask)
+        amax = _max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
+    return _row_absmax(amax)
+
+
+@triton.jit
+def _row_sweep_quantize(x_row, y_row, q_row, D, s, r, ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
+                        ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
+                        FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr):
+    """Sweep 2: quantize the row from the scratch row (USE_SCRATCH) or by recomputing y from x."""
+    for start in range(0, D, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)[None, :]
+        mask = cols < D
+        if USE_SCRATCH:
+            y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
+        else:
+            y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
+        _quantize(y, q_row, cols, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, FAST_DIV)
 
 
 @triton.jit
 def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                 NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, BLOCK_N: tl.constexpr):
+                                 NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr,
+                                 BLOCK_N: tl.constexpr):
     """Per-token for rows too wide for registers: pass 1 reduces absmax, pass 2 recomputes and stores."""
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
-    amax = tl.zeros([1, BLOCK_N], tl.float32)
-    nan_seen = tl.zeros([1, BLOCK_N], tl.int32)
-    for start in range(0, D, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)[None, :]
-        mask = cols < D
-        y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
-        a = tl.where(mask, tl.abs(y), 0.0)
-        nan_seen = nan_seen | tl.where(a != a, 1, 0)
-        amax = tl.where(a > amax, a, amax)
-    a = tl.max(amax, axis=1)
-    a = tl.where(tl.max(nan_seen, axis=1) > 0, float("nan"), a)
-    s, term = _token_scale(a, QUANT, M8, MIN_SCALE)
-    for start in range(0, D, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)[None, :]
-        mask = cols < D
-        y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
-        _quantize(y, q_ptr + row * D, cols, mask, term[:, None], QUANT, M8, FP8, NAN_CODE)
+    a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, False, T)
+    s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
+    _row_sweep_quantize(x_row, x_row, q_ptr + row * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT, M8, FP8, NAN_CODE,
+                        FAST_DIV, BLOCK_N, False)
     tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
 
 
@@ -168,8 +273,8 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_xm,
                                       ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                       ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                      NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, BLOCK_N: tl.constexpr,
-                                      USE_SCRATCH: tl.constexpr, Y: tl.constexpr):
+                                      NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr,
+                                      BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr):
     """Per-token, two sweeps per row, a bounded number of programs looping over rows.
 
     Sweep 1 computes y once, reduces |y| and (USE_SCRATCH) parks y in this program's scratch
@@ -181,44 +286,10 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
     y_row = y_ptr + pid.to(tl.int64) * D
     for row in range(pid, M, nprog):
         x_row = x_ptr + row.to(tl.int64) * stride_xm
-        amax = tl.zeros([1, BLOCK_N], tl.float32)
-        nan_seen = tl.zeros([1, BLOCK_N], tl.int32)
-        for start in range(0, D, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)[None, :]
-            mask = cols < D
-            y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
-            if USE_SCRATCH:
-                tl.store(y_row + cols, y.to(Y), mask=mask)
-            a = tl.where(mask, tl.abs(y), 0.0)
-            nan_seen = nan_seen | tl.where(a != a, 1, 0)
-            amax = tl.where(a > amax, a, amax)
-        a = tl.max(amax, axis=1)
-        a = tl.where(tl.max(nan_seen, axis=1) > 0, float("nan"), a)
-        s, term = _token_scale(a, QUANT, M8, MIN_SCALE)
+        a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, USE_SCRATCH, Y)
+        s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
         tl.debug_barrier()  # scratch writes of sweep 1 visible to every thread of the program
-        for start in range(0, D, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)[None, :]
-            mask = cols < D
-            if USE_SCRATCH:
-                y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
-            else:
-                y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
-            _quantize(y, q_ptr + row.to(tl.int64) * D, cols, mask, term[:, None], QUANT, M8, FP8, NAN_CODE)
+        _row_sweep_quantize(x_row, y_row, q_ptr + row.to(tl.int64) * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT,
+                            M8, FP8, NAN_CODE, FAST_DIV, BLOCK_N, USE_SCRATCH)
         tl.debug_barrier()  # the next row's sweep 1 must not overwrite scratch still being read
         tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
-
-
-@triton.jit
-def act_quant_static_flat_kernel(x_ptr, q_ptr, scale_ptr, N,
-                                 ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
-                                 ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                 NAN_CODE: tl.constexpr, BLOCK: tl.constexpr):
-    """Per-tensor static scale over a contiguous input seen as one flat vector (relu2 and
-    identity only: silu_and_mul needs the row structure to pair gate with up)."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < N
-    y = _activation(x_ptr, offs, mask, 0, ACT, T, ROUND_PRODUCT)
-    scale = tl.load(scale_ptr)
-    if QUANT == FP8_STATIC:
-        scale = tl.math.div_rn(1.0, scale)
-    _quantize(y, q_ptr, offs, mask, scale, QUANT, M8, FP8, NAN_CODE)

@@ -1,0 +1,111 @@
+"""GPU proofs for the kernels' shortcuts, over every fp32 bit pattern (2^32 values per case):
+
+- ``_quotient`` (reciprocal + two FMA corrections) against ``div_rn``: the int8 and FP8 codes are
+  equal for every x, and the fp32 quotient itself is bit-equal wherever ``|x / s|`` lies in
+  [2^-12, 2^20] (outside, the codes are +-0 or saturated whatever the last bits); scales cover
+  the static range the kernels allow the shortcut in (2^-90 .. 2^126, random and extreme
+  mantissas), per-token FP8 scales, and Inf / NaN (rows holding Inf / NaN).
+- the conversions: FP8 e4m3fn without the explicit clamp (the hardware conversion saturates),
+  int8 through ``float2int_rn`` plus an integer clamp, relu through ``max(propagate_nan=ALL)``,
+  each against the spec's explicit formulation (clamp keeping NaN, rint, NaN -> 0 / NaN code).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = [pytest.mark.gpu, pytest.mark.triton_fp8]
+
+triton = pytest.importorskip("triton")
+tl = triton.language
+
+from triton.language.extra import libdevice  # noqa: E402
+
+from fused_quant.kernels.triton import act_quant as AQ  # noqa: E402
+
+BLOCK = 8192
+N = 1 << 32
+
+
+@triton.jit
+def _spec_fp8_bits(v, M8: tl.constexpr):
+    c = AQ._clamp_keep_nan(v, -M8, M8)
+    bits = c.to(tl.float8e4nv).to(tl.uint8, bitcast=True)
+    return tl.where(v != v, 0x7F, bits).to(tl.uint8)
+
+
+@triton.jit
+def _spec_int8(v):
+    r = AQ._clamp_keep_nan(libdevice.rint(v), -128.0, 127.0)
+    return tl.where(r != r, 0.0, r).to(tl.int8)
+
+
+@triton.jit
+def _quotient_kernel(s_ptr, out_ptr, BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x = i.to(tl.uint32).to(tl.float32, bitcast=True)
+    s = tl.load(s_ptr)
+    fast = AQ._quotient(x, s, tl.math.div_rn(1.0, s))
+    ref = tl.math.div_rn(x, s)
+    a = tl.abs(ref)
+    matters = (a >= 0.000244140625) & (a <= 1048576.0)
+    bad_bits = matters & (fast.to(tl.int32, bitcast=True) != ref.to(tl.int32, bitcast=True))
+    bad_i8 = AQ._to_int8(fast) != _spec_int8(ref)
+    bad_f8 = AQ._to_fp8_bits(fast, 448.0, tl.float8e4nv, 0x7F) != _spec_fp8_bits(ref, 448.0)
+    tl.atomic_add(out_ptr + 0, tl.sum(bad_bits.to(tl.int32)))
+    tl.atomic_add(out_ptr + 1, tl.sum(bad_i8.to(tl.int32)))
+    tl.atomic_add(out_ptr + 2, tl.sum(bad_f8.to(tl.int32)))
+
+
+@triton.jit
+def _conversions_kernel(out_ptr, BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    v = i.to(tl.uint32).to(tl.float32, bitcast=True)
+    bad_f8 = AQ._to_fp8_bits(v, 448.0, tl.float8e4nv, 0x7F) != _spec_fp8_bits(v, 448.0)
+    bad_i8 = AQ._to_int8(v) != _spec_int8(v)
+    relu_fast = AQ._max_nan(v, 0.0)
+    relu_spec = tl.where(v < 0.0, 0.0, v)
+    sq_fast, sq_spec = relu_fast * relu_fast, relu_spec * relu_spec
+    bad_relu = (sq_fast.to(tl.int32, bitcast=True) != sq_spec.to(tl.int32, bitcast=True)) & ~(
+        (sq_fast != sq_fast) & (sq_spec != sq_spec))
+    tl.atomic_add(out_ptr + 0, tl.sum(bad_f8.to(tl.int32)))
+    tl.atomic_add(out_ptr + 1, tl.sum(bad_i8.to(tl.int32)))
+    tl.atomic_add(out_ptr + 2, tl.sum(bad_relu.to(tl.int32)))
+
+
+def _f32(bits: int) -> float:
+    return torch.tensor([bits], dtype=torch.int32).view(torch.float32).item()
+
+
+def _scales() -> list[float]:
+    g = torch.Generator().manual_seed(2026)
+    out = [2.0 ** -90, 2.0 ** 126, 1.0, 0.37, 1.0 / (448 * 512), float("inf"), float("nan")]
+    for k in (-90, -61, -33, -17, -9, -3, 0, 2, 7, 19, 40, 77, 101, 125):
+        out.append(_f32(((127 + k) << 23) | 0x7FFFFF))  # all-ones mantissa
+        out.append(_f32(((127 + k) << 23) | 1))
+        out.append(float(2.0 ** k * (1 + torch.rand(1, generator=g).item())))
+    amax = torch.rand(8, generator=g) * torch.logspace(-5, 5, 8)
+    out += [float(a / 448.0) for a in amax] + [float(a / 127.0) for a in amax]
+    return out
+
+
+@pytest.mark.slow
+def test_quotient_equals_div_rn_for_every_fp32():
+    dev = torch.device("cuda")
+    failures = []
+    for s in _scales():
+        out = torch.zeros(3, dtype=torch.int32, device=dev)
+        _quotient_kernel[(N // BLOCK,)](torch.tensor([s], device=dev), out, BLOCK=BLOCK, num_warps=8)
+        bad = out.tolist()
+        if any(bad):
+            failures.append((s, dict(zip(("fp32 bits", "int8 codes", "fp8 codes"), bad))))
+    assert not failures, f"quotient shortcut differs from div_rn for scales: {failures}"
+
+
+@pytest.mark.slow
+def test_conversions_equal_spec_formulation_for_every_fp32():
+    out = torch.zeros(3, dtype=torch.int32, device="cuda")
+    _conversions_kernel[(N // BLOCK,)](out, BLOCK=BLOCK, num_warps=8)
+    bad = dict(zip(("fp8 e4m3fn codes", "int8 codes", "relu^2 bits"), out.tolist()))
+    assert not any(bad.values()), f"mismatches over all 2^32 fp32 values: {bad}"
