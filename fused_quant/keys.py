@@ -94,6 +94,7 @@ KEYS: dict[str, QuantKey] = {
     "int8_dynamic_token": kInt8DynamicTokenSym,
 }
 _NAMES = {key: name for name, key in KEYS.items()}
+_NAMES_BY_ID = {id(key): name for name, key in KEYS.items()}  # hot path: callers pass KEYS' own objects
 
 # vLLM's (and our) FP8 max: the format max for e4m3fn; 224 for e4m3fnuz, below
 # the format's 240 on purpose (vLLM quant_utils.get_fp8_min_max).
@@ -103,7 +104,7 @@ INT8_MAX = 127.0
 
 def key_name(key: QuantKey) -> str:
     """Short name of one of the four supported keys; ValueError for others."""
-    name = _NAMES.get(normalize_key(key))
+    name = key_name_or_none(key)
     if name is None:
         raise UnsupportedError(f"unsupported quant key {key}; supported: {', '.join(KEYS)}")
     return name
@@ -118,6 +119,9 @@ def key_from_name(name: str) -> QuantKey:
 
 def key_name_or_none(key: QuantKey) -> str | None:
     """Short name of a supported key, None for any other key."""
+    name = _NAMES_BY_ID.get(id(key))
+    if name is not None and KEYS[name] is key:
+        return name
     return _NAMES.get(normalize_key(key))
 
 

@@ -16,6 +16,8 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from fused_quant import envs
+from fused_quant import backends as _backends
+from fused_quant import platforms as _platforms
 from fused_quant.tracing import graph_constant
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation, get_input_quant_key
@@ -42,6 +44,7 @@ class Producer(NamedTuple):
     backend: str
     fn: ProducerFn  # fn(x, scale, *, numerics: NumericsProfile, fp8_dtype) -> (q, scale)
     supported: SupportFn | None = None
+    key_name: str = ""
 
     def check(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
         return (True, "") if self.supported is None else self.supported(x, scale)
@@ -50,23 +53,42 @@ class Producer(NamedTuple):
 # backend -> (activation name, key name) -> producer. String keys keep lookups cheap and
 # traceable by torch.compile.
 _PRODUCERS: dict[str, dict[tuple[str, str], Producer]] = {}
+_SCALE_WHAT = {name: f"scale for {name}" for name in K.KEYS}
 _COUNTS: Counter = Counter()
+
+
+_ACT_TYPES: dict[str, type] = {}
+_ACT_NAME_OF_TYPE: dict[type, str | None] = {}
+_backends_ready = False
 
 
 def act_types() -> dict[str, type]:
     """Activation name -> module type (``silu_and_mul``, ``relu2``, ``identity``)."""
-    from fused_quant.modules import ACT_TYPES
+    if not _ACT_TYPES:
+        from fused_quant.modules import ACT_TYPES
 
-    return ACT_TYPES
+        _ACT_TYPES.update(ACT_TYPES)
+    return _ACT_TYPES
 
 
 def _act_name_or_none(act_type: type) -> str | None:
     # a subclass counts only if it computes the same thing: one that overrides forward
     # (a clamped SwiGLU, say) is a different activation and must not be fused as its parent
-    for name, t in act_types().items():
-        if issubclass(act_type, t) and act_type.forward is t.forward:
-            return name
-    return None
+    # (memoized per type: a class's forward does not change after it is defined)
+    if act_type in _ACT_NAME_OF_TYPE:
+        return _ACT_NAME_OF_TYPE[act_type]
+    name = next((n for n, t in act_types().items() if issubclass(act_type, t) and act_type.forward is t.forward),
+                None)
+    _ACT_NAME_OF_TYPE[act_type] = name
+    return name
+
+
+def _ensure_backends_loaded() -> None:
+    global _backends_ready
+    if not _backends_ready:
+        from fused_quant.backends import load_backends
+
+        _backends_ready = load_backends()
 
 
 def _act_name(act_type: type) -> str:
@@ -93,7 +115,8 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str,
     def deco(fn: ProducerFn) -> ProducerFn:
         table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
-        table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported)
+        name = K.key_name(key)
+        table[(act, name)] = Producer(act, act_type, key, backend, fn, supported, name)
         return fn
 
     return deco
@@ -109,13 +132,15 @@ def producers(backend: str | None = None) -> list[Producer]:
 
 
 def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:
-    from fused_quant.backends import load_backends
-
-    load_backends()
     act, name = _act_name_or_none(act_type), K.key_name_or_none(key)
     if act is None or name is None:  # an activation or key nobody produces: the caller falls back
         return None
-    return _PRODUCERS.get(backend, {}).get((act, name))
+    return _lookup_names(act, name, backend)
+
+
+def _lookup_names(act: str, key_name: str, backend: str) -> Producer | None:
+    _ensure_backends_loaded()
+    return _PRODUCERS.get(backend, {}).get((act, key_name))
 
 
 def fusion_counts() -> dict[tuple[str, str, str], int]:
@@ -132,9 +157,7 @@ def reset_fusion_counts() -> None:
 @graph_constant
 def platform_fp8_dtype() -> torch.dtype:
     """The node's concrete FP8 dtype (e4m3fn where the platform has none: torch emulates it)."""
-    from fused_quant.platforms import current_platform
-
-    return current_platform().fp8_dtype or K.FP8_DTYPE
+    return _platforms.current_platform().fp8_dtype or K.FP8_DTYPE
 
 
 @graph_constant
@@ -154,9 +177,7 @@ def platform_label() -> str:
 
 @graph_constant
 def current_backend_name() -> str:
-    from fused_quant.backends import current_backend
-
-    return current_backend().name
+    return _backends.current_backend().name
 
 
 @graph_constant
@@ -168,7 +189,7 @@ def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None,
          profile: NumericsProfile) -> QuantizedActivation:
     q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
     if not torch.compiler.is_compiling():
-        _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
+        _COUNTS[(prod.backend, prod.act, prod.key_name)] += 1
     return QuantizedActivation(data=q, scale=s, orig_dtype=x.dtype, orig_shape=q.shape, quant_key=prod.key)
 
 
@@ -221,31 +242,27 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     check_activation_input(x, act_name)
     if not isinstance(key, K.QuantKey):
         raise TypeError(f"key must be a QuantKey, got {type(key).__name__}")
-    key = K.normalize_key(key)
-    K.key_name(key)
+    name = K.key_name(key)
     if K.is_static(key):
-        check_scale_tensor(scale, device=x.device, what=f"scale for {K.key_name(key)}")
+        check_scale_tensor(scale, device=x.device, what=_SCALE_WHAT[name])
     elif scale is not None:
-        raise ScaleError(f"{K.key_name(key)} computes its scale per token; pass scale=None")
+        raise ScaleError(f"{name} computes its scale per token; pass scale=None")
     profile = get_profile(numerics)
-    act_type = act_types()[act_name]
     if backend is None:
-        from fused_quant.backends import TORCH
-
         chosen = current_backend_name()
-        prod = lookup(act_type, key, chosen)
-        ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act_name} -> {K.key_name(key)}")
+        prod = _lookup_names(act_name, name, chosen)
+        ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act_name} -> {name}")
         if not ok:
             _debug("fused-quant: %s; computing with the torch backend", reason)
-            prod = lookup(act_type, key, TORCH)
+            prod = _lookup_names(act_name, name, _backends.TORCH)
     else:
         from fused_quant.backends import get_backend
 
         get_backend(backend)
-        prod = lookup(act_type, key, backend)
-        ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {K.key_name(key)}")
+        prod = _lookup_names(act_name, name, backend)
+        ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {name}")
         if not ok:
-            raise BackendUnavailableError(f"backend {backend} cannot run {act_name} -> {K.key_name(key)}: {reason}")
+            raise BackendUnavailableError(f"backend {backend} cannot run {act_name} -> {name}: {reason}")
     return _run(prod, x, scale, profile)
 
 

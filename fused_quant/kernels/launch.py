@@ -60,6 +60,23 @@ def _arch() -> str | None:
     return current_platform().arch
 
 
+@functools.lru_cache(maxsize=None)
+def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype,
+                fast_div: bool) -> dict:
+    """The kernels' compile-time arguments for one producer (built once; callers must not mutate)."""
+    _, tl_dtypes = _tl()
+    key = K.key_from_name(key_name)
+    fp8 = K.is_fp8(key)
+    out = dict(
+        ACT=ACT_CODES[act], QUANT=QUANT_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
+        M8=K.fp8_max(fp8_dtype) if fp8 else 127.0, FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
+        FAST_DIV=fast_div,
+    )
+    if K.is_per_token(key):
+        out["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
+    return out
+
+
 def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | None,
                      round_product: bool, fp8_dtype: torch.dtype,
                      config: dict[str, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,13 +98,8 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
         return q, s
     fp8 = K.is_fp8(key)
     config = dict(config) if config else None
-    common = dict(
-        ACT=ACT_CODES[act], QUANT=QUANT_CODES[K.key_name(key)], T=tl_dtypes[x.dtype],
-        ROUND_PRODUCT=round_product,
-        M8=K.fp8_max(fp8_dtype) if fp8 else 127.0,
-        FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
-        FAST_DIV=bool(config.pop("fast_div", 1)) if config else True,
-    )
+    fast_div = bool(config.pop("fast_div", 1)) if config else True
+    common = _constexprs(act, K.key_name(key), x.dtype, round_product, fp8_dtype, fast_div)
     q_out = q.view(torch.uint8) if fp8 else q
     arch = _arch()
     if not per_token:
@@ -105,7 +117,6 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
         kernels.act_quant_static_kernel[grid](x2, q_out, scale, m, d, x2.stride(0), **common, **cfg)
         return q, s
     cfg = dict(config) if config else heuristics.token_launch(m, d, arch, act)
-    common["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
     variant = cfg.pop("two_pass")
     if variant == 2:
         # persistent: programs_per_sm programs per SM loop over rows; y parked in scratch rows
