@@ -27,6 +27,8 @@ OPS = (  # (label, act, key name)
     ("silu_mul -> int8 per-token", "silu_and_mul", "int8_dynamic_token"),
     ("silu_mul -> fp8 per-token", "silu_and_mul", "fp8_dynamic_token"),
     ("relu2 -> int8 per-token", "relu2", "int8_dynamic_token"),
+    ("relu2 -> fp8 per-token", "relu2", "fp8_dynamic_token"),
+    ("relu2 -> int8 static", "relu2", "int8_static_tensor"),
 )
 
 
