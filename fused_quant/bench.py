@@ -78,7 +78,11 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
 
     import torch._dynamo
 
+    import torch._inductor.config
+
     torch._dynamo.config.recompile_limit = 256  # one compiled chain per (op, M): never falls back to eager
+    # compile in this process: no background compile workers competing with the launch-bound sizes
+    torch._inductor.config.compile_threads = 1
     ceiling = copy_ceiling(quick)
     rows = []
     for label, act, key_name in OPS:

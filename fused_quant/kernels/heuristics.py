@@ -1,10 +1,12 @@
 """Launch heuristics for the Triton act+quant kernels, as data per arch.
 
 Static keys: rows ``(max_m, BLOCK_M, BLOCK_N, num_warps)``, the first row whose max_m >= M
-wins; silu_and_mul (exp + IEEE division per element) has its own rows. Per-token keys: rows
+wins; silu_and_mul (exp + IEEE division per element) has its own rows; contiguous relu2 /
+identity input from ``static_flat``'s M on runs as one flat vector. Per-token keys: rows
 narrower than ``one_pass_max_n`` stay in registers (one pass, ``token_one_pass_warps``);
-wider rows use the persistent two-sweep kernel with L2-resident scratch rows, except
-relu2/identity (no transcendental work), whose rows up to 16384 still fit one pass.
+wider rows use the persistent two-sweep kernel with L2-resident scratch rows and
+compiler-pipelined chunk loads, except relu2/identity (no transcendental work), whose rows
+up to 16384 still fit one pass (16 warps).
 Archs not listed use "default". Numbers behind the choices: benchmarks/RESULTS.md
 (benchmarks/tune_act_quant.py on the H200, M = 8192, H = 14336).
 """
@@ -23,7 +25,7 @@ class ArchConfig:
     one_pass_max_n: int  # widest per-token row kept in registers (silu_and_mul)
     one_pass_max_n_cheap: int  # the same for relu2 / identity
     token_one_pass_warps: tuple[tuple[int, int], ...]  # (max BLOCK_N, num_warps)
-    persistent: tuple[int, int, int]  # (BLOCK_N, num_warps, programs per SM)
+    persistent: tuple[int, int, int, int]  # (BLOCK_N, num_warps, programs per SM, pipeline stages)
     two_pass_block_n: int  # non-persistent two-pass kernel (kept for tuning comparisons)
 
 
@@ -34,7 +36,7 @@ _DEFAULT = ArchConfig(
     one_pass_max_n=4096,
     one_pass_max_n_cheap=16384,
     token_one_pass_warps=((1024, 4), (4096, 8), (1 << 62, 16)),
-    persistent=(2048, 8, 8),
+    persistent=(2048, 8, 8, 3),
     two_pass_block_n=2048,
 )
 
@@ -78,5 +80,6 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[s
             if block_n <= max_n:
                 break
         return {"two_pass": 0, "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
-    block_n, warps, per_sm = cfg.persistent
-    return {"two_pass": 2, "BLOCK_N": block_n, "num_warps": warps, "programs_per_sm": per_sm, "scratch": 1}
+    block_n, warps, per_sm, stages = cfg.persistent
+    return {"two_pass": 2, "BLOCK_N": block_n, "num_warps": warps, "programs_per_sm": per_sm, "scratch": 1,
+            "STAGES": stages}

@@ -118,6 +118,8 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
         return q, s
     cfg = dict(config) if config else heuristics.token_launch(m, d, arch, act)
     variant = cfg.pop("two_pass")
+    if variant:
+        cfg.setdefault("STAGES", 1)
     if variant == 2:
         # persistent: programs_per_sm programs per SM loop over rows; y parked in scratch rows
         grid = (max(1, min(m, _num_sms(x.device) * cfg.pop("programs_per_sm"))),)

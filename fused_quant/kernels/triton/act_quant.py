@@ -224,11 +224,12 @@ def act_quant_token_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 
 @triton.jit
 def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
-                      FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr):
+                      FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
+                      STAGES: tl.constexpr):
     """Sweep 1 of the two-sweep kernels: absmax of one row (NaN propagating); with USE_SCRATCH
     y is also parked in ``y_row``."""
     amax = tl.zeros([1, BLOCK_N], tl.float32)
-    for start in range(0, D, BLOCK_N):
+    for start in tl.range(0, D, BLOCK_N, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_N)[None, :]
         mask = cols < D
         y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
@@ -241,9 +242,10 @@ def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND
 @triton.jit
 def _row_sweep_quantize(x_row, y_row, q_row, D, s, r, ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                         ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
-                        FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr):
+                        FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr,
+                        STAGES: tl.constexpr):
     """Sweep 2: quantize the row from the scratch row (USE_SCRATCH) or by recomputing y from x."""
-    for start in range(0, D, BLOCK_N):
+    for start in tl.range(0, D, BLOCK_N, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_N)[None, :]
         mask = cols < D
         if USE_SCRATCH:
@@ -258,14 +260,14 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                                  NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr,
-                                 BLOCK_N: tl.constexpr):
+                                 BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     """Per-token for rows too wide for registers: pass 1 reduces absmax, pass 2 recomputes and stores."""
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
-    a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, False, T)
+    a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, False, T, STAGES)
     s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
     _row_sweep_quantize(x_row, x_row, q_ptr + row * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT, M8, FP8, NAN_CODE,
-                        FAST_DIV, BLOCK_N, False)
+                        FAST_DIV, BLOCK_N, False, STAGES)
     tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
 
 
@@ -274,22 +276,24 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
                                       ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                       ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                                       NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr,
-                                      BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr):
+                                      BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
+                                      STAGES: tl.constexpr):
     """Per-token, two sweeps per row, a bounded number of programs looping over rows.
 
     Sweep 1 computes y once, reduces |y| and (USE_SCRATCH) parks y in this program's scratch
     row (dtype Y: T when y is T-valued, so exact); sweep 2 quantizes from the scratch row, which
     the bounded grid keeps L2-resident, or recomputes y from x. HBM sees x once and q once.
+    STAGES > 1 lets the compiler pipeline each sweep's chunk loads.
     """
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     y_row = y_ptr + pid.to(tl.int64) * D
     for row in range(pid, M, nprog):
         x_row = x_ptr + row.to(tl.int64) * stride_xm
-        a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, USE_SCRATCH, Y)
+        a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, USE_SCRATCH, Y, STAGES)
         s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
         tl.debug_barrier()  # scratch writes of sweep 1 visible to every thread of the program
         _row_sweep_quantize(x_row, y_row, q_ptr + row.to(tl.int64) * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT,
-                            M8, FP8, NAN_CODE, FAST_DIV, BLOCK_N, USE_SCRATCH)
+                            M8, FP8, NAN_CODE, FAST_DIV, BLOCK_N, USE_SCRATCH, STAGES)
         tl.debug_barrier()  # the next row's sweep 1 must not overwrite scratch still being read
         tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
