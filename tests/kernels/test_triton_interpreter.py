@@ -142,6 +142,34 @@ def test_flat_static_kernel_all_bf16_patterns(act, key):
     _check(x, act, key, _scale(key, 0.37), config={"flat": 1, "BLOCK": 8192, "num_warps": 4})
 
 
+# Extreme static scales: ~2^-100, ~2^127 and 3e-39 (denormal) lie outside 2^-90 .. 2^126, the range
+# proven on the GPU for the reciprocal + FMA division (the kernels use div_rn beyond it); the others
+# sit at its edges and in it
+EDGE_SCALES = [1.37 * 2.0 ** -100, 1.37 * 2.0 ** -90, 2.0 ** -17.5, 1.9 * 2.0 ** 125, 1.9 * 2.0 ** 127, 3e-39]
+
+
+@pytest.mark.parametrize("scale", EDGE_SCALES, ids=lambda v: f"{v:.3g}")
+@pytest.mark.parametrize("flat", [0, 1], ids=["tile", "flat"])
+def test_int8_static_extreme_scales(scale, flat):
+    """identity -> int8 static over every bf16 pattern (quotients from 0 to Inf) gives the spec's
+    bits for extreme scales, with both static kernels."""
+    x = all_bf16_patterns().reshape(4, -1)
+    config = {"flat": 1, "BLOCK": 16384, "num_warps": 4} if flat else {"BLOCK_M": 4, "BLOCK_N": 16384,
+                                                                       "num_warps": 4}
+    _check(x, "identity", K.kInt8StaticTensorSym, torch.tensor([scale]), config=config,
+           what=f"scale={scale} flat={flat}")
+
+
+@pytest.mark.parametrize("fast_div", [0, 1], ids=["div_rn", "quotient"])
+@pytest.mark.parametrize("key", [K.kInt8StaticTensorSym, K.kFp8DynamicTokenSym], ids=_id)
+def test_division_paths_agree(key, fast_div):
+    """The per-element ``div_rn`` path and the reciprocal + FMA quotient give the spec's bits."""
+    x = all_bf16_patterns().reshape(64, 1024)
+    config = ({"BLOCK_M": 64, "BLOCK_N": 1024, "num_warps": 4} if K.is_static(key)
+              else {"two_pass": 0, "ROWS": 64, "BLOCK_N": 1024, "num_warps": 4})
+    _check(x, "relu2", key, _scale(key, 0.37), config={**config, "fast_div": fast_div}, what=f"fast_div={fast_div}")
+
+
 @pytest.mark.parametrize("key", KEYS, ids=_id)
 def test_identity_all_bf16_patterns(key):
     x = all_bf16_patterns().reshape(64, 1024)
