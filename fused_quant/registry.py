@@ -44,7 +44,6 @@ class Producer(NamedTuple):
     backend: str
     fn: ProducerFn  # fn(x, scale, *, numerics: NumericsProfile, fp8_dtype) -> (q, scale)
     supported: SupportFn | None = None
-    key_name: str = ""
 
     def check(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
         return (True, "") if self.supported is None else self.supported(x, scale)
@@ -57,17 +56,17 @@ _SCALE_WHAT = {name: f"scale for {name}" for name in K.KEYS}
 _COUNTS: Counter = Counter()
 
 
-_ACT_TYPES: dict[str, type] = {}
+_ACT_TYPES: dict[str, type] | None = None
 _ACT_NAME_OF_TYPE: dict[type, str | None] = {}
-_backends_ready = False
 
 
 def act_types() -> dict[str, type]:
     """Activation name -> module type (``silu_and_mul``, ``relu2``, ``identity``)."""
-    if not _ACT_TYPES:
+    global _ACT_TYPES
+    if _ACT_TYPES is None:  # modules imports this module: bind its table on first use
         from fused_quant.modules import ACT_TYPES
 
-        _ACT_TYPES.update(ACT_TYPES)
+        _ACT_TYPES = ACT_TYPES
     return _ACT_TYPES
 
 
@@ -81,14 +80,6 @@ def _act_name_or_none(act_type: type) -> str | None:
                 None)
     _ACT_NAME_OF_TYPE[act_type] = name
     return name
-
-
-def _ensure_backends_loaded() -> None:
-    global _backends_ready
-    if not _backends_ready:
-        from fused_quant.backends import load_backends
-
-        _backends_ready = load_backends()
 
 
 def _act_name(act_type: type) -> str:
@@ -115,8 +106,7 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str,
     def deco(fn: ProducerFn) -> ProducerFn:
         table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
-        name = K.key_name(key)
-        table[(act, name)] = Producer(act, act_type, key, backend, fn, supported, name)
+        table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported)
         return fn
 
     return deco
@@ -124,9 +114,7 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str,
 
 def producers(backend: str | None = None) -> list[Producer]:
     """Registered producers, of one backend or all, in registration order."""
-    from fused_quant.backends import load_backends
-
-    load_backends()
+    _backends.load_backends()
     names = [backend] if backend else list(_PRODUCERS)
     return [p for name in names for p in _PRODUCERS.get(name, {}).values()]
 
@@ -139,7 +127,7 @@ def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:
 
 
 def _lookup_names(act: str, key_name: str, backend: str) -> Producer | None:
-    _ensure_backends_loaded()
+    _backends.load_backends()
     return _PRODUCERS.get(backend, {}).get((act, key_name))
 
 
@@ -189,7 +177,7 @@ def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None,
          profile: NumericsProfile) -> QuantizedActivation:
     q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
     if not torch.compiler.is_compiling():
-        _COUNTS[(prod.backend, prod.act, prod.key_name)] += 1
+        _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
     return QuantizedActivation(data=q, scale=s, orig_dtype=x.dtype, orig_shape=q.shape, quant_key=prod.key)
 
 
@@ -256,9 +244,7 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
             _debug("fused-quant: %s; computing with the torch backend", reason)
             prod = _lookup_names(act_name, name, _backends.TORCH)
     else:
-        from fused_quant.backends import get_backend
-
-        get_backend(backend)
+        _backends.get_backend(backend)
         prod = _lookup_names(act_name, name, backend)
         ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {name}")
         if not ok:

@@ -99,20 +99,17 @@ def get_backend(name: str) -> Backend:
         ) from None
 
 
-def load_backends() -> bool:
+def load_backends() -> None:
     """Import every backend's registration modules (idempotent; no device work).
 
     Under torch.compile this is a no-op: ``registry.current_backend_name`` (a graph
     constant, run for real at trace time) has loaded them already.
     """
-    if len(_loaded) == len(BACKENDS):
-        return True
-    if torch.compiler.is_compiling():
-        return False
+    if len(_loaded) == len(BACKENDS) or torch.compiler.is_compiling():
+        return
     for backend in BACKENDS.values():
         if backend.name in _loaded:
             continue
         for module in backend.modules:
             importlib.import_module(module)
         _loaded.add(backend.name)
-    return True
