@@ -79,6 +79,12 @@ def _make_convert_float(stock, ir):
     return _convert_float
 
 
+def _float2int_rn(t: torch.Tensor) -> torch.Tensor:
+    """PTX ``cvt.rni.s32.f32``: round half to even, saturate to int32, NaN -> 0."""
+    r = torch.round(t.double()).clamp(-(2 ** 31), 2 ** 31 - 1)
+    return torch.where(torch.isnan(r), torch.zeros_like(r), r).to(torch.int32)
+
+
 # symbol -> torch function of torch tensors (all of the argument dtype); float32 symbols end in "f"
 _EXTERNS = {
     "__nv_expf": torch.exp, "__nv_exp": torch.exp,
@@ -92,16 +98,9 @@ _EXTERNS = {
     "__nv_fabsf": torch.abs, "__nv_fabs": torch.abs,
     "__nv_sqrtf": torch.sqrt, "__nv_fsqrt_rn": torch.sqrt, "__nv_sqrt": torch.sqrt,
     "__nv_fdiv_rn": torch.div, "__nv_ddiv_rn": torch.div,
-    "__nv_float2int_rn": lambda t: _float2int_rn(t),
-    "__nv_copysignf": torch.copysign, "__nv_copysign": torch.copysign,
+    "__nv_float2int_rn": _float2int_rn,
     "__nv_tanhf": torch.tanh, "__nv_tanh": torch.tanh,
 }
-
-
-def _float2int_rn(t: torch.Tensor) -> torch.Tensor:
-    """PTX ``cvt.rni.s32.f32``: round half to even, saturate to int32, NaN -> 0."""
-    r = torch.round(t.double()).clamp(-(2 ** 31), 2 ** 31 - 1)
-    return torch.where(torch.isnan(r), torch.zeros_like(r), r).to(torch.int32)
 
 
 def _make_extern(TensorHandle):
@@ -134,8 +133,7 @@ def _make_fma(TensorHandle, stock):
     def create_fma(self, x, y, z):
         if not (x.data.dtype == y.data.dtype == z.data.dtype == np.float32):
             return stock(self, x, y, z)
-        out = fma_f32(*np.broadcast_arrays(x.data, y.data, z.data))
-        return TensorHandle(np.asarray(out, np.float32), z.dtype.scalar)
+        return TensorHandle(fma_f32(*np.broadcast_arrays(x.data, y.data, z.data)), z.dtype.scalar)
 
     return create_fma
 
