@@ -47,6 +47,25 @@ def _bench_graph(fn) -> float:
     return 1e3 * triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
 
 
+def _loop_us(fn, quick: bool) -> float:
+    """Per-call wall time of back-to-back calls, host work included (what a launch-bound caller
+    sees without CUDA graphs): best of 5 rounds of 1000 calls (200 with ``quick``)."""
+    import time
+
+    n = 200 if quick else 1000
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+    return best
+
+
 def copy_ceiling(quick: bool) -> float:
     """Device-to-device copy bandwidth in GB/s (bytes read + written), on a 2 GiB buffer."""
     src = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
@@ -105,15 +124,25 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
             }
             if act == "relu2" and key_name == "fp8_static_tensor":
                 t["bare_triton"] = _bench(lambda: bare_relu2_fp8_static(x, scale), quick)
-            if m <= 256:  # launch-bound sizes: also the GPU time alone, replayed from a CUDA graph
-                t["ours_graph"] = _bench_graph(lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8"))
+            if m <= 256:  # launch-bound sizes: the GPU time alone (CUDA graph replay) and the host-inclusive time
+                ours_fn = lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8")  # noqa: E731
+                t["ours_graph"] = _bench_graph(ours_fn)
                 t["compiled_graph"] = _bench_graph(lambda: compiled(x, scale))
+                t["ours_loop"] = _loop_us(ours_fn, quick)
+                t["ours_op_loop"] = _loop_us(lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn), quick)
+                t["compiled_loop"] = _loop_us(lambda: compiled(x, scale), quick)
+                xb, sb = x[:, :H].contiguous(), torch.ones(1, device="cuda")  # a [M, H] relu2 -> fp8 launch
+                t["bare_triton_loop"] = _loop_us(lambda: bare_relu2_fp8_static(xb, sb), quick)
                 if "bare_triton" in t:
                     t["bare_triton_graph"] = _bench_graph(lambda: bare_relu2_fp8_static(x, scale))
+            timed = {k: v for k, v in t.items() if not k.endswith("_loop")}
             row = {"op": label, "M": m, "H": H, "bytes": nbytes, "us": t,
-                   "GBps": {k: nbytes / (v * 1e-6) / 1e9 for k, v in t.items()}}
+                   "GBps": {k: nbytes / (v * 1e-6) / 1e9 for k, v in timed.items()}}
             row["pct_ceiling"] = {k: 100 * v / ceiling for k, v in row["GBps"].items()}
-            row["speedup_vs"] = {k: t[k] / t["ours"] for k in t if k not in ("ours", "copy")}
+            row["speedup_vs"] = {k: t[k] / t["ours"] for k in timed if k not in ("ours", "copy")}
+            if "ours_loop" in t:
+                row["loop_speedup_vs"] = {k[:-5]: t[k] / t["ours_loop"] for k in t
+                                          if k.endswith("_loop") and k != "ours_loop"}
             rows.append(row)
             print(f"{label:28s} M={m:6d} ours {t['ours']:8.1f}us op {t['ours_op']:8.1f}us "
                   f"compiled {t['compiled']:8.1f}us eager {t['eager']:8.1f}us "

@@ -14,6 +14,9 @@ from typing import Optional
 import torch
 
 from fused_quant import keys as K
+from fused_quant.kernels import launch
+from fused_quant.numerics import DEFAULT, HCU
+from fused_quant.reference import act_quant_unchecked
 
 FP8_NAMES = {"e4m3fn": torch.float8_e4m3fn, "e4m3fnuz": torch.float8_e4m3fnuz}
 _FP8_TO_NAME = {v: k for k, v in FP8_NAMES.items()}
@@ -24,27 +27,24 @@ def _out_shape(x: torch.Tensor, act: str) -> tuple[int, ...]:
     return (*x.shape[:-1], d)
 
 
-def _compute(x, scale, act, key_name, round_product, fp8):
-    from fused_quant.kernels.launch import rows_view
-
-    key = K.key_from_name(key_name)
-    fp8_dtype = FP8_NAMES[fp8]
-    if x.device.type == "cuda" and rows_view(x) is not None:
-        from fused_quant.kernels.launch import launch_act_quant
-
-        return launch_act_quant(x, act, key, scale, round_product, fp8_dtype)
-    from fused_quant.numerics import DEFAULT, HCU
-    from fused_quant.reference import act_quant_unchecked
-
+def _compute(x, scale, act, key, round_product, fp8_dtype):
+    """The Triton kernels for GPU rows, else the reference."""
+    rows = launch.rows_view(x) if x.is_cuda else None
+    if rows is not None:
+        return launch.launch_rows(x, rows, act, key, scale, round_product, fp8_dtype)
     q, s = act_quant_unchecked(act, x, key, scale, DEFAULT if round_product else HCU, fp8_dtype)
     # elementwise torch ops keep a permuted input's strides; consumers need row-major data
     return q.contiguous(), (s.contiguous() if K.is_per_token(key) else s)
 
 
+def _compute_named(x, scale, act, key_name, round_product, fp8):
+    return _compute(x, scale, act, K.key_from_name(key_name), round_product, FP8_NAMES[fp8])
+
+
 @torch.library.custom_op("fused_quant::act_quant_static", mutates_args=())
 def act_quant_static(x: torch.Tensor, scale: torch.Tensor, act: str, key: str, round_product: bool,
                      fp8: str) -> torch.Tensor:
-    return _compute(x, scale, act, key, round_product, fp8)[0]
+    return _compute_named(x, scale, act, key, round_product, fp8)[0]
 
 
 @act_quant_static.register_fake
@@ -55,7 +55,7 @@ def _act_quant_static_fake(x, scale, act, key, round_product, fp8):
 @torch.library.custom_op("fused_quant::act_quant_token", mutates_args=())
 def act_quant_token(x: torch.Tensor, act: str, key: str, round_product: bool,
                     fp8: str) -> tuple[torch.Tensor, torch.Tensor]:
-    return _compute(x, None, act, key, round_product, fp8)
+    return _compute_named(x, None, act, key, round_product, fp8)
 
 
 @act_quant_token.register_fake
@@ -85,10 +85,9 @@ def act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | 
               fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(q, scale) for validated input: the custom ops under torch.compile, a direct call in eager
     (same code, without the op dispatch cost that dominates at small M)."""
-    name, fp8 = K.key_name(key), _FP8_TO_NAME[fp8_dtype]
     if not torch.compiler.is_compiling():
-        q, s = _compute(x, scale, act, name, round_product, fp8)
-        return q, s
+        return _compute(x, scale, act, key, round_product, fp8_dtype)
+    name, fp8 = K.key_name(key), _FP8_TO_NAME[fp8_dtype]
     if K.is_static(key):
         return act_quant_static(x, scale, act, name, round_product, fp8), scale
     return act_quant_token(x, act, name, round_product, fp8)

@@ -87,6 +87,17 @@ def backend_env(monkeypatch):
     reset_current_backend()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_launch_plans():
+    """Launch plans are cached per (producer, M, D); tests that patch the heuristics must not see
+    (nor leave behind) plans made from other heuristics."""
+    from fused_quant.kernels import launch
+
+    launch.reset_plans()
+    yield
+    launch.reset_plans()
+
+
 @pytest.fixture
 def gpu_device() -> torch.device:
     return torch.device("cuda")

@@ -12,8 +12,8 @@ What the stock 3.7.1 interpreter gets wrong, and what is patched:
 1. ``_convert_float`` (every float<->float conversion: fp32->bf16 casts, ``.to(fp8)``, the
    fp8 path of ``tl.dot``) truncates fp32->bf16 and rounds fp32->fp8e4nv wrongly for ~2%
    of values and most subnormals. Replaced by a conversion through torch (round to
-   nearest even; e4m3fn saturates to 448 and NaN -> 0x7f like the GPU's ``satfinite``
-   conversion; the kernels clamp and handle NaN themselves anyway). Types torch lacks
+   nearest even; e4m3fn saturates to 448 like the GPU's ``cvt.rn.satfinite``, and every NaN
+   gives 0x7F as on the GPU, where torch would keep the sign: 0xFF). Types torch lacks
    (fp8e4b15) and round-toward-zero keep the stock code.
 2. libdevice: ``triton.language.extra.libdevice`` is a stub module whose functions return
    None under the interpreter (the compiler swaps in the backend's functions; the
@@ -73,7 +73,10 @@ def _make_convert_float(stock, ir):
             return stock(input, input_dtype, output_dtype, rounding_mode)
         arr = np.array(input, copy=True)  # owned and writable for torch.from_numpy
         bits = torch.from_numpy(arr.view(f"u{arr.itemsize}").view(f"i{arr.itemsize}")).view(src)
-        out = bits.to(dst).view(_SIGNED[dst.itemsize]).numpy()
+        out = bits.to(dst).view(_SIGNED[dst.itemsize])
+        if dst == torch.float8_e4m3fn:  # torch keeps a NaN's sign (0xFF); the GPU gives 0x7F for every NaN
+            out = torch.where(torch.isnan(bits), torch.tensor(0x7F, dtype=torch.int8), out)
+        out = out.numpy()
         return out.view(f"u{dst.itemsize}").reshape(arr.shape)  # what the stock function returns
 
     return _convert_float

@@ -9,6 +9,7 @@ a copy is declined by ``triton_supported`` so the torch backend computes it.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import torch
 
@@ -60,9 +61,14 @@ def _arch() -> str | None:
     return current_platform().arch
 
 
+# A CUDA build of torch runs "cuda" tensors on NVIDIA GPUs, whose fp32 -> e4m3fn conversion
+# (cvt.rn.satfinite) saturates and maps every NaN to 0x7F by itself (``act_quant._to_fp8``).
+_NVIDIA_TORCH = torch.version.cuda is not None and getattr(torch.version, "hip", None) is None
+
+
 @functools.lru_cache(maxsize=None)
 def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype,
-                fast_div: bool) -> dict:
+                fast_div: bool, satfinite: bool) -> dict:
     """The kernels' compile-time arguments for one producer (built once; callers must not mutate)."""
     _, tl_dtypes = _tl()
     key = K.key_from_name(key_name)
@@ -70,11 +76,90 @@ def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bo
     out = dict(
         ACT=ACT_CODES[act], QUANT=QUANT_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
         M8=K.fp8_max(fp8_dtype) if fp8 else 127.0, FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
-        FAST_DIV=fast_div,
+        SATFINITE=satfinite, FAST_DIV=fast_div,
     )
     if K.is_per_token(key):
         out["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
     return out
+
+
+class _Plan(NamedTuple):
+    """One launch, resolved: the kernel, its grid and compile-time arguments, and what it needs."""
+
+    kernel: object  # a triton JITFunction
+    grid: tuple[int, int, int]
+    kwargs: dict  # compile-time arguments and launch options, for the JIT call
+    consts: tuple  # the kernel's compile-time arguments in signature order, for the direct launch
+    variant: str  # "static", "flat", "token", "two_pass", "persistent"
+    scratch: torch.dtype | None  # persistent kernel: dtype of its scratch rows (grid[0] x D)
+    kernel_id: int  # one number per (kernel, compile-time arguments, launch options)
+
+
+_KERNEL_IDS: dict[tuple, int] = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype, m: int,
+          d: int, flat_ok: bool, device_index: int, config: tuple | None) -> _Plan:
+    """The launch for one (producer, M, D) on one device (-1: the interpreter's CPU tensors):
+    the heuristics (or ``config`` when tuning) made concrete."""
+    kernels, tl_dtypes = _tl()
+    per_token = _outputs(key_name, fp8_dtype)[1]
+    arch = _arch()
+    cfg = dict(config) if config else {}
+    fast_div = bool(cfg.pop("fast_div", 1))
+    satfinite = bool(cfg.pop("satfinite", device_index >= 0 and _NVIDIA_TORCH)) and (
+        fp8_dtype == torch.float8_e4m3fn and K.is_fp8(K.key_from_name(key_name)))
+    common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, satfinite)
+    scratch = None
+    if not per_token:
+        cfg = cfg or heuristics.static_launch(m, d, arch, act)
+        variant = "static"
+        if cfg.pop("flat", 0):
+            tile = {"BLOCK_M": cfg.pop("BLOCK_M", 1), "BLOCK_N": cfg.pop("BLOCK_N", 1024),
+                    "num_warps": cfg.pop("tile_warps", cfg["num_warps"])}
+            if flat_ok:
+                variant, kernel = "flat", kernels.act_quant_static_flat_kernel
+                grid = (triton_cdiv(m * d, cfg["BLOCK"]),)
+            else:
+                cfg = tile  # strided rows: the tile kernel
+        if variant == "static":
+            kernel = kernels.act_quant_static_kernel
+            grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
+    else:
+        cfg = cfg or heuristics.token_launch(m, d, arch, act)
+        two_pass = cfg.pop("two_pass")
+        if two_pass:
+            cfg.setdefault("STAGES", 1)
+        if two_pass == 2:
+            # persistent: programs_per_sm programs per SM loop over rows; y parked in scratch rows
+            variant, kernel = "persistent", kernels.act_quant_token_persistent_kernel
+            grid = (max(1, min(m, _num_sms(device_index) * cfg.pop("programs_per_sm"))),)
+            use_scratch = bool(cfg.pop("scratch"))
+            y_dtype = x_dtype if (round_product or act != "silu_and_mul") else torch.float32
+            scratch = y_dtype if use_scratch else None
+            cfg.update(USE_SCRATCH=use_scratch, Y=tl_dtypes[y_dtype])
+        elif two_pass == 1:
+            variant, kernel, grid = "two_pass", kernels.act_quant_token_2pass_kernel, (m,)
+        else:
+            variant, kernel, grid = "token", kernels.act_quant_token_kernel, (triton_cdiv(m, cfg["ROWS"]),)
+    grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
+    kwargs = {**common, **cfg}
+    consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
+    kernel_id = _KERNEL_IDS.setdefault((kernel, *kwargs.items()), len(_KERNEL_IDS))
+    return _Plan(kernel, grid, kwargs, consts, variant, scratch, kernel_id)
+
+
+def reset_plans() -> None:
+    """Forget the cached launch plans (after the heuristics' data changed)."""
+    _plan.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def _outputs(key_name: str, fp8_dtype: torch.dtype) -> tuple[torch.dtype, bool]:
+    """(q dtype, per-token) of a producer's outputs."""
+    key = K.key_from_name(key_name)
+    return K.storage_dtype(key, fp8_dtype), K.is_per_token(key)
 
 
 def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | None,
@@ -84,67 +169,73 @@ def launch_act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Te
 
     ``config`` overrides the heuristics (tuning only).
     """
-    kernels, tl_dtypes = _tl()
-    x2 = rows_view(x)
-    d_in = x2.shape[1]
+    return launch_rows(x, rows_view(x), act, key, scale, round_product, fp8_dtype, config)
+
+
+def launch_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | None,
+                round_product: bool, fp8_dtype: torch.dtype,
+                config: dict[str, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``launch_act_quant`` for ``x`` already viewed as rows (``x2 = rows_view(x)``)."""
+    m, d_in = x2.shape
     d = d_in // 2 if act == "silu_and_mul" else d_in
-    m = x2.shape[0]
-    lead = tuple(x.shape[:-1])
-    qdtype = K.storage_dtype(key, fp8_dtype)
-    q = torch.empty((*lead, d), dtype=qdtype, device=x.device)
-    per_token = K.is_per_token(key)
+    key_name = K.key_name(key)
+    q_dtype, per_token = _outputs(key_name, fp8_dtype)
+    lead = x.shape[:-1]
+    q = torch.empty((*lead, d), dtype=q_dtype, device=x.device)
     s = torch.empty((*lead, 1), dtype=torch.float32, device=x.device) if per_token else scale
     if m == 0:
         return q, s
-    fp8 = K.is_fp8(key)
-    config = dict(config) if config else None
-    fast_div = bool(config.pop("fast_div", 1)) if config else True
-    common = _constexprs(act, K.key_name(key), x.dtype, round_product, fp8_dtype, fast_div)
-    q_out = q.view(torch.uint8) if fp8 else q
-    arch = _arch()
-    if not per_token:
-        cfg = dict(config) if config else heuristics.static_launch(m, d, arch, act)
-        if cfg.pop("flat", 0):
-            tile = {"BLOCK_M": cfg.pop("BLOCK_M", 1), "BLOCK_N": cfg.pop("BLOCK_N", 1024),
-                    "num_warps": cfg.pop("tile_warps", cfg["num_warps"])}
-            if act != "silu_and_mul" and x2.stride(0) == d:
-                n = m * d
-                kernels.act_quant_static_flat_kernel[(triton_cdiv(n, cfg["BLOCK"]),)](
-                    x2, q_out, scale, n, **common, **cfg)
-                return q, s
-            cfg = tile  # strided rows: the tile kernel
-        grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
-        kernels.act_quant_static_kernel[grid](x2, q_out, scale, m, d, x2.stride(0), **common, **cfg)
-        return q, s
-    cfg = dict(config) if config else heuristics.token_launch(m, d, arch, act)
-    variant = cfg.pop("two_pass")
-    if variant:
-        cfg.setdefault("STAGES", 1)
-    if variant == 2:
-        # persistent: programs_per_sm programs per SM loop over rows; y parked in scratch rows
-        grid = (max(1, min(m, _num_sms(x.device) * cfg.pop("programs_per_sm"))),)
-        scratch = cfg.pop("scratch")
-        ydtype = x.dtype if (round_product or act != "silu_and_mul") else torch.float32
-        y = torch.empty((grid[0], d) if scratch else (1,), dtype=ydtype, device=x.device)
-        kernels.act_quant_token_persistent_kernel[grid](
-            x2, q_out, s, y, m, d, x2.stride(0), **common, USE_SCRATCH=bool(scratch), Y=tl_dtypes[ydtype], **cfg)
-    elif variant == 1:
-        kernels.act_quant_token_2pass_kernel[(m,)](x2, q_out, s, m, d, x2.stride(0), **common, **cfg)
+    plan = _plan(act, key_name, x.dtype, round_product, fp8_dtype, m, d, act != "silu_and_mul" and x2.stride(0) == d_in,
+                 x.get_device(), tuple(config.items()) if config else None)
+    if plan.variant == "flat":
+        args = (x2, q, scale, m * d)
+    elif not per_token:
+        args = (x2, q, scale, m, d, x2.stride(0))
+    elif plan.variant == "persistent":
+        y = torch.empty((plan.grid[0], d) if plan.scratch else (1,), dtype=plan.scratch or x.dtype, device=x.device)
+        args = (x2, q, s, y, m, d, x2.stride(0))
     else:
-        grid = (triton_cdiv(m, cfg["ROWS"]),)
-        kernels.act_quant_token_kernel[grid](x2, q_out, s, m, d, x2.stride(0), **common, **cfg)
+        args = (x2, q, s, m, d, x2.stride(0))
+    _launch(plan, args)
     return q, s
 
 
+# Compiled kernels by (plan, device, argument specialization). Triton's JIT call re-binds and
+# re-keys every argument (~20 here) on each launch, most of a small launch's host time; after the
+# first JIT launch of a specialization the compiled kernel is launched directly.
+_COMPILED: dict[tuple, object] = {}
+
+
+def _arg_spec(a) -> int | bool:
+    """What Triton specializes a runtime argument on (a superset of it): for integers == 1,
+    divisibility by 16 and 32-bit range; for tensors 16-byte alignment (dtypes are the plan's)."""
+    if type(a) is int:
+        return (a == 1) | ((a % 16 == 0) << 1) | ((not -(1 << 31) <= a < (1 << 31)) << 2)
+    return a.data_ptr() % 16 == 0
+
+
+def _launch(plan: _Plan, args: tuple) -> None:
+    # Triton launches on the current device; a compiled kernel is loaded for the device it was first run on
+    device = torch.cuda.current_device() if args[0].is_cuda else -1
+    spec = (plan.kernel_id, device, *[_arg_spec(a) for a in args])
+    compiled = _COMPILED.get(spec)
+    if compiled is not None:
+        compiled[plan.grid](*args, *plan.consts)
+        return
+    compiled = plan.kernel[plan.grid](*args, **plan.kwargs)
+    if _direct_launch_ok(compiled):  # the Triton interpreter returns no compiled kernel
+        _COMPILED[spec] = compiled
+
+
+def _direct_launch_ok(compiled: object) -> bool:
+    return all(hasattr(compiled, a) for a in ("__getitem__", "function", "packed_metadata", "run"))
+
+
 @functools.cache
-def _num_sms_cached(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def _num_sms(device: torch.device) -> int:
-    if device.type != "cuda":  # the Triton interpreter runs kernels on CPU tensors
+def _num_sms(device_index: int) -> int:
+    if device_index < 0:  # the Triton interpreter runs kernels on CPU tensors
         return 2
-    return _num_sms_cached(device.index if device.index is not None else torch.cuda.current_device())
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def triton_cdiv(a: int, b: int) -> int:

@@ -6,7 +6,8 @@
   outside it the quotient may differ in its last bit, where the codes are +-0 or saturated); scales cover
   the static range the kernels allow the shortcut in (2^-90 .. 2^126, random and extreme
   mantissas), per-token FP8 scales, and Inf / NaN (rows holding Inf / NaN).
-- the conversions: FP8 e4m3fn without the explicit clamp (the hardware conversion saturates),
+- the conversions: FP8 e4m3fn without the explicit clamp and NaN select (``SATFINITE``: the
+  hardware conversion saturates and gives 0x7F for every NaN) and with them,
   int8 through ``float2int_rn`` plus an integer clamp, relu through ``max(propagate_nan=ALL)``,
   each against the spec's explicit formulation (clamp keeping NaN, rint, NaN -> 0 / NaN code).
 """
@@ -43,27 +44,40 @@ def _spec_int8(v):
 
 
 @triton.jit
+def _fp8_bits(v, SATFINITE: tl.constexpr):
+    return AQ._to_fp8(v, 448.0, tl.float8e4nv, 0x7F, SATFINITE).to(tl.uint8, bitcast=True)
+
+
+@triton.jit
 def _quotient_kernel(s_ptr, out_ptr, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     x = i.to(tl.uint32).to(tl.float32, bitcast=True)
     s = tl.load(s_ptr)
-    fast = AQ._quotient(x, s, tl.math.div_rn(1.0, s))
+    r = tl.math.div_rn(1.0, s)
+    fast = AQ._quotient(x, s, r, False)
     ref = tl.math.div_rn(x, s)
     a = tl.abs(ref)
     matters = (a >= 0.00048828125) & (a <= 524288.0)
     bad_bits = matters & (fast.to(tl.int32, bitcast=True) != ref.to(tl.int32, bitcast=True))
     bad_i8 = AQ._to_int8(fast) != _spec_int8(ref)
-    bad_f8 = AQ._to_fp8_bits(fast, 448.0, tl.float8e4nv, 0x7F) != _spec_fp8_bits(ref, 448.0)
+    bad_f8 = _fp8_bits(fast, True) != _spec_fp8_bits(ref, 448.0)
+    # BOUNDED (per-token FP8): exact on a row's domain, finite |x| <= its absmax ~ 448 * s (a row
+    # holding Inf or NaN has s = Inf or NaN, where every x is in the domain)
+    ax = tl.abs(x)
+    in_row = ((ax <= 448.5 * s) & (ax < float("inf"))) | (s != s) | (s == float("inf"))
+    bad_row = in_row & (_fp8_bits(AQ._quotient(x, s, r, True), True) != _spec_fp8_bits(ref, 448.0))
     tl.atomic_add(out_ptr + 0, tl.sum(bad_bits.to(tl.int32)))
     tl.atomic_add(out_ptr + 1, tl.sum(bad_i8.to(tl.int32)))
     tl.atomic_add(out_ptr + 2, tl.sum(bad_f8.to(tl.int32)))
+    tl.atomic_add(out_ptr + 3, tl.sum(bad_row.to(tl.int32)))
 
 
 @triton.jit
 def _conversions_kernel(out_ptr, BLOCK: tl.constexpr):
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     v = i.to(tl.uint32).to(tl.float32, bitcast=True)
-    bad_f8 = AQ._to_fp8_bits(v, 448.0, tl.float8e4nv, 0x7F) != _spec_fp8_bits(v, 448.0)
+    spec_f8 = _spec_fp8_bits(v, 448.0)
+    bad_f8 = (_fp8_bits(v, True) != spec_f8) | (_fp8_bits(v, False) != spec_f8)
     bad_i8 = AQ._to_int8(v) != _spec_int8(v)
     relu_fast = AQ._max_nan(v, 0.0)
     relu_spec = tl.where(v < 0.0, 0.0, v)
@@ -96,11 +110,11 @@ def test_quotient_equals_div_rn_for_every_fp32():
     dev = torch.device("cuda")
     failures = []
     for s in _scales():
-        out = torch.zeros(3, dtype=torch.int32, device=dev)
+        out = torch.zeros(4, dtype=torch.int32, device=dev)
         _quotient_kernel[(N // BLOCK,)](torch.tensor([s], device=dev), out, BLOCK=BLOCK, num_warps=8)
         bad = out.tolist()
         if any(bad):
-            failures.append((s, dict(zip(("fp32 bits", "int8 codes", "fp8 codes"), bad))))
+            failures.append((s, dict(zip(("fp32 bits", "int8 codes", "fp8 codes", "fp8 codes, per-token row"), bad))))
     assert not failures, f"quotient shortcut differs from div_rn for scales: {failures}"
 
 

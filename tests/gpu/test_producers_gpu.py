@@ -163,3 +163,22 @@ def test_flat_static_kernel_default_heuristics(backend, key_name, act):
     _check(backend, act, x.reshape(257, 256).to(CUDA), key)
     big = torch.randn(400, 2 * 1000, device=CUDA).to(torch.bfloat16)
     _check(backend, act, big[:, :1000], key)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name,key", KEYS)
+def test_direct_launch_follows_specialization(backend, key_name, key):
+    """After the first launch the compiled kernel is called directly; every change of what Triton
+    specializes on (input alignment, M == 1, 16-divisible sizes, row stride) must get its own
+    compiled kernel. Alternating shapes and offsets, each call bitwise against the reference."""
+    base = (torch.randn(64 * 2048 + 8, device=CUDA) * 3).to(torch.bfloat16)
+    cases = []
+    for act in ("relu2", "silu_and_mul"):
+        for m, width, offset in ((32, 1024, 0), (32, 1024, 1), (1, 1024, 0), (32, 1024, 0), (17, 1000, 3),
+                                 (1, 1000, 1), (32, 1024, 8), (32, 1024, 1)):
+            d_in = 2 * width if act == "silu_and_mul" else width
+            cases.append((act, base[offset:offset + m * d_in].view(m, d_in)))
+        # rows with a stride: every other row of a wider buffer (stride 2 * d_in)
+        cases.append((act, base[: 32 * 2 * 1024].view(32, 2048)[:, :1024 if act == "relu2" else 2048][::2]))
+    for act, x in cases * 2:
+        _check(backend, act, x, key)

@@ -197,6 +197,34 @@ def test_silu_and_mul_all_gate_patterns(key, round_product):
                config=_big_blocks(key, x.shape[0], 1024), what=f"scale={sc}")
 
 
+# ------------------------------------------------ FP8 conversion without explicit clamp and NaN select
+
+FP8_KEYS = [K.kFp8StaticTensorSym, K.kFp8DynamicTokenSym]
+
+
+@pytest.mark.parametrize("key", FP8_KEYS, ids=_id)
+def test_satfinite_conversion_path(key):
+    """``SATFINITE``, the kernels' path on NVIDIA GPUs (the launcher picks it for CUDA tensors; the
+    CPU default is the explicit clamp + NaN select): the conversion alone saturates and gives 0x7F for
+    every NaN (the shim models the GPU's cvt.rn.satfinite). Every bf16 pattern through relu2 and as
+    silu_and_mul's gate (up in {0, +-1, max, tiny, subnormal, NaN, +-Inf}), adversarial per-token rows
+    and every fp16 pattern, against the spec."""
+    sat = {"satfinite": 1}
+    x = all_bf16_patterns().reshape(64, 1024)
+    for sc in (STATIC_SCALES if K.is_static(key) else [None]):
+        _check(x, "relu2", key, None if sc is None else torch.tensor([sc]), config=sat, what=f"satfinite {sc}")
+    gate = all_bf16_patterns().reshape(64, 1024)
+    ups = _up_values(torch.bfloat16)
+    xs = torch.cat([gate.repeat(len(ups), 1), torch.cat([torch.full_like(gate, v) for v in ups])], dim=-1)
+    for rp in (True, False):
+        _check(xs, "silu_and_mul", key, _scale(key), rp, config={**_big_blocks(key, xs.shape[0], 1024), **sat})
+    for dtype in (torch.bfloat16, torch.float16):
+        for act in ("relu2", "identity"):
+            _check(adversarial_rows(256, dtype), act, key, _scale(key), config=sat, what=f"satfinite {dtype}")
+    x16 = _all_fp16_patterns().reshape(64, 1024)
+    _check(x16, "relu2", key, _scale(key), config={**_big_blocks(key, 64, 1024), **sat}, what="satfinite fp16")
+
+
 # ---------------------------------------------------------------- fp16, adversarial rows, widths, strides
 
 

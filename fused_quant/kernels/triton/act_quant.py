@@ -7,7 +7,8 @@ division is ``div_rn`` (IEEE, as nvcc compiles ``/`` without fast-math; Triton's
 saturating, NaN -> 0) followed by an integer clamp, and NaN is carried by
 comparisons, integer maxima over bit patterns or ``maximum(propagate_nan=ALL)``,
 never by plain ``maximum``/``clamp`` (their NaN rules differ between GPU and
-interpreter). Every instruction per element counts: at H = 14336 these kernels
+interpreter). On NVIDIA GPUs the e4m3fn conversion itself saturates and maps every NaN to
+0x7F (``SATFINITE``); elsewhere the clamp and the NaN code are explicit. Every instruction per element counts: at H = 14336 these kernels
 are close to the issue limit of the SMs, not only to the memory bandwidth.
 
 With ``FAST_DIV`` the quantizers' divisions by a per-tensor or per-row scale are computed
@@ -39,7 +40,7 @@ _S_HI: tl.constexpr = tl.constexpr(2.0 ** 126)
 
 
 @triton.jit
-def _quotient(x, s, r):
+def _quotient(x, s, r, BOUNDED: tl.constexpr):
     """``x / s`` as the quantizers see it, for a per-tensor scale in [2^-90, 2^126] or a per-token
     FP8 scale (in [2^-18, 2^120], or Inf / NaN for a row holding Inf / NaN), ``r = div_rn(1, s)``.
 
@@ -51,11 +52,16 @@ def _quotient(x, s, r):
     as IEEE division gives them (x * 0 for s = Inf). Proven on the GPU for every fp32 x against
     ``div_rn`` (tests/gpu/test_fast_paths_gpu.py). Cheaper than a sign fix-up plus NaN select.
     """
+    ns = -s  # per row / tensor: the residuals x - y * s as fma(y, -s, x), no per-element negation
     y0 = x * r
-    y1 = tl.fma(tl.fma(-y0, s, x), r, y0)
-    y2 = tl.fma(tl.fma(-y1, s, x), r, y1)
+    y1 = tl.fma(tl.fma(y0, ns, x), r, y0)
+    y2 = tl.fma(tl.fma(y1, ns, x), r, y1)
     a = tl.abs(y0)
-    return tl.where((a >= _Q_LO) & (a <= _Q_HI), y2, y0)
+    if BOUNDED:  # |x / s| <= ~M8 or x * r is 0 / NaN: no quotient beyond the window's top
+        inside = a >= _Q_LO
+    else:
+        inside = (a >= _Q_LO) & (a <= _Q_HI)
+    return tl.where(inside, y2, y0)
 
 
 @triton.jit
@@ -65,7 +71,9 @@ def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_
     if ACT == SILU_AND_MUL:
         g = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(x_ptr + offs + D, mask=mask, other=0.0).to(tl.float32)
-        s = tl.math.div_rn(g, 1.0 + libdevice.exp(-g)).to(T).to(tl.float32)
+        # exp(-g) as exp(g * -1): a free operand negation, where Triton's unary minus is 0 - g (an
+        # instruction per element); exp(+-0) = 1 either way
+        s = tl.math.div_rn(g, 1.0 + libdevice.exp(g * -1.0)).to(T).to(tl.float32)
         y = s * u
         if ROUND_PRODUCT:
             y = y.to(T).to(tl.float32)
@@ -90,14 +98,20 @@ def _max_nan(a, b):
 
 
 @triton.jit
-def _to_fp8_bits(v, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr):
-    if M8 == 448.0:
-        # e4m3fn at its own max: the conversion is satfinite (+-Inf and |v| > 448 -> +-448)
-        c = v
+def _to_fp8(v, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr):
+    """``fp8(clamp(v, -M8, M8))`` with every NaN -> NAN_CODE, as FP8 values.
+
+    SATFINITE: the conversion itself does both (NVIDIA's ``cvt.rn.satfinite.e4m3x2.f32`` with M8 the
+    format's max 448: +-Inf and |v| > 448 -> +-448, every NaN -> 0x7F, measured on the H200 for all
+    2^32 fp32 inputs); elsewhere the clamp and the NaN select are explicit.
+    """
+    if SATFINITE:
+        q = v.to(FP8)
     else:
         c = _clamp_keep_nan(v, -M8, M8)
-    bits = c.to(FP8).to(tl.uint8, bitcast=True)
-    return tl.where(v != v, NAN_CODE, bits).to(tl.uint8)
+        bits = tl.where(v != v, NAN_CODE, c.to(FP8).to(tl.uint8, bitcast=True)).to(tl.uint8)
+        q = bits.to(FP8, bitcast=True)
+    return q
 
 
 @triton.jit
@@ -132,38 +146,38 @@ def _token_scale(a, QUANT: tl.constexpr, M8: tl.constexpr, MIN_SCALE: tl.constex
 
 @triton.jit
 def _quantize(y, q_ptr, q_offs, mask, s, r, QUANT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-              NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr):
+              NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
     """Quantize ``y`` with broadcastable scale ``s`` and ``r`` (``_token_scale``; for static keys
     ``r = div_rn(1, s)``) and store."""
     if QUANT == FP8_STATIC:
-        tl.store(q_ptr + q_offs, _to_fp8_bits(y * r, M8, FP8, NAN_CODE), mask=mask)
+        tl.store(q_ptr + q_offs, _to_fp8(y * r, M8, FP8, NAN_CODE, SATFINITE), mask=mask)
     elif QUANT == INT8_TOKEN:
         tl.store(q_ptr + q_offs, _to_int8(y * r), mask=mask)
     else:
         if FAST_DIV:
-            v = _quotient(y, s, r)
+            v = _quotient(y, s, r, QUANT == FP8_TOKEN)  # per-token FP8: |y| <= the row's absmax
         else:
             v = tl.math.div_rn(y, s)
         if QUANT == FP8_TOKEN:
-            tl.store(q_ptr + q_offs, _to_fp8_bits(v, M8, FP8, NAN_CODE), mask=mask)
+            tl.store(q_ptr + q_offs, _to_fp8(v, M8, FP8, NAN_CODE, SATFINITE), mask=mask)
         else:
             tl.store(q_ptr + q_offs, _to_int8(v), mask=mask)
 
 
 @triton.jit
 def _quantize_static(y, q_ptr, q_offs, mask, scale_ptr, QUANT: tl.constexpr, M8: tl.constexpr,
-                     FP8: tl.constexpr, NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr):
+                     FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
     """Per-tensor scale: the int8 division takes the fast path only for scales in its proven
     range (a uniform branch; validated static scales always are)."""
     s = tl.load(scale_ptr)
     r = tl.math.div_rn(1.0, s)
     if FAST_DIV:
         if (s >= _S_LO) & (s <= _S_HI):
-            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, True)
+            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, True)
         else:
-            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, False)
+            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, False)
     else:
-        _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, False)
+        _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, False)
 
 
 @triton.jit
@@ -175,50 +189,52 @@ def _canonical_nan(s):
 @triton.jit
 def act_quant_static_kernel(x_ptr, q_ptr, scale_ptr, M, D, stride_xm,
                             ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
-                            M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                            M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr,
+                            FAST_DIV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Per-tensor static scale: one [BLOCK_M, BLOCK_N] tile per program, no reduction."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
     cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     mask = (rows < M) & (cols < D)
     y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT)
-    _quantize_static(y, q_ptr, rows * D + cols, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, FAST_DIV)
+    _quantize_static(y, q_ptr, rows * D + cols, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
 
 
 @triton.jit
 def act_quant_static_flat_kernel(x_ptr, q_ptr, scale_ptr, N,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                 NAN_CODE: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK: tl.constexpr):
+                                 NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
+                                 BLOCK: tl.constexpr):
     """Per-tensor static scale over a contiguous input seen as one flat vector (relu2 and
     identity only: silu_and_mul needs the row structure to pair gate with up)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
     y = _activation(x_ptr, offs, mask, 0, ACT, T, ROUND_PRODUCT)
-    _quantize_static(y, q_ptr, offs, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, FAST_DIV)
+    _quantize_static(y, q_ptr, offs, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
 
 
 @triton.jit
 def _finish_rows(y, mask, q_ptr, q_offs, s_ptr, r_offs, r_mask, QUANT: tl.constexpr, M8: tl.constexpr,
-                 FP8: tl.constexpr, NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr):
+                 FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
+                 FAST_DIV: tl.constexpr):
     """Per-token tail for whole rows held in registers: absmax, scale, quantize, store."""
     s, r = _token_scale(_row_absmax(y), QUANT, M8, MIN_SCALE)
-    _quantize(y, q_ptr, q_offs, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, FAST_DIV)
+    _quantize(y, q_ptr, q_offs, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
     tl.store(s_ptr + r_offs, _canonical_nan(s), mask=r_mask)
 
 
 @triton.jit
 def act_quant_token_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                            ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
-                           M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr,
-                           FAST_DIV: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+                           M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr,
+                           MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
     """Per-token dynamic scale, one pass: ROWS whole rows (BLOCK_N >= D) live in registers."""
     r1 = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     rows = r1[:, None]
     cols = tl.arange(0, BLOCK_N)[None, :]
     mask = (rows < M) & (cols < D)
     y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT)
-    _finish_rows(y, mask, q_ptr, rows * D + cols, s_ptr, r1, r1 < M, QUANT, M8, FP8, NAN_CODE, MIN_SCALE,
+    _finish_rows(y, mask, q_ptr, rows * D + cols, s_ptr, r1, r1 < M, QUANT, M8, FP8, NAN_CODE, SATFINITE, MIN_SCALE,
                  FAST_DIV)
 
 
@@ -242,8 +258,8 @@ def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND
 @triton.jit
 def _row_sweep_quantize(x_row, y_row, q_row, D, s, r, ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                         ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
-                        FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr,
-                        STAGES: tl.constexpr):
+                        SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
+                        USE_SCRATCH: tl.constexpr, STAGES: tl.constexpr):
     """Sweep 2: quantize the row from the scratch row (USE_SCRATCH) or by recomputing y from x."""
     for start in tl.range(0, D, BLOCK_N, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_N)[None, :]
@@ -252,22 +268,22 @@ def _row_sweep_quantize(x_row, y_row, q_row, D, s, r, ACT: tl.constexpr, QUANT: 
             y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
         else:
             y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
-        _quantize(y, q_row, cols, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, FAST_DIV)
+        _quantize(y, q_row, cols, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
 
 
 @triton.jit
 def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                 NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr,
-                                 BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+                                 NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
+                                 FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     """Per-token for rows too wide for registers: pass 1 reduces absmax, pass 2 recomputes and stores."""
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, False, T, STAGES)
     s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
     _row_sweep_quantize(x_row, x_row, q_ptr + row * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT, M8, FP8, NAN_CODE,
-                        FAST_DIV, BLOCK_N, False, STAGES)
+                        SATFINITE, FAST_DIV, BLOCK_N, False, STAGES)
     tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
 
 
@@ -275,9 +291,9 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_xm,
                                       ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                       ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                      NAN_CODE: tl.constexpr, MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr,
-                                      BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
-                                      STAGES: tl.constexpr):
+                                      NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
+                                      FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr,
+                                      Y: tl.constexpr, STAGES: tl.constexpr):
     """Per-token, two sweeps per row, a bounded number of programs looping over rows.
 
     Sweep 1 computes y once, reduces |y| and (USE_SCRATCH) parks y in this program's scratch
@@ -294,6 +310,6 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
         s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
         tl.debug_barrier()  # scratch writes of sweep 1 visible to every thread of the program
         _row_sweep_quantize(x_row, y_row, q_ptr + row.to(tl.int64) * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT,
-                            M8, FP8, NAN_CODE, FAST_DIV, BLOCK_N, USE_SCRATCH, STAGES)
+                            M8, FP8, NAN_CODE, SATFINITE, FAST_DIV, BLOCK_N, USE_SCRATCH, STAGES)
         tl.debug_barrier()  # the next row's sweep 1 must not overwrite scratch still being read
         tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))

@@ -1,0 +1,127 @@
+"""The host side of the Triton launches (no kernel runs here): plans and the direct launch.
+
+After the first JIT launch of a specialization the launcher calls the compiled kernel itself
+(``launch._launch``); these tests pin what that relies on: the argument order of the kernels, a
+specialization key at least as fine as Triton's, and that a new specialization goes back through
+Triton's JIT. The GPU rows run every producer test through the direct launch.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton")
+
+from fused_quant import keys as K  # noqa: E402
+from fused_quant.kernels import launch  # noqa: E402
+
+KERNELS = ("act_quant_static_kernel", "act_quant_static_flat_kernel", "act_quant_token_kernel",
+           "act_quant_token_2pass_kernel", "act_quant_token_persistent_kernel")
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_runtime_arguments_precede_compile_time_ones(name):
+    """The direct launch passes the runtime arguments, then the plan's constexprs in signature order."""
+    from fused_quant.kernels.triton import act_quant
+
+    kernel = getattr(act_quant, name)
+    if not hasattr(kernel, "params"):
+        pytest.skip("TRITON_INTERPRET=1: kernels are interpreted functions without JIT parameters")
+    flags = [p.is_constexpr for p in kernel.params]
+    first = flags.index(True)
+    assert all(flags[first:]), f"{name}: a runtime argument follows a constexpr: {kernel.arg_names}"
+
+
+def _triton_spec(value):
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    return native_specialize_impl(BaseBackend, value, False, True, True)
+
+
+def test_arg_spec_is_at_least_as_fine_as_tritons():
+    """Two arguments with the same ``_arg_spec`` get the same Triton specialization, so a kernel
+    compiled for one is valid for the other (integers at the edges, tensors at every alignment)."""
+    ints = [0, 1, 2, 3, 15, 16, 17, 31, 32, 48, 4096, 14336, 14337, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16,
+            2**40, -1, -16, -(2**31), -(2**31) - 16]
+    base = torch.zeros(64, dtype=torch.bfloat16)
+    tensors = [base[i:] for i in range(16)] + [torch.zeros(8, dtype=torch.uint8)[i:] for i in range(8)]
+    by_spec: dict = {}
+    for v in ints:
+        by_spec.setdefault(("int", launch._arg_spec(v)), set()).add(_triton_spec(v))
+    for t in tensors:
+        by_spec.setdefault((t.dtype, launch._arg_spec(t)), set()).add(_triton_spec(t))
+    coarse = {k: v for k, v in by_spec.items() if len(v) > 1}
+    assert not coarse, f"_arg_spec merges arguments Triton tells apart: {coarse}"
+
+
+class _Compiled:
+    """Stands in for triton's CompiledKernel: ``compiled[grid](*args)`` records the call."""
+
+    function = packed_metadata = run = None
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    def __getitem__(self, grid):
+        return lambda *args: self.calls.append(("direct", grid, args))
+
+
+class _Kernel:
+    def __init__(self, compiled_type=_Compiled):
+        self.calls = []
+        self.compiled_type = compiled_type
+
+    def __getitem__(self, grid):
+        def jit(*args, **kwargs):
+            self.calls.append(("jit", grid, args, kwargs))
+            return self.compiled_type(self.calls) if self.compiled_type else None
+        return jit
+
+
+def _plan(kernel, kernel_id):
+    return launch._Plan(kernel, (3, 1, 1), {"A": 1, "B": 2, "num_warps": 4}, (1, 2), "static", None, kernel_id)
+
+
+def test_direct_launch_after_first_jit_launch_per_specialization(monkeypatch):
+    monkeypatch.setattr(launch, "_COMPILED", {})
+    kernel = _Kernel()
+    plan = _plan(kernel, -101)
+    x = torch.zeros(64, dtype=torch.bfloat16)
+    q = torch.zeros(64, dtype=torch.uint8)
+    launch._launch(plan, (x, q, 7, 32))
+    launch._launch(plan, (x, q, 9, 48))  # same specialization: direct
+    launch._launch(plan, (x[1:], q, 9, 48))  # x no longer 16-byte aligned: Triton's JIT again
+    launch._launch(plan, (x, q, 1, 48))  # 1 is a constexpr for Triton: JIT again
+    launch._launch(plan, (x, q, 5, 2**31))  # 64-bit integer: JIT again
+    launch._launch(plan, (x, q, 5, 2**32))  # same as the previous one: direct
+    kinds = [c[0] for c in kernel.calls]
+    assert kinds == ["jit", "direct", "jit", "jit", "jit", "direct"], kinds
+    assert kernel.calls[0][3] == plan.kwargs and kernel.calls[0][1] == (3, 1, 1)
+    assert kernel.calls[1][2] == (x, q, 9, 48, 1, 2), "runtime arguments, then the constexprs in order"
+
+
+def test_no_direct_launch_without_a_compiled_kernel(monkeypatch):
+    """The Triton interpreter's launch returns no compiled kernel: every launch goes through it."""
+    monkeypatch.setattr(launch, "_COMPILED", {})
+    kernel = _Kernel(compiled_type=None)
+    plan = _plan(kernel, -102)
+    x = torch.zeros(64, dtype=torch.bfloat16)
+    for _ in range(3):
+        launch._launch(plan, (x, 7))
+    assert [c[0] for c in kernel.calls] == ["jit"] * 3
+
+
+@pytest.mark.parametrize("act,key_name,m,d,flat_ok", [
+    ("relu2", "fp8_static_tensor", 8192, 14336, True), ("relu2", "fp8_static_tensor", 16, 14336, False),
+    ("silu_and_mul", "int8_dynamic_token", 8192, 14336, False), ("relu2", "int8_dynamic_token", 7, 1024, True),
+])
+def test_plan_consts_follow_the_signature(act, key_name, m, d, flat_ok):
+    plan = launch._plan(act, key_name, torch.bfloat16, True, torch.float8_e4m3fn, m, d, flat_ok, -1, None)
+    names = plan.kernel.arg_names
+    consts = [n for n in names if n in plan.kwargs]
+    assert plan.consts == tuple(plan.kwargs[n] for n in consts)
+    assert names[len(names) - len(consts):] == consts, "constexprs are the signature's tail"
+    assert len(plan.grid) == 3 and all(g >= 1 for g in plan.grid)
+    assert plan.kwargs["SATFINITE"] is False, "CPU tensors (the interpreter) take the explicit clamp + NaN select"
