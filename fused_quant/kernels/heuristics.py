@@ -6,9 +6,10 @@ identity input from ``static_flat``'s M on runs as one flat vector. Per-token ke
 narrower than ``one_pass_max_n`` stay in registers (one pass, ``token_one_pass_warps``);
 wider rows use the persistent two-sweep kernel with L2-resident scratch rows and
 compiler-pipelined chunk loads, except relu2/identity (no transcendental work), whose rows
-up to 16384 still fit one pass (16 warps).
+up to 16384 still fit one pass, and silu_and_mul at small M (``token_small_m``), where one
+row per program in registers beats the persistent kernel's serial sweeps.
 Archs not listed use "default". Numbers behind the choices: benchmarks/RESULTS.md
-(benchmarks/tune_act_quant.py on the H200, M = 8192, H = 14336).
+(benchmarks/tune_act_quant.py on the H200, M = 8192, H = 14336; benchmarks/results/tune_*.txt).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class ArchConfig:
     one_pass_max_n: int  # widest per-token row kept in registers (silu_and_mul)
     one_pass_max_n_cheap: int  # the same for relu2 / identity
     token_one_pass_warps: tuple[tuple[int, int], ...]  # (max BLOCK_N, num_warps)
+    token_small_m: tuple[int, int, int]  # silu_and_mul one pass up to (M, BLOCK_N), with num_warps
     persistent: tuple[int, int, int, int]  # (BLOCK_N, num_warps, programs per SM, pipeline stages)
     two_pass_block_n: int  # non-persistent two-pass kernel (kept for tuning comparisons)
 
@@ -35,7 +37,8 @@ _DEFAULT = ArchConfig(
     static_rows_silu=((16, 1, 256, 2), (1 << 62, 1, 1024, 4)),
     one_pass_max_n=4096,
     one_pass_max_n_cheap=16384,
-    token_one_pass_warps=((1024, 4), (4096, 8), (1 << 62, 16)),
+    token_one_pass_warps=((1024, 4), (1 << 62, 8)),
+    token_small_m=(64, 16384, 32),
     persistent=(2048, 8, 8, 3),
     two_pass_block_n=2048,
 )
@@ -73,6 +76,9 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[s
     ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch}`` (persistent)."""
     cfg = config_for(arch)
     limit = cfg.one_pass_max_n if act == "silu_and_mul" else cfg.one_pass_max_n_cheap
+    small_m, small_n, small_warps = cfg.token_small_m
+    if act == "silu_and_mul" and limit < d and m <= small_m and next_pow2(d) <= small_n:
+        return {"two_pass": 0, "ROWS": 1, "BLOCK_N": next_pow2(d), "num_warps": small_warps}
     if d <= limit:
         block_n = next_pow2(d)
         rows = max(1, min(64, 2048 // block_n))

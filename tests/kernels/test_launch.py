@@ -125,3 +125,18 @@ def test_plan_consts_follow_the_signature(act, key_name, m, d, flat_ok):
     assert names[len(names) - len(consts):] == consts, "constexprs are the signature's tail"
     assert len(plan.grid) == 3 and all(g >= 1 for g in plan.grid)
     assert plan.kwargs["SATFINITE"] is False, "CPU tensors (the interpreter) take the explicit clamp + NaN select"
+
+
+def test_token_heuristics_small_m_silu_rows_stay_in_registers():
+    """silu_and_mul rows wider than the one-pass limit: one pass per row at small M (up to
+    ``token_small_m``), the persistent kernel beyond it and for rows wider than its BLOCK_N."""
+    from fused_quant.kernels import heuristics
+
+    small_m, small_n, warps = heuristics.config_for("sm_90").token_small_m
+    assert heuristics.token_launch(small_m, 14336, "sm_90", "silu_and_mul") == {
+        "two_pass": 0, "ROWS": 1, "BLOCK_N": 16384, "num_warps": warps}
+    assert heuristics.token_launch(1, 5000, "sm_90", "silu_and_mul")["two_pass"] == 0
+    assert heuristics.token_launch(small_m + 1, 14336, "sm_90", "silu_and_mul")["two_pass"] == 2
+    assert heuristics.token_launch(1, small_n + 1, "sm_90", "silu_and_mul")["two_pass"] == 2
+    assert heuristics.token_launch(8192, 14336, "sm_90", "relu2") == {
+        "two_pass": 0, "ROWS": 1, "BLOCK_N": 16384, "num_warps": 8}

@@ -273,6 +273,7 @@ def _cheap_two_pass_config(monkeypatch, block_n=128):
         static_rows=((1 << 62, 16, 1024, 4),), static_flat=(1 << 62, 4096, 4),
         static_rows_silu=((1 << 62, 16, 1024, 4),),
         one_pass_max_n=256, one_pass_max_n_cheap=256, token_one_pass_warps=((1 << 62, 4),),
+        token_small_m=(0, 0, 4),
         persistent=(block_n, 4, 2, 2), two_pass_block_n=block_n)
     monkeypatch.setattr(heuristics, "config_for", lambda arch: small)
 
