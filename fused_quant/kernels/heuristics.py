@@ -3,11 +3,12 @@
 Static keys: rows ``(max_m, BLOCK_M, BLOCK_N, num_warps)``, the first row whose max_m >= M
 wins; silu_and_mul (exp + IEEE division per element) has its own rows; contiguous relu2 /
 identity input from ``static_flat``'s M on runs as one flat vector. Per-token keys: rows
-narrower than ``one_pass_max_n`` stay in registers (one pass, ``token_one_pass_warps``);
-wider rows use the persistent two-sweep kernel with L2-resident scratch rows and
-compiler-pipelined chunk loads, except relu2/identity (no transcendental work), whose rows
-up to 16384 still fit one pass, and silu_and_mul at small M (``token_small_m``), where one
-row per program in registers beats the persistent kernel's serial sweeps.
+up to ``one_pass_max_n`` stay in registers as one block (one pass, ``token_one_pass_warps``);
+rows up to ``chunked_max_n`` stay in registers as chunks (one pass, one row per program, no
+power-of-two padding) for relu2/identity at every M and for silu_and_mul at M up to 512;
+wider rows and silu_and_mul at larger M (exp and IEEE division per element: the many
+registers of a row in flight cost more than a second sweep) use the persistent two-sweep
+kernel with L2-resident scratch rows and compiler-pipelined chunk loads.
 Archs not listed use "default". Numbers behind the choices: benchmarks/RESULTS.md
 (benchmarks/tune_act_quant.py on the H200, M = 8192, H = 14336; benchmarks/results/tune_*.txt).
 """
@@ -23,10 +24,12 @@ class ArchConfig:
     static_rows: tuple[tuple[int, int, int, int], ...]
     static_flat: tuple[int, int, int]  # (min M, BLOCK, num_warps): contiguous relu2/identity as one flat vector
     static_rows_silu: tuple[tuple[int, int, int, int], ...]
-    one_pass_max_n: int  # widest per-token row kept in registers (silu_and_mul)
-    one_pass_max_n_cheap: int  # the same for relu2 / identity
+    one_pass_max_n: int  # widest per-token row kept in registers as one block
     token_one_pass_warps: tuple[tuple[int, int], ...]  # (max BLOCK_N, num_warps)
-    token_small_m: tuple[int, int, int]  # silu_and_mul one pass up to (M, BLOCK_N), with num_warps
+    chunked_max_n: int  # widest per-token row kept in registers as chunks (one program per row)
+    chunks: tuple[int, ...]  # chunk widths to choose from (least padding, then the widest)
+    chunked_warps_cheap: int  # relu2 / identity rows in chunks, at every M
+    chunked_silu: tuple[tuple[int, int], ...]  # silu_and_mul (max M, num_warps); beyond: persistent
     persistent: tuple[int, int, int, int]  # (BLOCK_N, num_warps, programs per SM, pipeline stages)
     two_pass_block_n: int  # non-persistent two-pass kernel (kept for tuning comparisons)
 
@@ -36,9 +39,11 @@ _DEFAULT = ArchConfig(
     static_flat=(257, 4096, 4),
     static_rows_silu=((16, 1, 256, 2), (1 << 62, 1, 1024, 4)),
     one_pass_max_n=4096,
-    one_pass_max_n_cheap=16384,
     token_one_pass_warps=((1024, 4), (1 << 62, 8)),
-    token_small_m=(64, 16384, 32),
+    chunked_max_n=16384,
+    chunks=(2048, 1024, 512),
+    chunked_warps_cheap=8,
+    chunked_silu=((128, 32), (512, 16)),
     persistent=(2048, 8, 8, 3),
     two_pass_block_n=2048,
 )
@@ -71,21 +76,31 @@ def static_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[
     return {"BLOCK_M": block_m, "BLOCK_N": min(block_n, next_pow2(d)), "num_warps": warps}
 
 
+def chunking(d: int, chunks: tuple[int, ...]) -> tuple[int, int]:
+    """(CHUNK, NCHUNK) covering a row of ``d`` with the least padding, the widest chunk on ties."""
+    chunk = min(chunks, key=lambda c: (-(-d // c) * c, -c))
+    return chunk, -(-d // chunk)
+
+
 def token_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[str, int]:
-    """``{"two_pass": 0, ROWS, BLOCK_N, num_warps}`` (one pass) or
-    ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch}`` (persistent)."""
+    """``{"two_pass": 0, ROWS, BLOCK_N, num_warps}`` (one pass, rows as one block),
+    ``{"two_pass": 3, CHUNK, NCHUNK, num_warps}`` (one pass, one row in chunks) or
+    ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch, STAGES}`` (persistent)."""
     cfg = config_for(arch)
-    limit = cfg.one_pass_max_n if act == "silu_and_mul" else cfg.one_pass_max_n_cheap
-    small_m, small_n, small_warps = cfg.token_small_m
-    if act == "silu_and_mul" and limit < d and m <= small_m and next_pow2(d) <= small_n:
-        return {"two_pass": 0, "ROWS": 1, "BLOCK_N": next_pow2(d), "num_warps": small_warps}
-    if d <= limit:
+    if d <= cfg.one_pass_max_n:
         block_n = next_pow2(d)
         rows = max(1, min(64, 2048 // block_n))
         for max_n, warps in cfg.token_one_pass_warps:
             if block_n <= max_n:
                 break
         return {"two_pass": 0, "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
+    if d <= cfg.chunked_max_n:
+        chunk, nchunk = chunking(d, cfg.chunks)
+        if act != "silu_and_mul":
+            return {"two_pass": 3, "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": cfg.chunked_warps_cheap}
+        for max_m, warps in cfg.chunked_silu:
+            if m <= max_m:
+                return {"two_pass": 3, "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": warps}
     block_n, warps, per_sm, stages = cfg.persistent
     return {"two_pass": 2, "BLOCK_N": block_n, "num_warps": warps, "programs_per_sm": per_sm, "scratch": 1,
             "STAGES": stages}

@@ -35,7 +35,7 @@ def rows_view(x: torch.Tensor) -> torch.Tensor | None:
 
 
 def triton_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
-    if x.device.type != "cuda":
+    if not x.is_cuda:
         return False, f"Triton kernels run on GPU tensors; input is on {x.device}"
     if x.dtype not in KERNEL_DTYPES:
         return False, f"Triton kernels take bf16/fp16/fp32; input is {x.dtype}"
@@ -90,7 +90,7 @@ class _Plan(NamedTuple):
     grid: tuple[int, int, int]
     kwargs: dict  # compile-time arguments and launch options, for the JIT call
     consts: tuple  # the kernel's compile-time arguments in signature order, for the direct launch
-    variant: str  # "static", "flat", "token", "two_pass", "persistent"
+    variant: str  # "static", "flat", "token", "chunks", "two_pass", "persistent"
     scratch: torch.dtype | None  # persistent kernel: dtype of its scratch rows (grid[0] x D)
     kernel_id: int  # one number per (kernel, compile-time arguments, launch options)
 
@@ -129,7 +129,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     else:
         cfg = cfg or heuristics.token_launch(m, d, arch, act)
         two_pass = cfg.pop("two_pass")
-        if two_pass:
+        if two_pass in (1, 2):
             cfg.setdefault("STAGES", 1)
         if two_pass == 2:
             # persistent: programs_per_sm programs per SM loop over rows; y parked in scratch rows
@@ -139,6 +139,9 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             y_dtype = x_dtype if (round_product or act != "silu_and_mul") else torch.float32
             scratch = y_dtype if use_scratch else None
             cfg.update(USE_SCRATCH=use_scratch, Y=tl_dtypes[y_dtype])
+        elif two_pass == 3:  # one pass, the row in registers as NCHUNK chunks of CHUNK columns
+            variant, kernel, grid = "chunks", kernels.act_quant_token_chunks_kernel, (m,)
+            cfg.setdefault("NCHUNK", triton_cdiv(d, cfg["CHUNK"]))
         elif two_pass == 1:
             variant, kernel, grid = "two_pass", kernels.act_quant_token_2pass_kernel, (m,)
         else:

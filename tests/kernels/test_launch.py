@@ -127,16 +127,21 @@ def test_plan_consts_follow_the_signature(act, key_name, m, d, flat_ok):
     assert plan.kwargs["SATFINITE"] is False, "CPU tensors (the interpreter) take the explicit clamp + NaN select"
 
 
-def test_token_heuristics_small_m_silu_rows_stay_in_registers():
-    """silu_and_mul rows wider than the one-pass limit: one pass per row at small M (up to
-    ``token_small_m``), the persistent kernel beyond it and for rows wider than its BLOCK_N."""
+def test_token_heuristics():
+    """Per-token launch choice: one block up to one_pass_max_n, rows in chunks up to chunked_max_n
+    (relu2 at every M, silu_and_mul up to its last max M), the persistent kernel beyond."""
     from fused_quant.kernels import heuristics
 
-    small_m, small_n, warps = heuristics.config_for("sm_90").token_small_m
-    assert heuristics.token_launch(small_m, 14336, "sm_90", "silu_and_mul") == {
-        "two_pass": 0, "ROWS": 1, "BLOCK_N": 16384, "num_warps": warps}
-    assert heuristics.token_launch(1, 5000, "sm_90", "silu_and_mul")["two_pass"] == 0
-    assert heuristics.token_launch(small_m + 1, 14336, "sm_90", "silu_and_mul")["two_pass"] == 2
-    assert heuristics.token_launch(1, small_n + 1, "sm_90", "silu_and_mul")["two_pass"] == 2
+    cfg = heuristics.config_for("sm_90")
+    assert heuristics.token_launch(8192, 4096, "sm_90", "silu_and_mul")["two_pass"] == 0
     assert heuristics.token_launch(8192, 14336, "sm_90", "relu2") == {
-        "two_pass": 0, "ROWS": 1, "BLOCK_N": 16384, "num_warps": 8}
+        "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
+    last_m, _ = cfg.chunked_silu[-1]
+    for m, warps in cfg.chunked_silu:
+        assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul") == {
+            "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": warps}
+    assert heuristics.token_launch(last_m + 1, 14336, "sm_90", "silu_and_mul")["two_pass"] == 2
+    assert heuristics.token_launch(1, cfg.chunked_max_n + 1, "sm_90", "relu2")["two_pass"] == 2
+    assert heuristics.chunking(5120, (2048, 1024, 512)) == (1024, 5), "least padding"
+    assert heuristics.chunking(6144, (2048, 1024, 512)) == (2048, 3), "widest on ties"
+    assert heuristics.chunking(5000, (2048, 1024, 512)) == (1024, 5)

@@ -272,8 +272,8 @@ def _cheap_two_pass_config(monkeypatch, block_n=128):
     small = heuristics.ArchConfig(
         static_rows=((1 << 62, 16, 1024, 4),), static_flat=(1 << 62, 4096, 4),
         static_rows_silu=((1 << 62, 16, 1024, 4),),
-        one_pass_max_n=256, one_pass_max_n_cheap=256, token_one_pass_warps=((1 << 62, 4),),
-        token_small_m=(0, 0, 4),
+        one_pass_max_n=256, token_one_pass_warps=((1 << 62, 4),), chunked_max_n=0, chunks=(128,),
+        chunked_warps_cheap=4, chunked_silu=(),
         persistent=(block_n, 4, 2, 2), two_pass_block_n=block_n)
     monkeypatch.setattr(heuristics, "config_for", lambda arch: small)
 
@@ -294,6 +294,32 @@ def test_two_pass_persistent_kernel(key, scratch, monkeypatch):
         x[8, :] = all_bf16_patterns()[32000:32000 + x.shape[1]]  # raw patterns: -NaNs, +-0, subnormals
         for rp in rps:
             _check(x, act, key, None, rp, what=f"persistent scratch={scratch}")
+
+
+@pytest.mark.parametrize("key", TOKEN_KEYS, ids=_id)
+def test_chunked_rows_kernel(key):
+    """One row per program in registers as NCHUNK chunks (y kept as T when T-valued, fp32 for the hcu
+    product): rows of 4 x 128 and 5 x 128 with a partial last chunk (600), adversarial content, both
+    FP8 conversion paths, bf16 and fp16, both profiles."""
+    for act, d in (("relu2", 512), ("relu2", 600), ("identity", 600), ("silu_and_mul", 1200)):
+        for dtype in (torch.bfloat16, torch.float16):
+            x = adversarial_rows(d, dtype)
+            for rp in ([True, False] if act == "silu_and_mul" else [True]):
+                for sat in (0, 1):
+                    cfg = {"two_pass": 3, "CHUNK": 128, "num_warps": 4, "satfinite": sat}
+                    _check(x, act, key, None, rp, config=cfg, what=f"chunks satfinite={sat}")
+
+
+def test_chunked_rows_default_heuristics():
+    """Rows wider than one_pass_max_n with the default heuristics: relu2 and silu_and_mul at small M
+    take the chunked kernel (5120 = 5 x 1024)."""
+    for act in ("relu2", "silu_and_mul"):
+        d = 5120 * (2 if act == "silu_and_mul" else 1)
+        assert heuristics.token_launch(3, 5120, None, act)["two_pass"] == 3
+        x = adversarial_rows(d, torch.bfloat16)[:3]
+        x[1, :64] = all_bf16_patterns()[0x7F80:0x7F80 + 64]  # +Inf and NaN patterns
+        for key in TOKEN_KEYS:
+            _check(x, act, key, None, True, what="chunks default heuristics")
 
 
 @pytest.mark.parametrize("key", TOKEN_KEYS, ids=_id)

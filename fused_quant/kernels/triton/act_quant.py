@@ -239,6 +239,37 @@ def act_quant_token_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 
 
 @triton.jit
+def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
+                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
+                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+                                  NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
+                                  FAST_DIV: tl.constexpr, NCHUNK: tl.constexpr, CHUNK: tl.constexpr):
+    """Per-token, one pass, one row per program held in registers as NCHUNK chunks of CHUNK
+    columns: a row of 7 x 2048 is not padded to 16384 lanes (all computing silu), and y lives in
+    registers as T where it is T-valued (half the registers of fp32)."""
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_xm
+    q_row = q_ptr + row * D
+    cols = tl.arange(0, CHUNK)[None, :]
+    amax = tl.zeros([1, CHUNK], tl.float32)
+    ys = ()
+    for c in tl.static_range(NCHUNK):
+        cc = c * CHUNK + cols
+        y = _activation(x_row, cc, cc < D, D, ACT, T, ROUND_PRODUCT)
+        amax = _max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
+        if ROUND_PRODUCT or ACT != SILU_AND_MUL:
+            ys = ys + (y.to(T),)  # exact: y is T-valued
+        else:
+            ys = ys + (y,)
+    s, r = _token_scale(_row_absmax(amax), QUANT, M8, MIN_SCALE)
+    for c in tl.static_range(NCHUNK):
+        cc = c * CHUNK + cols
+        _quantize(ys[c].to(tl.float32), q_row, cc, cc < D, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE,
+                  SATFINITE, FAST_DIV)
+    tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
+
+
+@triton.jit
 def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                       FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
                       STAGES: tl.constexpr):
