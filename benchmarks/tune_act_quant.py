@@ -20,6 +20,7 @@ STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in
 FLAT = [dict(flat=1, BLOCK=b, num_warps=w) for b, w in [(2048, 4), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]]
 FLAT_DIV = [dict(flat=1, BLOCK=4096, num_warps=4, fast_div=f) for f in (0, 1)]  # per-element div_rn vs _quotient
 TOKEN_ONE = [dict(two_pass=0, ROWS=1, BLOCK_N=16384, num_warps=w) for w in (8, 16, 32)]
+TOKEN_CHUNKS = [dict(two_pass=3, CHUNK=c, num_warps=w) for c, w in [(2048, 8), (2048, 16), (2048, 32), (1024, 8)]]
 TOKEN_TWO = [dict(two_pass=1, BLOCK_N=bn, num_warps=w, STAGES=st) for bn, w in [(1024, 4), (2048, 8)] for st in (1, 3)]
 TOKEN_PERSIST = [dict(two_pass=2, BLOCK_N=bn, num_warps=w, programs_per_sm=p, scratch=sc, STAGES=st)
                  for sc in (1, 0) for bn, w in [(1024, 4), (2048, 8)] for p in (4, 8) for st in (1, 2, 3)]
@@ -33,10 +34,10 @@ def main():
     only = sys.argv[3] if len(sys.argv) > 3 else ""
     cases = [("relu2", "fp8_static_tensor", STATIC + FLAT), ("relu2", "int8_static_tensor", STATIC[:1] + FLAT + FLAT_DIV),
              ("silu_and_mul", "fp8_static_tensor", STATIC),
-             ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST),
-             ("silu_and_mul", "fp8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST),
-             ("relu2", "int8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST),
-             ("relu2", "fp8_dynamic_token", TOKEN_ONE + TOKEN_TWO + TOKEN_PERSIST)]
+             ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST),
+             ("silu_and_mul", "fp8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST),
+             ("relu2", "int8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST),
+             ("relu2", "fp8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST)]
     for act, key_name, configs in cases:
         if only and only not in f"{act} {key_name}":
             continue
