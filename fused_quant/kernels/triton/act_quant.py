@@ -7,9 +7,10 @@ division is ``div_rn`` (IEEE, as nvcc compiles ``/`` without fast-math; Triton's
 saturating, NaN -> 0) followed by an integer clamp, and NaN is carried by
 comparisons, integer maxima over bit patterns or ``maximum(propagate_nan=ALL)``,
 never by plain ``maximum``/``clamp`` (their NaN rules differ between GPU and
-interpreter). On NVIDIA GPUs the e4m3fn conversion itself saturates and maps every NaN to
-0x7F (``SATFINITE``); elsewhere the clamp and the NaN code are explicit. Every instruction per element counts: at H = 14336 these kernels
-are close to the issue limit of the SMs, not only to the memory bandwidth.
+interpreter). On NVIDIA GPUs the e4m3fn conversion itself saturates and maps every NaN
+to 0x7F (``SATFINITE``); elsewhere the clamp and the NaN code are explicit. Every
+instruction per element counts: at H = 14336 these kernels are close to the issue limit
+of the SMs, not only to the memory bandwidth.
 
 With ``FAST_DIV`` the quantizers' divisions by a per-tensor or per-row scale are computed
 without a per-element ``div_rn``: the correctly rounded reciprocal once, then a product and two
