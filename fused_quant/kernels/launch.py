@@ -92,10 +92,10 @@ class _Plan(NamedTuple):
     consts: tuple  # the kernel's compile-time arguments in signature order, for the direct launch
     variant: str  # "static", "flat", "token", "chunks", "two_pass", "persistent"
     scratch: torch.dtype | None  # persistent kernel: dtype of its scratch rows (grid[0] x D)
-    kernel_id: int  # one number per (kernel, compile-time arguments, launch options)
+    kernel_id: object  # one token per (kernel, compile-time arguments, launch options)
 
 
-_KERNEL_IDS: dict[tuple, int] = {}
+_KERNEL_IDS: dict[tuple, object] = {}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -142,6 +142,8 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
         elif two_pass == 3:  # one pass, the row in registers as NCHUNK chunks of CHUNK columns
             variant, kernel, grid = "chunks", kernels.act_quant_token_chunks_kernel, (m,)
             cfg.setdefault("NCHUNK", triton_cdiv(d, cfg["CHUNK"]))
+            if cfg["NCHUNK"] * cfg["CHUNK"] < d:
+                raise ValueError(f"NCHUNK x CHUNK = {cfg['NCHUNK']} x {cfg['CHUNK']} does not cover a row of {d}")
         elif two_pass == 1:
             variant, kernel, grid = "two_pass", kernels.act_quant_token_2pass_kernel, (m,)
         else:
@@ -149,7 +151,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
     kwargs = {**common, **cfg}
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
-    kernel_id = _KERNEL_IDS.setdefault((kernel, *kwargs.items()), len(_KERNEL_IDS))
+    kernel_id = _KERNEL_IDS.setdefault((kernel, *kwargs.items()), object())  # unique even under races
     return _Plan(kernel, grid, kwargs, consts, variant, scratch, kernel_id)
 
 
@@ -205,16 +207,23 @@ def launch_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key: K.QuantKey, sc
 
 # Compiled kernels by (plan, device, argument specialization). Triton's JIT call re-binds and
 # re-keys every argument (~20 here) on each launch, most of a small launch's host time; after the
-# first JIT launch of a specialization the compiled kernel is launched directly.
+# first JIT launch of a specialization the compiled kernel is launched directly. Launch hooks and
+# the current stream (CUDA graph capture) are honoured; Triton debug / instrumentation settings
+# changed after a specialization's first launch are not seen by it.
 _COMPILED: dict[tuple, object] = {}
+_HIP = getattr(torch.version, "hip", None) is not None
+_MAX_INT32 = (1 << 31) - 1
 
 
-def _arg_spec(a) -> int | bool:
+def _arg_spec(a) -> int | tuple:
     """What Triton specializes a runtime argument on (a superset of it): for integers == 1,
-    divisibility by 16 and 32-bit range; for tensors 16-byte alignment (dtypes are the plan's)."""
+    divisibility by 16 and 32-bit range; for tensors the dtype, 16-byte alignment and, on ROCm
+    (buffer ops), a storage within 2 GiB."""
     if type(a) is int:
-        return (a == 1) | ((a % 16 == 0) << 1) | ((not -(1 << 31) <= a < (1 << 31)) << 2)
-    return a.data_ptr() % 16 == 0
+        return (a == 1) | ((a % 16 == 0) << 1) | ((not -(1 << 31) <= a <= _MAX_INT32) << 2)
+    if _HIP:
+        return a.dtype, a.data_ptr() % 16 == 0, a.untyped_storage().size() <= _MAX_INT32
+    return a.dtype, a.data_ptr() % 16 == 0
 
 
 def _launch(plan: _Plan, args: tuple) -> None:

@@ -17,7 +17,7 @@ from fused_quant import keys as K  # noqa: E402
 from fused_quant.kernels import launch  # noqa: E402
 
 KERNELS = ("act_quant_static_kernel", "act_quant_static_flat_kernel", "act_quant_token_kernel",
-           "act_quant_token_2pass_kernel", "act_quant_token_persistent_kernel")
+           "act_quant_token_chunks_kernel", "act_quant_token_2pass_kernel", "act_quant_token_persistent_kernel")
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -33,27 +33,51 @@ def test_runtime_arguments_precede_compile_time_ones(name):
     assert all(flags[first:]), f"{name}: a runtime argument follows a constexpr: {kernel.arg_names}"
 
 
-def _triton_spec(value):
+def _backend(name):
+    if name == "hip":
+        from triton.backends.amd.compiler import HIPBackend
+
+        return HIPBackend
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    return CUDABackend
+
+
+@pytest.mark.parametrize("backend", ["cuda", "hip"])
+def test_arg_spec_is_at_least_as_fine_as_tritons(backend, monkeypatch):
+    """Two arguments with the same ``_arg_spec`` get the same Triton specialization from that
+    backend, so a kernel compiled for one is valid for the other: integers at the edges, tensors of
+    several dtypes at every alignment, and (ROCm buffer ops) storages on both sides of 2 GiB."""
     from triton._C.libtriton import native_specialize_impl
-    from triton.backends.compiler import BaseBackend
 
-    return native_specialize_impl(BaseBackend, value, False, True, True)
-
-
-def test_arg_spec_is_at_least_as_fine_as_tritons():
-    """Two arguments with the same ``_arg_spec`` get the same Triton specialization, so a kernel
-    compiled for one is valid for the other (integers at the edges, tensors at every alignment)."""
+    monkeypatch.setattr(launch, "_HIP", backend == "hip")
+    cls = _backend(backend)
     ints = [0, 1, 2, 3, 15, 16, 17, 31, 32, 48, 4096, 14336, 14337, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16,
             2**40, -1, -16, -(2**31), -(2**31) - 16]
     base = torch.zeros(64, dtype=torch.bfloat16)
-    tensors = [base[i:] for i in range(16)] + [torch.zeros(8, dtype=torch.uint8)[i:] for i in range(8)]
+    tensors = ([base[i:] for i in range(16)] + [torch.zeros(8, dtype=torch.uint8)[i:] for i in range(8)]
+               + [torch.zeros(4, dtype=torch.float32), torch.zeros(4, dtype=torch.float8_e4m3fn)]
+               + [torch.empty(2**31 + 64, dtype=torch.uint8, device="meta")[i:] for i in (0, 16, 3)])
     by_spec: dict = {}
-    for v in ints:
-        by_spec.setdefault(("int", launch._arg_spec(v)), set()).add(_triton_spec(v))
-    for t in tensors:
-        by_spec.setdefault((t.dtype, launch._arg_spec(t)), set()).add(_triton_spec(t))
+    for v in ints + tensors:
+        by_spec.setdefault(launch._arg_spec(v), set()).add(native_specialize_impl(cls, v, False, True, True))
     coarse = {k: v for k, v in by_spec.items() if len(v) > 1}
-    assert not coarse, f"_arg_spec merges arguments Triton tells apart: {coarse}"
+    assert not coarse, f"_arg_spec merges arguments Triton ({backend}) tells apart: {coarse}"
+
+
+def test_kernel_ids_are_unique_per_compile_time_arguments():
+    """Different compile-time arguments never share a compiled-kernel key, the same ones always do."""
+    a = launch._plan("relu2", "fp8_static_tensor", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024, False, -1, None)
+    b = launch._plan("relu2", "int8_static_tensor", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024, False, -1, None)
+    launch.reset_plans()
+    a2 = launch._plan("relu2", "fp8_static_tensor", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024, False, -1, None)
+    assert a2 is not a and a2.kernel_id is a.kernel_id and a.kernel_id is not b.kernel_id
+
+
+def test_chunk_config_must_cover_the_row():
+    with pytest.raises(ValueError, match="does not cover a row of 1000"):
+        launch._plan("relu2", "int8_dynamic_token", torch.bfloat16, True, torch.float8_e4m3fn, 4, 1000, True, -1,
+                     (("two_pass", 3), ("CHUNK", 256), ("NCHUNK", 3), ("num_warps", 4)))
 
 
 class _Compiled:
@@ -87,7 +111,7 @@ def _plan(kernel, kernel_id):
 def test_direct_launch_after_first_jit_launch_per_specialization(monkeypatch):
     monkeypatch.setattr(launch, "_COMPILED", {})
     kernel = _Kernel()
-    plan = _plan(kernel, -101)
+    plan = _plan(kernel, object())
     x = torch.zeros(64, dtype=torch.bfloat16)
     q = torch.zeros(64, dtype=torch.uint8)
     launch._launch(plan, (x, q, 7, 32))
@@ -96,8 +120,9 @@ def test_direct_launch_after_first_jit_launch_per_specialization(monkeypatch):
     launch._launch(plan, (x, q, 1, 48))  # 1 is a constexpr for Triton: JIT again
     launch._launch(plan, (x, q, 5, 2**31))  # 64-bit integer: JIT again
     launch._launch(plan, (x, q, 5, 2**32))  # same as the previous one: direct
+    launch._launch(plan, (x.view(torch.float16), q, 9, 48))  # another dtype: JIT again
     kinds = [c[0] for c in kernel.calls]
-    assert kinds == ["jit", "direct", "jit", "jit", "jit", "direct"], kinds
+    assert kinds == ["jit", "direct", "jit", "jit", "jit", "direct", "jit"], kinds
     assert kernel.calls[0][3] == plan.kwargs and kernel.calls[0][1] == (3, 1, 1)
     assert kernel.calls[1][2] == (x, q, 9, 48, 1, 2), "runtime arguments, then the constexprs in order"
 
@@ -106,7 +131,7 @@ def test_no_direct_launch_without_a_compiled_kernel(monkeypatch):
     """The Triton interpreter's launch returns no compiled kernel: every launch goes through it."""
     monkeypatch.setattr(launch, "_COMPILED", {})
     kernel = _Kernel(compiled_type=None)
-    plan = _plan(kernel, -102)
+    plan = _plan(kernel, object())
     x = torch.zeros(64, dtype=torch.bfloat16)
     for _ in range(3):
         launch._launch(plan, (x, 7))
