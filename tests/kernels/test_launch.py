@@ -170,3 +170,23 @@ def test_token_heuristics():
     assert heuristics.chunking(5120, (2048, 1024, 512)) == (1024, 5), "least padding"
     assert heuristics.chunking(6144, (2048, 1024, 512)) == (2048, 3), "widest on ties"
     assert heuristics.chunking(5000, (2048, 1024, 512)) == (1024, 5)
+
+
+@pytest.mark.parametrize("key_name,fp8_dtype,device,nvidia,config,expected", [
+    ("fp8_static_tensor", torch.float8_e4m3fn, 0, True, None, True),
+    ("fp8_dynamic_token", torch.float8_e4m3fn, 0, True, None, True),
+    ("int8_dynamic_token", torch.float8_e4m3fn, 0, True, None, False),  # no FP8 conversion to speak of
+    ("fp8_static_tensor", torch.float8_e4m3fnuz, 0, True, None, False),  # M8 = 224: explicit clamp
+    ("fp8_static_tensor", torch.float8_e4m3fn, 0, False, None, False),  # ROCm build: not measured there
+    ("fp8_static_tensor", torch.float8_e4m3fn, -1, True, None, False),  # interpreter (CPU tensors)
+    ("fp8_static_tensor", torch.float8_e4m3fn, -1, True, (("satfinite", 1),), True),  # tuning override
+    ("int8_static_tensor", torch.float8_e4m3fn, -1, True, (("satfinite", 1),), False),
+])
+def test_satfinite_only_where_the_conversion_was_measured(monkeypatch, key_name, fp8_dtype, device, nvidia, config,
+                                                          expected):
+    """SATFINITE (conversion without explicit clamp and NaN select) is chosen for e4m3fn FP8 keys on
+    NVIDIA devices only, or when a tuning config asks for it on an FP8 key."""
+    monkeypatch.setattr(launch, "_NVIDIA_TORCH", nvidia)
+    monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
+    plan = launch._plan("relu2", key_name, torch.bfloat16, True, fp8_dtype, 64, 1024, True, device, config)
+    assert plan.kwargs["SATFINITE"] is expected
