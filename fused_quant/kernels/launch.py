@@ -68,15 +68,16 @@ _NVIDIA_TORCH = torch.version.cuda is not None and getattr(torch.version, "hip",
 
 @functools.lru_cache(maxsize=None)
 def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype,
-                fast_div: bool, satfinite: bool) -> dict:
-    """The kernels' compile-time arguments for one producer (built once; callers must not mutate)."""
+                fast_div: bool, satfinite_ok: bool) -> dict:
+    """The kernels' compile-time arguments for one producer (built once; callers must not mutate).
+    ``satfinite_ok``: the device's conversion may do the FP8 clamp and NaN code (for e4m3fn keys)."""
     _, tl_dtypes = _tl()
     key = K.key_from_name(key_name)
     fp8 = K.is_fp8(key)
     out = dict(
         ACT=ACT_CODES[act], QUANT=QUANT_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
         M8=K.fp8_max(fp8_dtype) if fp8 else 127.0, FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
-        SATFINITE=satfinite, FAST_DIV=fast_div,
+        SATFINITE=satfinite_ok and fp8 and fp8_dtype == torch.float8_e4m3fn, FAST_DIV=fast_div,
     )
     if K.is_per_token(key):
         out["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
@@ -108,9 +109,8 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     arch = _arch()
     cfg = dict(config) if config else {}
     fast_div = bool(cfg.pop("fast_div", 1))
-    satfinite = bool(cfg.pop("satfinite", device_index >= 0 and _NVIDIA_TORCH)) and (
-        fp8_dtype == torch.float8_e4m3fn and K.is_fp8(K.key_from_name(key_name)))
-    common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, satfinite)
+    satfinite_ok = bool(cfg.pop("satfinite", device_index >= 0 and _NVIDIA_TORCH))
+    common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, satfinite_ok)
     scratch = None
     if not per_token:
         cfg = cfg or heuristics.static_launch(m, d, arch, act)
