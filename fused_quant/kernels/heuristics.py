@@ -5,10 +5,11 @@ wins; silu_and_mul (exp + IEEE division per element) has its own rows; contiguou
 identity input from ``static_flat``'s M on runs as one flat vector. Per-token keys: rows
 up to ``one_pass_max_n`` stay in registers as one block (one pass, ``token_one_pass_warps``);
 rows up to ``chunked_max_n`` stay in registers as chunks (one pass, one row per program, no
-power-of-two padding) for relu2/identity at every M and for silu_and_mul at M up to 512;
-wider rows and silu_and_mul at larger M (exp and IEEE division per element: the many
-registers of a row in flight cost more than a second sweep) use the persistent two-sweep
-kernel with L2-resident scratch rows and compiler-pipelined chunk loads.
+power-of-two padding) for relu2/identity and the cheap bf16 silu (``FAST_SILU``) at every M
+and for the exact silu_and_mul at M up to 512; wider rows and the exact silu_and_mul at larger
+M (accurate expf and IEEE division per element: the many registers of a row in flight cost
+more than a second sweep) use the persistent two-sweep kernel with L2-resident scratch rows
+and compiler-pipelined chunk loads.
 Archs not listed use "default". Numbers behind the choices: benchmarks/RESULTS.md
 (benchmarks/tune_act_quant.py on the H200, M = 8192, H = 14336; benchmarks/results/tune_*.txt).
 """
@@ -16,7 +17,7 @@ Archs not listed use "default". Numbers behind the choices: benchmarks/RESULTS.m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class ArchConfig:
     chunked_warps_cheap: int  # relu2 / identity rows in chunks, at every M
     chunked_silu: tuple[tuple[int, int], ...]  # silu_and_mul (max M, num_warps); beyond: persistent
     persistent: tuple[int, int, int, int]  # (BLOCK_N, num_warps, programs per SM, pipeline stages)
-    two_pass_block_n: int  # non-persistent two-pass kernel (kept for tuning comparisons)
+    # bf16 silu from ex2.approx / rcp.approx (``act_quant._silu``): their results are the arch's own,
+    # so only where every bf16 gate was measured to round like torch
+    fast_silu: bool = False
 
 
 _DEFAULT = ArchConfig(
@@ -45,10 +48,9 @@ _DEFAULT = ArchConfig(
     chunked_warps_cheap=8,
     chunked_silu=((128, 32), (512, 16)),
     persistent=(2048, 8, 8, 3),
-    two_pass_block_n=2048,
 )
 
-CONFIGS: dict[str, ArchConfig] = {"default": _DEFAULT, "sm_90": _DEFAULT}
+CONFIGS: dict[str, ArchConfig] = {"default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True)}  # H200
 
 
 def config_for(arch: str | None) -> ArchConfig:
@@ -82,10 +84,11 @@ def chunking(d: int, chunks: tuple[int, ...]) -> tuple[int, int]:
     return chunk, -(-d // chunk)
 
 
-def token_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[str, int]:
+def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu: bool = False) -> dict[str, int]:
     """``{"two_pass": 0, ROWS, BLOCK_N, num_warps}`` (one pass, rows as one block),
     ``{"two_pass": 3, CHUNK, NCHUNK, num_warps}`` (one pass, one row in chunks) or
-    ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch, STAGES}`` (persistent)."""
+    ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch, STAGES}`` (persistent).
+    ``fast_silu``: silu_and_mul computed with the kernels' cheap bf16 silu (``FAST_SILU``)."""
     cfg = config_for(arch)
     if d <= cfg.one_pass_max_n:
         block_n = next_pow2(d)
@@ -96,7 +99,7 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2") -> dict[s
         return {"two_pass": 0, "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
     if d <= cfg.chunked_max_n:
         chunk, nchunk = chunking(d, cfg.chunks)
-        if act != "silu_and_mul":
+        if act != "silu_and_mul" or fast_silu:
             return {"two_pass": 3, "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": cfg.chunked_warps_cheap}
         for max_m, warps in cfg.chunked_silu:
             if m <= max_m:

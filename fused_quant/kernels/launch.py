@@ -62,22 +62,27 @@ def _arch() -> str | None:
 
 
 # A CUDA build of torch runs "cuda" tensors on NVIDIA GPUs, whose fp32 -> e4m3fn conversion
-# (cvt.rn.satfinite) saturates and maps every NaN to 0x7F by itself (``act_quant._to_fp8``).
+# (cvt.rn.satfinite) saturates and maps every NaN to 0x7F by itself (``act_quant._to_fp8``), and
+# whose ex2.approx / rcp.approx give a silu that rounds to torch's bf16 for every input
+# (``act_quant._silu``; on the archs whose heuristics say ``fast_silu``). Both were measured there only.
 _NVIDIA_TORCH = torch.version.cuda is not None and getattr(torch.version, "hip", None) is None
 
 
 @functools.lru_cache(maxsize=None)
 def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype,
-                fast_div: bool, satfinite_ok: bool) -> dict:
+                fast_div: bool, nvidia_ok: tuple[bool, bool]) -> dict:
     """The kernels' compile-time arguments for one producer (built once; callers must not mutate).
-    ``satfinite_ok``: the device's conversion may do the FP8 clamp and NaN code (for e4m3fn keys)."""
+    ``nvidia_ok``: whether the device may (SATFINITE) do the FP8 clamp and NaN code in its e4m3fn
+    conversion, (FAST_SILU) compute a bf16 silu with its approximate ex2 and reciprocal."""
     _, tl_dtypes = _tl()
     key = K.key_from_name(key_name)
     fp8 = K.is_fp8(key)
+    satfinite_ok, fast_silu_ok = nvidia_ok
     out = dict(
         ACT=ACT_CODES[act], QUANT=QUANT_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
         M8=K.fp8_max(fp8_dtype) if fp8 else 127.0, FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
-        SATFINITE=satfinite_ok and fp8 and fp8_dtype == torch.float8_e4m3fn, FAST_DIV=fast_div,
+        SATFINITE=satfinite_ok and fp8 and fp8_dtype == torch.float8_e4m3fn,
+        FAST_SILU=fast_silu_ok and act == "silu_and_mul" and x_dtype == torch.bfloat16, FAST_DIV=fast_div,
     )
     if K.is_per_token(key):
         out["MIN_SCALE"] = fp8_min_scale(fp8_dtype)
@@ -109,8 +114,10 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     arch = _arch()
     cfg = dict(config) if config else {}
     fast_div = bool(cfg.pop("fast_div", 1))
-    satfinite_ok = bool(cfg.pop("satfinite", device_index >= 0 and _NVIDIA_TORCH))
-    common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, satfinite_ok)
+    nvidia = device_index >= 0 and _NVIDIA_TORCH
+    nvidia_ok = (bool(cfg.pop("satfinite", nvidia)),
+                 bool(cfg.pop("fast_silu", nvidia and heuristics.config_for(arch).fast_silu)))
+    common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, nvidia_ok)
     scratch = None
     if not per_token:
         cfg = cfg or heuristics.static_launch(m, d, arch, act)
@@ -127,7 +134,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             kernel = kernels.act_quant_static_kernel
             grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
     else:
-        cfg = cfg or heuristics.token_launch(m, d, arch, act)
+        cfg = cfg or heuristics.token_launch(m, d, arch, act, common["FAST_SILU"])
         two_pass = cfg.pop("two_pass")
         if two_pass in (1, 2):
             cfg.setdefault("STAGES", 1)

@@ -10,12 +10,16 @@
   hardware conversion saturates and gives 0x7F for every NaN) and with them,
   int8 through ``float2int_rn`` plus an integer clamp, relu through ``max(propagate_nan=ALL)``,
   each against the spec's explicit formulation (clamp keeping NaN, rint, NaN -> 0 / NaN code).
+- silu, over every bf16 / fp16 pattern of the gate (65,536 values each): the exact path (libdevice
+  expf, ``div_rn``) and, for bf16, ``FAST_SILU`` (ex2.approx, rcp.approx) round to the same T as
+  torch's CUDA silu.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 pytestmark = [pytest.mark.gpu, pytest.mark.triton_fp8]
 
@@ -124,3 +128,25 @@ def test_conversions_equal_spec_formulation_for_every_fp32():
     _conversions_kernel[(N // BLOCK,)](out, BLOCK=BLOCK, num_warps=8)
     bad = dict(zip(("fp8 e4m3fn codes", "int8 codes", "relu^2 bits"), out.tolist()))
     assert not any(bad.values()), f"mismatches over all 2^32 fp32 values: {bad}"
+
+
+@triton.jit
+def _silu_kernel(g_ptr, out_ptr, T: tl.constexpr, FAST_SILU: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.load(g_ptr + i).to(tl.float32)
+    tl.store(out_ptr + i, AQ._silu(g, FAST_SILU).to(T))
+
+
+@pytest.mark.parametrize("dtype,fast", [(torch.bfloat16, True), (torch.bfloat16, False), (torch.float16, False)])
+def test_silu_rounds_like_torch_for_every_gate_pattern(dtype, fast):
+    """What the spec keeps of silu is T(silu(g)); every one of the 65,536 gate patterns (NaN, +-Inf,
+    +-0, denormals, the exp overflow region g < -87.3 included) must round like torch's."""
+    g = torch.arange(1 << 16, dtype=torch.int32, device="cuda").to(torch.int16).view(dtype)
+    ref = F.silu(g.float()).to(dtype)
+    out = torch.empty_like(g)
+    _silu_kernel[(64,)](g, out, T={torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}[dtype],
+                        FAST_SILU=fast, BLOCK=1024)
+    bad = (out.view(torch.int16) != ref.view(torch.int16)) & ~(out.isnan() & ref.isnan())
+    where = [(hex(int(b) & 0xFFFF), ref[i].item(), out[i].item())
+             for i, b in zip(bad.nonzero().flatten().tolist()[:8], g.view(torch.int16)[bad].tolist())]
+    assert not bad.any(), f"{int(bad.sum())} gate patterns differ (pattern, torch, kernel): {where}"

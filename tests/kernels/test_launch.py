@@ -154,13 +154,17 @@ def test_plan_consts_follow_the_signature(act, key_name, m, d, flat_ok):
 
 def test_token_heuristics():
     """Per-token launch choice: one block up to one_pass_max_n, rows in chunks up to chunked_max_n
-    (relu2 at every M, silu_and_mul up to its last max M), the persistent kernel beyond."""
+    (relu2 and the cheap bf16 silu at every M, the exact silu_and_mul up to its last max M), the
+    persistent kernel beyond."""
     from fused_quant.kernels import heuristics
 
     cfg = heuristics.config_for("sm_90")
     assert heuristics.token_launch(8192, 4096, "sm_90", "silu_and_mul")["two_pass"] == 0
     assert heuristics.token_launch(8192, 14336, "sm_90", "relu2") == {
         "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
+    for m in (1, 512, 8192, 32768):  # the cheap bf16 silu: chunked like relu2
+        assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True) == {
+            "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
     last_m, _ = cfg.chunked_silu[-1]
     for m, warps in cfg.chunked_silu:
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul") == {
@@ -190,3 +194,30 @@ def test_satfinite_only_where_the_conversion_was_measured(monkeypatch, key_name,
     monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
     plan = launch._plan("relu2", key_name, torch.bfloat16, True, fp8_dtype, 64, 1024, True, device, config)
     assert plan.kwargs["SATFINITE"] is expected
+
+
+@pytest.mark.parametrize("act,x_dtype,device,nvidia,arch,config,expected", [
+    ("silu_and_mul", torch.bfloat16, 0, True, "sm_90", None, True),
+    ("silu_and_mul", torch.bfloat16, 0, True, "sm_100", None, False),  # approximations not measured there
+    ("silu_and_mul", torch.bfloat16, 0, True, None, None, False),
+    ("silu_and_mul", torch.float16, 0, True, "sm_90", None, False),  # fp16: two gates would round apart
+    ("silu_and_mul", torch.float32, 0, True, "sm_90", None, False),
+    ("relu2", torch.bfloat16, 0, True, "sm_90", None, False),  # no silu to speak of
+    ("silu_and_mul", torch.bfloat16, 0, False, "sm_90", None, False),  # ROCm build
+    ("silu_and_mul", torch.bfloat16, -1, True, "sm_90", None, False),  # interpreter (CPU tensors): no inline PTX
+    ("silu_and_mul", torch.bfloat16, 0, True, "sm_90", (("fast_silu", 0),), False),  # tuning override
+    ("silu_and_mul", torch.bfloat16, 0, True, "sm_100", (("fast_silu", 1),), True),
+])
+def test_fast_silu_only_for_bf16_on_measured_nvidia_archs(monkeypatch, act, x_dtype, device, nvidia, arch, config,
+                                                          expected):
+    """FAST_SILU (ex2.approx + rcp.approx, measured to round like torch for every bf16 gate on the
+    H200) is chosen for bf16 silu_and_mul on NVIDIA devices of an arch whose heuristics say so; the
+    per-token heuristics then chunk its rows at every M, like relu2's."""
+    monkeypatch.setattr(launch, "_NVIDIA_TORCH", nvidia)
+    monkeypatch.setattr(launch, "_arch", lambda: arch)
+    monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
+    for key_name in ("fp8_static_tensor", "int8_dynamic_token"):
+        plan = launch._plan(act, key_name, x_dtype, True, torch.float8_e4m3fn, 8192, 14336, False, device, config)
+        assert plan.kwargs["FAST_SILU"] is expected
+        if key_name == "int8_dynamic_token" and act == "silu_and_mul" and config is None:
+            assert plan.variant == ("chunks" if expected else "persistent")

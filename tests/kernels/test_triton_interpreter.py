@@ -274,7 +274,7 @@ def _cheap_two_pass_config(monkeypatch, block_n=128):
         static_rows_silu=((1 << 62, 16, 1024, 4),),
         one_pass_max_n=256, token_one_pass_warps=((1 << 62, 4),), chunked_max_n=0, chunks=(128,),
         chunked_warps_cheap=4, chunked_silu=(),
-        persistent=(block_n, 4, 2, 2), two_pass_block_n=block_n)
+        persistent=(block_n, 4, 2, 2))
     monkeypatch.setattr(heuristics, "config_for", lambda arch: small)
 
 

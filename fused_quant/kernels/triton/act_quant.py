@@ -1,9 +1,10 @@
 """Triton device code: activation + quantization in one pass (NUMERICS.md, bit for bit).
 
 Parity with torch's CUDA math: ``exp`` is libdevice's accurate expf (what
-torch's silu kernel calls; ``tl.exp`` is the approximate ex2 path), every
+torch's silu kernel calls; ``tl.exp`` is the approximate ex2 path) and every
 division is ``div_rn`` (IEEE, as nvcc compiles ``/`` without fast-math; Triton's
-``/`` is approximate), rounding to int8 is ``float2int_rn`` (round-half-even,
+``/`` is approximate), except in the bf16 silu of ``FAST_SILU`` (``_silu``:
+approximate, proven to round to torch's bf16 for every input), rounding to int8 is ``float2int_rn`` (round-half-even,
 saturating, NaN -> 0) followed by an integer clamp, and NaN is carried by
 comparisons, integer maxima over bit patterns or ``maximum(propagate_nan=ALL)``,
 never by plain ``maximum``/``clamp`` (their NaN rules differ between GPU and
@@ -16,7 +17,7 @@ With ``FAST_DIV`` the quantizers' divisions by a per-tensor or per-row scale are
 without a per-element ``div_rn``: the correctly rounded reciprocal once, then a product and two
 FMA correction steps (Markstein), which give the IEEE quotient wherever it can matter (see
 ``_quotient``; proven on the GPU over all 2^32 fp32 inputs for 1,512 scales). The same trick for
-silu's per-element divisor was exact too but slower than ``div_rn`` there, so silu keeps it.
+silu's per-element divisor was exact too but slower than ``div_rn`` there.
 """
 
 import triton
@@ -65,16 +66,51 @@ def _quotient(x, s, r, BOUNDED: tl.constexpr):
     return tl.where(inside, y2, y0)
 
 
+_LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
+
+
 @triton.jit
-def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr):
+def _rcp_approx(d):
+    """``rcp.approx.ftz.f32`` (one MUFU.RCP): results below 2^-126 flush to 0."""
+    return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [d], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
+def _silu(g, FAST_SILU: tl.constexpr):
+    """fp32 ``g / (1 + exp(-g))`` as torch's CUDA silu computes it, or (FAST_SILU) a value that rounds
+    to the same bf16.
+
+    Exact path: libdevice's accurate expf and ``div_rn``, about 20 instructions per element.
+    FAST_SILU (bf16 inputs on NVIDIA GPUs only): ``ex2.approx`` and ``rcp.approx`` (two MUFU ops and
+    four FP32 ops). It is not torch's fp32 value, but rounded to bf16 it equals torch's for every one
+    of the 65,536 bf16 inputs, which is all the spec keeps of it (s = T(silu(g))); measured on the
+    H200 (tests/gpu/test_fast_paths_gpu.py). Numerator and denominator are scaled by 1/4 (exactly:
+    ``fma(e, 1/4, 1/4)`` is ``RN(1 + e) / 4``) so the reciprocal of a denominator up to FLT_MAX stays
+    above 2^-126 and is not flushed: without the scaling g in {-87.5, -88, -88.5} gave -0 where torch
+    gives a normal bf16. exp(-g) = +Inf (g < -88.72) gives -0 like torch's ``g / Inf``. Not used for
+    fp16: there g = -2.7246 and -4.9219 round differently (ex2.approx's error meets fp16's finer
+    rounding), and an exact fp16 variant costs about what the exact path does.
+    """
+    if FAST_SILU:
+        d4 = tl.fma(tl.exp2(g * -_LOG2E), 0.25, 0.25)
+        s = (g * 0.25) * _rcp_approx(d4)
+    else:
+        # exp(-g) as exp(g * -1): a free operand negation, where Triton's unary minus is 0 - g (an
+        # instruction per element); exp(+-0) = 1 either way
+        s = tl.math.div_rn(g, 1.0 + libdevice.exp(g * -1.0))
+    return s
+
+
+@triton.jit
+def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
+                FAST_SILU: tl.constexpr):
     """fp32 activation value as it enters the quantizer (T-rounded unless the profile keeps fp32).
     Masked lanes load 0 and so hold y = 0 (the reductions rely on it)."""
     if ACT == SILU_AND_MUL:
         g = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(x_ptr + offs + D, mask=mask, other=0.0).to(tl.float32)
-        # exp(-g) as exp(g * -1): a free operand negation, where Triton's unary minus is 0 - g (an
-        # instruction per element); exp(+-0) = 1 either way
-        s = tl.math.div_rn(g, 1.0 + libdevice.exp(g * -1.0)).to(T).to(tl.float32)
+        s = _silu(g, FAST_SILU).to(T).to(tl.float32)
         y = s * u
         if ROUND_PRODUCT:
             y = y.to(T).to(tl.float32)
@@ -191,12 +227,13 @@ def _canonical_nan(s):
 def act_quant_static_kernel(x_ptr, q_ptr, scale_ptr, M, D, stride_xm,
                             ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                             M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr,
+                            FAST_SILU: tl.constexpr,
                             FAST_DIV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Per-tensor static scale: one [BLOCK_M, BLOCK_N] tile per program, no reduction."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
     cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     mask = (rows < M) & (cols < D)
-    y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT)
+    y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
     _quantize_static(y, q_ptr, rows * D + cols, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
 
 
@@ -204,13 +241,14 @@ def act_quant_static_kernel(x_ptr, q_ptr, scale_ptr, M, D, stride_xm,
 def act_quant_static_flat_kernel(x_ptr, q_ptr, scale_ptr, N,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                 NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
+                                 NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
+                                 FAST_DIV: tl.constexpr,
                                  BLOCK: tl.constexpr):
     """Per-tensor static scale over a contiguous input seen as one flat vector (relu2 and
     identity only: silu_and_mul needs the row structure to pair gate with up)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
-    y = _activation(x_ptr, offs, mask, 0, ACT, T, ROUND_PRODUCT)
+    y = _activation(x_ptr, offs, mask, 0, ACT, T, ROUND_PRODUCT, FAST_SILU)
     _quantize_static(y, q_ptr, offs, mask, scale_ptr, QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
 
 
@@ -228,13 +266,14 @@ def _finish_rows(y, mask, q_ptr, q_offs, s_ptr, r_offs, r_mask, QUANT: tl.conste
 def act_quant_token_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                            ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                            M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr,
+                           FAST_SILU: tl.constexpr,
                            MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
     """Per-token dynamic scale, one pass: ROWS whole rows (BLOCK_N >= D) live in registers."""
     r1 = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     rows = r1[:, None]
     cols = tl.arange(0, BLOCK_N)[None, :]
     mask = (rows < M) & (cols < D)
-    y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT)
+    y = _activation(x_ptr, rows * stride_xm + cols, mask, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
     _finish_rows(y, mask, q_ptr, rows * D + cols, s_ptr, r1, r1 < M, QUANT, M8, FP8, NAN_CODE, SATFINITE, MIN_SCALE,
                  FAST_DIV)
 
@@ -243,7 +282,8 @@ def act_quant_token_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                                   ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                   ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                  NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
+                                  NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
+                                  MIN_SCALE: tl.constexpr,
                                   FAST_DIV: tl.constexpr, NCHUNK: tl.constexpr, CHUNK: tl.constexpr):
     """Per-token, one pass, one row per program held in registers as NCHUNK chunks of CHUNK
     columns: a row of 7 x 2048 is not padded to 16384 lanes (all computing silu), and y lives in
@@ -256,7 +296,7 @@ def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
     ys = ()
     for c in tl.static_range(NCHUNK):
         cc = c * CHUNK + cols
-        y = _activation(x_row, cc, cc < D, D, ACT, T, ROUND_PRODUCT)
+        y = _activation(x_row, cc, cc < D, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
         amax = _max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
         if ROUND_PRODUCT or ACT != SILU_AND_MUL:
             ys = ys + (y.to(T),)  # exact: y is T-valued
@@ -272,7 +312,8 @@ def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 
 @triton.jit
 def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
-                      FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
+                      FAST_SILU: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
+                      USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
                       STAGES: tl.constexpr):
     """Sweep 1 of the two-sweep kernels: absmax of one row (NaN propagating); with USE_SCRATCH
     y is also parked in ``y_row``."""
@@ -280,7 +321,7 @@ def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND
     for start in tl.range(0, D, BLOCK_N, num_stages=STAGES):
         cols = start + tl.arange(0, BLOCK_N)[None, :]
         mask = cols < D
-        y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
+        y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
         if USE_SCRATCH:
             tl.store(y_row + cols, y.to(Y), mask=mask)
         amax = _max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
@@ -290,7 +331,7 @@ def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND
 @triton.jit
 def _row_sweep_quantize(x_row, y_row, q_row, D, s, r, ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                         ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
-                        SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
+                        SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
                         USE_SCRATCH: tl.constexpr, STAGES: tl.constexpr):
     """Sweep 2: quantize the row from the scratch row (USE_SCRATCH) or by recomputing y from x."""
     for start in tl.range(0, D, BLOCK_N, num_stages=STAGES):
@@ -299,7 +340,7 @@ def _row_sweep_quantize(x_row, y_row, q_row, D, s, r, ACT: tl.constexpr, QUANT: 
         if USE_SCRATCH:
             y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
         else:
-            y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT)
+            y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
         _quantize(y, q_row, cols, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
 
 
@@ -307,15 +348,16 @@ def _row_sweep_quantize(x_row, y_row, q_row, D, s, r, ACT: tl.constexpr, QUANT: 
 def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                 NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
+                                 NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
+                                 MIN_SCALE: tl.constexpr,
                                  FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
     """Per-token for rows too wide for registers: pass 1 reduces absmax, pass 2 recomputes and stores."""
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
-    a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, False, T, STAGES)
+    a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, FAST_DIV, BLOCK_N, False, T, STAGES)
     s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
     _row_sweep_quantize(x_row, x_row, q_ptr + row * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT, M8, FP8, NAN_CODE,
-                        SATFINITE, FAST_DIV, BLOCK_N, False, STAGES)
+                        SATFINITE, FAST_SILU, FAST_DIV, BLOCK_N, False, STAGES)
     tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
 
 
@@ -323,7 +365,8 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_xm,
                                       ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                       ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
-                                      NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
+                                      NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
+                                      MIN_SCALE: tl.constexpr,
                                       FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr,
                                       Y: tl.constexpr, STAGES: tl.constexpr):
     """Per-token, two sweeps per row, a bounded number of programs looping over rows.
@@ -338,10 +381,11 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
     y_row = y_ptr + pid.to(tl.int64) * D
     for row in range(pid, M, nprog):
         x_row = x_ptr + row.to(tl.int64) * stride_xm
-        a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_DIV, BLOCK_N, USE_SCRATCH, Y, STAGES)
+        a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, FAST_DIV, BLOCK_N, USE_SCRATCH, Y,
+                              STAGES)
         s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
         tl.debug_barrier()  # scratch writes of sweep 1 visible to every thread of the program
         _row_sweep_quantize(x_row, y_row, q_ptr + row.to(tl.int64) * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT,
-                            M8, FP8, NAN_CODE, SATFINITE, FAST_DIV, BLOCK_N, USE_SCRATCH, STAGES)
+                            M8, FP8, NAN_CODE, SATFINITE, FAST_SILU, FAST_DIV, BLOCK_N, USE_SCRATCH, STAGES)
         tl.debug_barrier()  # the next row's sweep 1 must not overwrite scratch still being read
         tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
