@@ -47,22 +47,26 @@ def _bench_graph(fn) -> float:
     return 1e3 * triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
 
 
-def _loop_us(fn, quick: bool) -> float:
+def _loop_us(fns: dict, quick: bool) -> dict[str, float]:
     """Per-call wall time of back-to-back calls, host work included (what a launch-bound caller
-    sees without CUDA graphs): best of 5 rounds of 1000 calls (200 with ``quick``)."""
+    sees without CUDA graphs), for each of ``fns``: best of 7 rounds of 1000 calls (200 with
+    ``quick``), the peers taking turns within each round so that a busy spell of the host hits
+    them alike."""
     import time
 
     n = 200 if quick else 1000
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
+    for fn in fns.values():
+        for _ in range(50):
             fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+    torch.cuda.synchronize()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(7):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            torch.cuda.synchronize()
+            best[name] = min(best[name], (time.perf_counter() - t0) / n * 1e6)
     return best
 
 
@@ -128,11 +132,12 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
                 ours_fn = lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8")  # noqa: E731
                 t["ours_graph"] = _bench_graph(ours_fn)
                 t["compiled_graph"] = _bench_graph(lambda: compiled(x, scale))
-                t["ours_loop"] = _loop_us(ours_fn, quick)
-                t["ours_op_loop"] = _loop_us(lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn), quick)
-                t["compiled_loop"] = _loop_us(lambda: compiled(x, scale), quick)
                 xb, sb = x[:, :H].contiguous(), torch.ones(1, device="cuda")  # a [M, H] relu2 -> fp8 launch
-                t["bare_triton_loop"] = _loop_us(lambda: bare_relu2_fp8_static(xb, sb), quick)
+                loops = _loop_us({"ours": ours_fn,
+                                  "ours_op": lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn),
+                                  "compiled": lambda: compiled(x, scale),
+                                  "bare_triton": lambda: bare_relu2_fp8_static(xb, sb)}, quick)
+                t.update({f"{k}_loop": v for k, v in loops.items()})
                 if "bare_triton" in t:
                     t["bare_triton_graph"] = _bench_graph(lambda: bare_relu2_fp8_static(x, scale))
             timed = {k: v for k, v in t.items() if not k.endswith("_loop")}
