@@ -24,8 +24,8 @@ def producer_table(rows: list[dict]) -> list[str]:
            "|---" * (len(cols) + 5) + "|"]
     for r in rows:
         us = r["us"]
-        out.append(f"| {r['op']} | {r['M']} | " + " | ".join(_f(us.get(c)) for c in cols)
-                   + f" | {r['GBps']['ours']:.0f} | {r['pct_ceiling']['ours']:.1f}% | {r['speedup_vs']['compiled']:.2f}x |")
+        tail = f" | {r['GBps']['ours']:.0f} | {r['pct_ceiling']['ours']:.1f}% | {r['speedup_vs']['compiled']:.2f}x |"
+        out.append(f"| {r['op']} | {r['M']} | " + " | ".join(_f(us.get(c)) for c in cols) + tail)
     return out
 
 
@@ -34,6 +34,8 @@ def targets_table(rows: list[dict]) -> list[str]:
     out = ["| producer | M = 8192 | M = 32768 | vs compiled (8192 / 32768) | target | status |",
            "|---|---|---|---|---|---|"]
     for op in dict.fromkeys(r["op"] for r in rows):
+        if (op, 8192) not in by or (op, 32768) not in by:  # a run with other M
+            continue
         a, b = by[(op, 8192)], by[(op, 32768)]
         kind = "per-token" if "per-token" in op else "static"
         pct, speed = TARGETS[kind]
@@ -68,13 +70,21 @@ def mlp_rows(result: dict, label: str) -> list[str]:
             for r in rows]
 
 
+def _load(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
 def main(argv: list[str]) -> int:
-    act = json.load(open(argv[0]))
+    if not argv:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    act = _load(argv[0])
     print(f"ceiling {act['ceiling_GBps']:.0f} GB/s; {act['versions']}\n")
     for table in (producer_table, targets_table, small_m_table):
         print("\n".join(table(act["rows"])) + "\n")
     if len(argv) > 1:
-        print("\n".join(mlp_rows(json.load(open(argv[1])), argv[2] if len(argv) > 2 else "triton_fp8")))
+        print("\n".join(mlp_rows(_load(argv[1]), argv[2] if len(argv) > 2 else "triton_fp8")))
     return 0
 
 

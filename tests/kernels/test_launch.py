@@ -191,6 +191,7 @@ def test_satfinite_only_where_the_conversion_was_measured(monkeypatch, key_name,
     """SATFINITE (conversion without explicit clamp and NaN select) is chosen for e4m3fn FP8 keys on
     NVIDIA devices only, or when a tuning config asks for it on an FP8 key."""
     monkeypatch.setattr(launch, "_NVIDIA_TORCH", nvidia)
+    monkeypatch.setattr(launch, "_interpreting", lambda: False)
     monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
     plan = launch._plan("relu2", key_name, torch.bfloat16, True, fp8_dtype, 64, 1024, True, device, config)
     assert plan.kwargs["SATFINITE"] is expected
@@ -199,25 +200,30 @@ def test_satfinite_only_where_the_conversion_was_measured(monkeypatch, key_name,
 @pytest.mark.parametrize("act,x_dtype,device,nvidia,arch,config,expected", [
     ("silu_and_mul", torch.bfloat16, 0, True, "sm_90", None, True),
     ("silu_and_mul", torch.bfloat16, 0, True, "sm_100", None, False),  # approximations not measured there
-    ("silu_and_mul", torch.bfloat16, 0, True, None, None, False),
     ("silu_and_mul", torch.float16, 0, True, "sm_90", None, False),  # fp16: two gates would round apart
     ("silu_and_mul", torch.float32, 0, True, "sm_90", None, False),
     ("relu2", torch.bfloat16, 0, True, "sm_90", None, False),  # no silu to speak of
     ("silu_and_mul", torch.bfloat16, 0, False, "sm_90", None, False),  # ROCm build
     ("silu_and_mul", torch.bfloat16, -1, True, "sm_90", None, False),  # interpreter (CPU tensors): no inline PTX
+    ("silu_and_mul", torch.bfloat16, 0, "interpreting", "sm_90", None, False),  # interpreter, CUDA tensors
     ("silu_and_mul", torch.bfloat16, 0, True, "sm_90", (("fast_silu", 0),), False),  # tuning override
-    ("silu_and_mul", torch.bfloat16, 0, True, "sm_100", (("fast_silu", 1),), True),
+    ("silu_and_mul", torch.bfloat16, 0, True, "sm_100", (("fast_silu", 1),), True),  # measuring a new arch
+    ("silu_and_mul", torch.float16, 0, True, "sm_90", (("fast_silu", 1),), False),  # bf16 only, whatever asked
+    ("silu_and_mul", torch.bfloat16, 0, False, "sm_90", (("fast_silu", 1),), False),  # never off NVIDIA
+    ("silu_and_mul", torch.bfloat16, -1, True, "sm_90", (("fast_silu", 1),), False),  # nor in the interpreter
 ])
 def test_fast_silu_only_for_bf16_on_measured_nvidia_archs(monkeypatch, act, x_dtype, device, nvidia, arch, config,
                                                           expected):
     """FAST_SILU (ex2.approx + rcp.approx, measured to round like torch for every bf16 gate on the
-    H200) is chosen for bf16 silu_and_mul on NVIDIA devices of an arch whose heuristics say so; the
-    per-token heuristics then chunk its rows at every M, like relu2's."""
-    monkeypatch.setattr(launch, "_NVIDIA_TORCH", nvidia)
-    monkeypatch.setattr(launch, "_arch", lambda: arch)
+    H200) is chosen for bf16 silu_and_mul on an NVIDIA device whose own arch's heuristics say so (or a
+    tuning config asks, on NVIDIA); the per-token heuristics then chunk its rows at every M, like relu2's."""
+    monkeypatch.setattr(launch, "_NVIDIA_TORCH", bool(nvidia))
+    monkeypatch.setattr(launch, "_interpreting", lambda: nvidia == "interpreting")
+    monkeypatch.setattr(launch, "_cuda_arch", lambda index: arch)
     monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
     for key_name in ("fp8_static_tensor", "int8_dynamic_token"):
         plan = launch._plan(act, key_name, x_dtype, True, torch.float8_e4m3fn, 8192, 14336, False, device, config)
         assert plan.kwargs["FAST_SILU"] is expected
+        assert "fast_silu" not in plan.kwargs, "the override is consumed, never passed to the kernel"
         if key_name == "int8_dynamic_token" and act == "silu_and_mul" and config is None:
             assert plan.variant == ("chunks" if expected else "persistent")

@@ -1,17 +1,18 @@
 """Triton device code: activation + quantization in one pass (NUMERICS.md, bit for bit).
 
 Parity with torch's CUDA math: ``exp`` is libdevice's accurate expf (what
-torch's silu kernel calls; ``tl.exp`` is the approximate ex2 path) and every
+torch's silu kernel calls; ``tl.exp`` is the approximate ex2 path), every
 division is ``div_rn`` (IEEE, as nvcc compiles ``/`` without fast-math; Triton's
-``/`` is approximate), except in the bf16 silu of ``FAST_SILU`` (``_silu``:
-approximate, proven to round to torch's bf16 for every input), rounding to int8 is ``float2int_rn`` (round-half-even,
+``/`` is approximate), rounding to int8 is ``float2int_rn`` (round-half-even,
 saturating, NaN -> 0) followed by an integer clamp, and NaN is carried by
 comparisons, integer maxima over bit patterns or ``maximum(propagate_nan=ALL)``,
 never by plain ``maximum``/``clamp`` (their NaN rules differ between GPU and
 interpreter). On NVIDIA GPUs the e4m3fn conversion itself saturates and maps every NaN
 to 0x7F (``SATFINITE``); elsewhere the clamp and the NaN code are explicit. Every
 instruction per element counts: at H = 14336 these kernels are close to the issue limit
-of the SMs, not only to the memory bandwidth.
+of the SMs, not only to the memory bandwidth. One exception to the accurate math: with
+``FAST_SILU`` the bf16 silu uses ex2.approx and rcp.approx (``_silu``; measured on sm_90 to
+round to torch's bf16 for all 65,536 inputs).
 
 With ``FAST_DIV`` the quantizers' divisions by a per-tensor or per-row scale are computed
 without a per-element ``div_rn``: the correctly rounded reciprocal once, then a product and two
@@ -82,15 +83,16 @@ def _silu(g, FAST_SILU: tl.constexpr):
     to the same bf16.
 
     Exact path: libdevice's accurate expf and ``div_rn``, about 20 instructions per element.
-    FAST_SILU (bf16 inputs on NVIDIA GPUs only): ``ex2.approx`` and ``rcp.approx`` (two MUFU ops and
-    four FP32 ops). It is not torch's fp32 value, but rounded to bf16 it equals torch's for every one
-    of the 65,536 bf16 inputs, which is all the spec keeps of it (s = T(silu(g))); measured on the
-    H200 (tests/gpu/test_fast_paths_gpu.py). Numerator and denominator are scaled by 1/4 (exactly:
-    ``fma(e, 1/4, 1/4)`` is ``RN(1 + e) / 4``) so the reciprocal of a denominator up to FLT_MAX stays
-    above 2^-126 and is not flushed: without the scaling g in {-87.5, -88, -88.5} gave -0 where torch
-    gives a normal bf16. exp(-g) = +Inf (g < -88.72) gives -0 like torch's ``g / Inf``. Not used for
-    fp16: there g = -2.7246 and -4.9219 round differently (ex2.approx's error meets fp16's finer
-    rounding), and an exact fp16 variant costs about what the exact path does.
+    FAST_SILU (bf16 inputs on the NVIDIA archs whose heuristics enable it: sm_90): ``ex2.approx`` and
+    ``rcp.approx`` (two MUFU ops and four FP32 ops). It is not torch's fp32 value, but rounded to bf16
+    it equals torch's for every one of the 65,536 bf16 inputs, which is all the spec keeps of it
+    (s = T(silu(g))); measured on the H200 (tests/gpu/test_fast_paths_gpu.py). Numerator and
+    denominator are scaled by 1/4 (exactly: ``fma(e, 1/4, 1/4)`` is ``RN(1 + e) / 4``) so the
+    reciprocal of a denominator up to FLT_MAX stays above 2^-126 and is not flushed: without the
+    scaling g in {-87.5, -88, -88.5} gave -0 where torch gives a normal bf16. exp(-g) = +Inf
+    (g < -88.72) gives -0 like torch's ``g / Inf``. Not used for fp16: there g = -2.7246 and -4.9219
+    round differently (ex2.approx's error meets fp16's finer rounding), and an exact fp16 variant
+    costs about what the exact path does.
     """
     if FAST_SILU:
         d4 = tl.fma(tl.exp2(g * -_LOG2E), 0.25, 0.25)
