@@ -130,12 +130,12 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     fast_div = bool(cfg.pop("fast_div", 1))
     nvidia = device_index >= 0 and _NVIDIA_TORCH and not _interpreting()
     satfinite_ok = bool(cfg.pop("satfinite", nvidia))  # the interpreter tests model it (shim)
-    fast_silu = cfg.pop("fast_silu", None)  # a tuning override still needs NVIDIA (inline PTX)
-    if fast_silu is None:  # the approximate units' results are the device's arch's own
-        fast_silu = (act == "silu_and_mul" and x_dtype == torch.bfloat16 and nvidia
-                     and heuristics.config_for(_cuda_arch(device_index)).fast_silu)
-    common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, satfinite_ok,
-                         nvidia and bool(fast_silu))
+    # the approximate units' results are the device's own arch's; a tuning override still needs NVIDIA
+    # (inline PTX). Which producers may use it is _constexprs' business.
+    fast_silu = cfg.pop("fast_silu", None)
+    fast_silu_ok = nvidia and bool(heuristics.config_for(_cuda_arch(device_index)).fast_silu
+                                   if fast_silu is None else fast_silu)
+    common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, satfinite_ok, fast_silu_ok)
     scratch = None
     if not per_token:
         cfg = cfg or heuristics.static_launch(m, d, arch, act)

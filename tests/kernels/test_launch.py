@@ -192,6 +192,7 @@ def test_satfinite_only_where_the_conversion_was_measured(monkeypatch, key_name,
     NVIDIA devices only, or when a tuning config asks for it on an FP8 key."""
     monkeypatch.setattr(launch, "_NVIDIA_TORCH", nvidia)
     monkeypatch.setattr(launch, "_interpreting", lambda: False)
+    monkeypatch.setattr(launch, "_cuda_arch", lambda index: "sm_90")
     monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
     plan = launch._plan("relu2", key_name, torch.bfloat16, True, fp8_dtype, 64, 1024, True, device, config)
     assert plan.kwargs["SATFINITE"] is expected
