@@ -37,6 +37,15 @@ def _compute(x, scale, act, key, round_product, fp8_dtype):
     return q.contiguous(), (s.contiguous() if K.is_per_token(key) else s)
 
 
+def bind(x: torch.Tensor, act: str, key: K.QuantKey, round_product: bool, fp8_dtype: torch.dtype):
+    """``_compute`` resolved once for every input with ``x``'s metadata: the Triton launch bound to
+    it (``(x, scale) -> (q, scale)``) for GPU rows; None otherwise."""
+    rows = launch.rows_view(x) if x.is_cuda else None
+    if rows is None:
+        return None
+    return launch.bind_rows(x, rows, act, K.key_name(key), round_product, fp8_dtype)
+
+
 def _compute_named(x, scale, act, key_name, round_product, fp8):
     return _compute(x, scale, act, K.key_from_name(key_name), round_product, FP8_NAMES[fp8])
 

@@ -35,6 +35,9 @@ logger = logging.getLogger("fused_quant")
 
 ProducerFn = Callable[..., "tuple[torch.Tensor, torch.Tensor]"]
 SupportFn = Callable[[torch.Tensor, Optional[torch.Tensor]], "tuple[bool, str]"]
+# bind(x, scale, *, numerics, fp8_dtype) -> a callable (x, scale) -> (q, scale) valid for every input
+# with x's and scale's metadata (dtype, shape, strides, device), or None
+BindFn = Callable[..., "Callable[[torch.Tensor, Optional[torch.Tensor]], tuple[torch.Tensor, torch.Tensor]] | None"]
 
 
 class Producer(NamedTuple):
@@ -44,6 +47,7 @@ class Producer(NamedTuple):
     backend: str
     fn: ProducerFn  # fn(x, scale, *, numerics: NumericsProfile, fp8_dtype) -> (q, scale)
     supported: SupportFn | None = None
+    bind: BindFn | None = None  # optional: fn's work resolved once per input signature
 
     def check(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
         return (True, "") if self.supported is None else self.supported(x, scale)
@@ -97,16 +101,23 @@ def _debug(msg: str, *args) -> None:
         logger.debug(msg, *args)
 
 
-def register_producer(act_type: type, key: K.QuantKey, *, backend: str,
-                      supported: SupportFn | None = None) -> Callable[[ProducerFn], ProducerFn]:
-    """Decorator: register ``fn(x, scale, *, numerics, fp8_dtype) -> (q, scale)`` for a backend."""
+def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supported: SupportFn | None = None,
+                      bind: BindFn | None = None) -> Callable[[ProducerFn], ProducerFn]:
+    """Decorator: register ``fn(x, scale, *, numerics, fp8_dtype) -> (q, scale)`` for a backend.
+
+    ``bind(x, scale, *, numerics, fp8_dtype)``, optional, returns a callable ``(x, scale) -> (q, scale)``
+    that does ``fn``'s work for every input with the same metadata as ``x`` and ``scale`` (or None):
+    the registry then runs the checks once per call signature and afterwards calls it directly
+    (launch-bound sizes). A producer with ``bind`` must have a ``supported`` that reads metadata only.
+    """
     key = K.normalize_key(key)
     K.key_name(key)
 
     def deco(fn: ProducerFn) -> ProducerFn:
         table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
-        table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported)
+        table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported, bind)
+        clear_call_cache()
         return fn
 
     return deco
@@ -173,9 +184,67 @@ def _env_numerics() -> str:
     return envs.numerics()
 
 
-def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None,
-         profile: NumericsProfile) -> QuantizedActivation:
-    q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
+class _BoundCall(NamedTuple):
+    """A validated call, for every input with the same metadata: the producer bound to it."""
+
+    fn: Callable  # (x, scale) -> (q, scale)
+    count: tuple[str, str, str]
+    key: K.QuantKey  # the producer's key, carried by its output
+    pin: object  # the caller's key object: kept alive, so its id in the call signature stays its own
+    orig_dtype: torch.dtype
+
+    def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> QuantizedActivation:
+        q, s = self.fn(x, scale)
+        _COUNTS[self.count] += 1
+        return QuantizedActivation(data=q, scale=s, orig_dtype=self.orig_dtype, orig_shape=q.shape,
+                                   quant_key=self.key)
+
+
+# Calls whose checks passed, by signature: (form, activation, id of the key, numerics, backend, and the
+# metadata of the input and scale tensors). Every check of a producer call reads metadata only, so a
+# call with the same signature passes them again and goes straight to its bound producer.
+_CALLS: dict[tuple, _BoundCall] = {}
+_MAX_CALLS = 4096
+
+
+def clear_call_cache() -> None:
+    """Forget the validated call signatures (after producers or the backend choice changed)."""
+    _CALLS.clear()
+
+
+def _checked_call(form: str, act: object, key: object, numerics: object, backend: object, x: object,
+                  scale: object) -> tuple[tuple | None, _BoundCall | None]:
+    """(signature, the bound call of an earlier call with it or None). No signature under
+    torch.compile (Dynamo traces the checks) or when an argument is not a plain tensor or cannot be
+    hashed: the full checks run and name what is wrong."""
+    if torch.compiler.is_compiling() or type(x) is not torch.Tensor:
+        return None, None
+    if scale is None:
+        s = None
+    elif type(scale) is torch.Tensor:
+        s = (scale.dtype, scale.shape, scale.device)
+    else:
+        return None, None
+    sig = (form, act, id(key), numerics, backend, x.dtype, x.shape, x.stride(), x.device, s)
+    try:
+        return sig, _CALLS.get(sig)
+    except TypeError:  # an unhashable numerics or backend argument
+        return None, None
+
+
+def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: NumericsProfile,
+         sig: tuple | None = None, pin: object = None) -> QuantizedActivation:
+    fp8_dtype = platform_fp8_dtype()
+    bound = None
+    if sig is not None and prod.bind is not None:
+        bound = prod.bind(x, scale, numerics=profile, fp8_dtype=fp8_dtype)
+    if bound is not None:
+        call = _BoundCall(bound, (prod.backend, prod.act, K.key_name(prod.key)), prod.key, pin, x.dtype)
+        if len(_CALLS) >= _MAX_CALLS:
+            _CALLS.clear()
+        _CALLS[sig] = call
+        return call(x, scale)
+    q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=fp8_dtype)
     if not torch.compiler.is_compiling():
         _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
     return QuantizedActivation(data=q, scale=s, orig_dtype=x.dtype, orig_shape=q.shape, quant_key=prod.key)
@@ -202,18 +271,23 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     key = get_input_quant_key(linear)
     if key is None:
         return act_fn(x)
+    scale = _static_scale(linear, key)
+    if numerics is None:
+        numerics = _env_numerics()
+    sig, call = _checked_call("maybe", type(act_fn), key, numerics, None, x, scale)
+    if call is not None:
+        return call(x, scale)
     backend = current_backend_name()
     prod = lookup(type(act_fn), key, backend)
     if prod is None:
         return act_fn(x)
     check_activation_input(x, prod.act)  # malformed input raises; unsupported input falls back
-    scale = _static_scale(linear, key)
     why = _scale_problem(key, scale, x)
     ok, reason = (False, why) if why else prod.check(x, scale)
     if not ok:
         _debug("fused-quant: %s -> %s on %s falls back to the plain activation: %s", prod.act, key, backend, reason)
         return act_fn(x)
-    return _run(prod, x, scale, get_profile(numerics if numerics is not None else _env_numerics()))
+    return _run(prod, x, scale, get_profile(numerics), sig, key)
 
 
 def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey,
@@ -226,6 +300,9 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     take is computed by the ``torch`` backend instead (same bits); a named
     ``backend`` never falls back and raises ``BackendUnavailableError``.
     """
+    sig, call = _checked_call("fused", act if type(act) is str else type(act), key, numerics, backend, x, scale)
+    if call is not None:
+        return call(x, scale)
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
     check_activation_input(x, act_name)
     if not isinstance(key, K.QuantKey):
@@ -249,7 +326,7 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
         ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {name}")
         if not ok:
             raise BackendUnavailableError(f"backend {backend} cannot run {act_name} -> {name}: {reason}")
-    return _run(prod, x, scale, profile)
+    return _run(prod, x, scale, profile, sig, key)
 
 
 def quantize(x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,

@@ -84,10 +84,12 @@ def reset_current_backend() -> None:
     """Forget the cached selection (after changing FUSED_QUANT_BACKEND in-process)."""
     global _current
     from fused_quant.gemm import clear_gemm_selection_cache
+    from fused_quant.registry import clear_call_cache
 
     with _lock:
         _current = None
     clear_gemm_selection_cache()
+    clear_call_cache()
 
 
 def get_backend(name: str) -> Backend:

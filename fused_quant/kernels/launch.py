@@ -46,13 +46,15 @@ def triton_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool,
 
 @functools.cache
 def _tl():
+    """(the kernels' module, torch -> Triton dtypes, Triton's runtime knobs), imported on first use."""
+    import triton
     import triton.language as tl
 
     from fused_quant.kernels.triton import act_quant
 
     dtypes = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32,
               torch.float8_e4m3fn: tl.float8e4nv, torch.float8_e4m3fnuz: tl.float8e4b8}
-    return act_quant, dtypes
+    return act_quant, dtypes, triton.knobs.runtime
 
 
 def _arch() -> str | None:
@@ -89,7 +91,7 @@ def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bo
     """The kernels' compile-time arguments for one producer (built once; callers must not mutate).
     ``satfinite_ok``: the device's e4m3fn conversion may do the FP8 clamp and NaN code;
     ``fast_silu_ok``: the device may compute a bf16 silu with its approximate ex2 and reciprocal."""
-    _, tl_dtypes = _tl()
+    _, tl_dtypes, _ = _tl()
     key = K.key_from_name(key_name)
     fp8 = K.is_fp8(key)
     out = dict(
@@ -123,7 +125,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
           d: int, flat_ok: bool, device_index: int, config: tuple | None) -> _Plan:
     """The launch for one (producer, M, D) on one device (-1: the interpreter's CPU tensors):
     the heuristics (or ``config`` when tuning) made concrete."""
-    kernels, tl_dtypes = _tl()
+    kernels, tl_dtypes, _ = _tl()
     per_token = _outputs(key_name, fp8_dtype)[1]
     arch = _arch()
     cfg = dict(config) if config else {}
@@ -183,6 +185,8 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
 def reset_plans() -> None:
     """Forget the cached launch plans (after the heuristics' data changed)."""
     _plan.cache_clear()
+    _bound.cache_clear()
+    _Generation.value += 1  # bound launches held elsewhere re-plan on their next call
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,28 +210,100 @@ def launch_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key: K.QuantKey, sc
                 round_product: bool, fp8_dtype: torch.dtype,
                 config: dict[str, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``launch_act_quant`` for ``x`` already viewed as rows (``x2 = rows_view(x)``)."""
-    m, d_in = x2.shape
-    d = d_in // 2 if act == "silu_and_mul" else d_in
-    key_name = K.key_name(key)
-    q_dtype, per_token = _outputs(key_name, fp8_dtype)
-    lead = x.shape[:-1]
-    q = torch.empty((*lead, d), dtype=q_dtype, device=x.device)
-    s = torch.empty((*lead, 1), dtype=torch.float32, device=x.device) if per_token else scale
-    if m == 0:
+    return bind_rows(x, x2, act, K.key_name(key), round_product, fp8_dtype, config)(x, scale)
+
+
+def bind_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key_name: str, round_product: bool,
+              fp8_dtype: torch.dtype, config: dict[str, int] | None = None) -> "BoundLaunch":
+    """The launch of one producer for every input with ``x``'s dtype, shape, strides and device."""
+    if config:
+        return BoundLaunch(x, x2, act, key_name, round_product, fp8_dtype, tuple(config.items()))
+    return _bound(act, key_name, x.dtype, round_product, fp8_dtype, x.shape, x.stride(), x.device)
+
+
+@functools.lru_cache(maxsize=4096)
+def _bound(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype,
+           shape: torch.Size, strides: tuple[int, ...], device: torch.device) -> "BoundLaunch":
+    x = torch.empty_strided(shape, strides, dtype=x_dtype, device="meta")  # metadata only
+    return BoundLaunch(x, rows_view(x), act, key_name, round_product, fp8_dtype, None, device)
+
+
+class _Generation:
+    """Bumped by ``reset_plans``: a bound launch re-plans when it sees a newer one."""
+
+    value = 0
+
+
+class BoundLaunch:
+    """One producer's launch for one input signature (dtype, shape, strides, device), resolved once:
+    output shapes, the plan and, after Triton has compiled the kernel for 16-byte aligned operands,
+    that compiled kernel. A call allocates the outputs and launches it directly: none of the per-call
+    planning, argument binding and re-keying of Triton's JIT call, which cost more than the small
+    kernels themselves take on the GPU. Anything the direct launch does not cover (unaligned
+    operands, another current device, Triton launch hooks, the interpreter, the persistent kernel's
+    scratch) takes ``_launch``, which is Triton's own JIT path on a miss.
+    """
+
+    __slots__ = ("args", "q_shape", "q_dtype", "s_shape", "device", "index", "rows", "tail", "plan", "spec",
+                 "direct", "generation", "q_small", "rest")
+
+    def __init__(self, x: torch.Tensor, x2: torch.Tensor, act: str, key_name: str, round_product: bool,
+                 fp8_dtype: torch.dtype, config: tuple | None, device: torch.device | None = None):
+        self.args = (act, key_name, x.dtype, round_product, fp8_dtype, config, x2.stride(0), x2.shape)
+        self.device = x.device if device is None else device
+        self.index = self.device.index if self.device.type == "cuda" else -1
+        m, d_in = x2.shape
+        d = d_in // 2 if act == "silu_and_mul" else d_in
+        self.q_dtype, per_token = _outputs(key_name, fp8_dtype)
+        lead = tuple(x.shape[:-1])
+        self.q_shape, self.s_shape = (*lead, d), ((*lead, 1) if per_token else None)
+        # on ROCm q's storage (its exact size) is part of the specialization
+        self.q_small = m * d * self.q_dtype.itemsize <= _MAX_INT32
+        self.rows = None if x.dim() == 2 else (m, d_in)  # x.view(rows) is x2
+        self._replan()
+
+    def _replan(self) -> None:
+        act, key_name, x_dtype, round_product, fp8_dtype, config, row_stride, (m, d_in) = self.args
+        d = self.q_shape[-1]
+        self.generation, self.direct, self.plan, self.spec = _Generation.value, None, None, None
+        if m == 0:
+            return
+        self.plan = plan = _plan(act, key_name, x_dtype, round_product, fp8_dtype, m, d,
+                                 act != "silu_and_mul" and row_stride == d_in, self.index, config)
+        self.tail = (m * d,) if plan.variant == "flat" else (m, d, row_stride)
+        self.rest = (*self.tail, *plan.consts)  # after (x2, q, s) in the direct launch
+        if plan.variant != "persistent":  # it takes a scratch operand: always the generic path
+            self.spec = (plan.kernel_id, self.index, _tensor_spec(x_dtype), _tensor_spec(self.q_dtype, True, self.q_small),
+                         _tensor_spec(torch.float32), *[_arg_spec(a) for a in self.tail])
+
+    def _compiled(self) -> tuple | None:
+        """The direct launch's (launcher, grid, function, metadata), once Triton has compiled the kernel."""
+        compiled = _COMPILED.get(self.spec) if self.spec is not None else None
+        if compiled is not None:
+            self.direct = (compiled.run, *self.plan.grid, compiled.function, compiled.packed_metadata)
+        return self.direct
+
+    def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        q = torch.empty(self.q_shape, dtype=self.q_dtype, device=self.device)
+        s = scale if self.s_shape is None else torch.empty(self.s_shape, dtype=torch.float32, device=self.device)
+        if self.generation != _Generation.value:
+            self._replan()
+        plan = self.plan
+        if plan is None:  # M = 0: nothing to launch
+            return q, s
+        x2 = x if self.rows is None else x.view(self.rows)
+        direct = self.direct or self._compiled()
+        if (direct is not None and s.dtype == torch.float32 and not (x2.data_ptr() | q.data_ptr() | s.data_ptr()) & 15
+                and _direct_now(self.index, x2, s)):
+            run, g0, g1, g2, function, metadata = direct
+            run(g0, g1, g2, _raw_stream(self.index), function, metadata, None, None, None, x2, q, s, *self.rest)
+        elif plan.variant == "persistent":
+            y = torch.empty((plan.grid[0], self.q_shape[-1]) if plan.scratch else (1,),
+                            dtype=plan.scratch or x.dtype, device=self.device)
+            _launch(plan, (x2, q, s, y, *self.tail))
+        else:
+            _launch(plan, (x2, q, s, *self.tail))
         return q, s
-    plan = _plan(act, key_name, x.dtype, round_product, fp8_dtype, m, d, act != "silu_and_mul" and x2.stride(0) == d_in,
-                 x.get_device(), tuple(config.items()) if config else None)
-    if plan.variant == "flat":
-        args = (x2, q, scale, m * d)
-    elif not per_token:
-        args = (x2, q, scale, m, d, x2.stride(0))
-    elif plan.variant == "persistent":
-        y = torch.empty((plan.grid[0], d) if plan.scratch else (1,), dtype=plan.scratch or x.dtype, device=x.device)
-        args = (x2, q, s, y, m, d, x2.stride(0))
-    else:
-        args = (x2, q, s, m, d, x2.stride(0))
-    _launch(plan, args)
-    return q, s
 
 
 # Compiled kernels by (plan, device, argument specialization). Triton's JIT call re-binds and
@@ -238,6 +314,15 @@ def launch_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key: K.QuantKey, sc
 _COMPILED: dict[tuple, object] = {}
 _HIP = getattr(torch.version, "hip", None) is not None
 _MAX_INT32 = (1 << 31) - 1
+# What Triton's launcher itself asks torch for (the current device, and its current stream: the
+# capturing one under CUDA graph capture); attribute lookups only, nothing is initialized here.
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None)
+               or (lambda index: torch.cuda.current_stream(index).cuda_stream))
+
+
+def _tensor_spec(dtype: torch.dtype, aligned: bool = True, small: bool = True) -> tuple:
+    return (dtype, aligned, small) if _HIP else (dtype, aligned)
 
 
 def _arg_spec(a) -> int | tuple:
@@ -246,9 +331,22 @@ def _arg_spec(a) -> int | tuple:
     (buffer ops), a storage within 2 GiB."""
     if type(a) is int:
         return (a == 1) | ((a % 16 == 0) << 1) | ((not -(1 << 31) <= a <= _MAX_INT32) << 2)
-    if _HIP:
-        return a.dtype, a.data_ptr() % 16 == 0, a.untyped_storage().size() <= _MAX_INT32
-    return a.dtype, a.data_ptr() % 16 == 0
+    return _tensor_spec(a.dtype, a.data_ptr() % 16 == 0, _HIP and a.untyped_storage().size() <= _MAX_INT32)
+
+
+def _hooked(hook: object) -> bool:
+    """A Triton launch hook is set: a function, or a chain (``HookChain``) holding any."""
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def _direct_now(index: int, x2: torch.Tensor, s: torch.Tensor) -> bool:
+    """Whether a bound launch's compiled kernel may run now: loaded for the current device, no Triton
+    launch hooks to call, and on ROCm operands within the 2 GiB its buffer ops were compiled for
+    (the outputs are allocated to their exact size, checked when planned)."""
+    runtime = _tl()[2]  # imported by the plan before any direct launch
+    if _current_device() != index or _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook):
+        return False
+    return not _HIP or (x2.untyped_storage().size() <= _MAX_INT32 and s.untyped_storage().size() <= _MAX_INT32)
 
 
 def _launch(plan: _Plan, args: tuple) -> None:

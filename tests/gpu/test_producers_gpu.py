@@ -182,3 +182,38 @@ def test_direct_launch_follows_specialization(backend, key_name, key):
         cases.append((act, base[: 32 * 2 * 1024].view(32, 2048)[:, :1024 if act == "relu2" else 2048][::2]))
     for act, x in cases * 2:
         _check(backend, act, x, key)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name,key", KEYS)
+def test_validated_calls_launch_the_compiled_kernel_directly(backend, key_name, key, monkeypatch):
+    """A call signature seen before skips the checks and launches its compiled kernel directly (no
+    ``_launch``): fresh values each call, on the default and on a side stream, bitwise against the
+    reference; an unaligned input of the same shape takes the generic launch and is right too."""
+    from fused_quant.kernels import launch
+
+    def rows(seed, offset=0):
+        g = torch.Generator(device=CUDA).manual_seed(seed)
+        base = (torch.randn(16 * 2048 + 8, generator=g, device=CUDA) * 3).to(torch.bfloat16)
+        return base[offset:offset + 16 * 2048].view(16, 2048)
+
+    for seed in range(2):  # checks, bind and Triton's JIT; then the compiled kernel is known
+        _check(backend, "silu_and_mul", rows(seed), key)
+    generic = []
+    real = launch._launch
+    monkeypatch.setattr(launch, "_launch", lambda plan, args: (generic.append(plan.variant), real(plan, args)))
+    for seed in range(2, 5):
+        _check(backend, "silu_and_mul", rows(seed), key)
+    side = torch.cuda.Stream()
+    x = rows(5)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        qa = fused_act_quant("silu_and_mul", x, key, _scale(key), backend=backend)
+    side.synchronize()
+    q, s = act_quant_ref("silu_and_mul", x, key, _scale(key), fp8_dtype=qa.data.dtype
+                         if K.is_fp8(key) else torch.float8_e4m3fn)
+    assert_bits_equal(qa.data, q, "side stream q")
+    assert_bits_equal(qa.scale, s, "side stream scale")
+    assert not generic, f"validated calls went through the generic launch: {generic}"
+    _check(backend, "silu_and_mul", rows(6, offset=1), key)
+    assert len(generic) == 1

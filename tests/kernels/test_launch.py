@@ -228,3 +228,140 @@ def test_fast_silu_only_for_bf16_on_measured_nvidia_archs(monkeypatch, act, x_dt
         assert "fast_silu" not in plan.kwargs, "the override is consumed, never passed to the kernel"
         if key_name == "int8_dynamic_token" and act == "silu_and_mul" and config is None:
             assert plan.variant == ("chunks" if expected else "persistent")
+
+
+# --- bound launches: one input signature resolved once ------------------------------------------
+
+
+class _Run:
+    """Stands in for a compiled kernel's launcher: records what the direct launch passes."""
+
+    function, packed_metadata = "function", "metadata"
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, *args):
+        self.calls.append(args)
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    """Kernels never run: ``_launch`` and the compiled kernels' launcher record their calls; the
+    current device is the CPU tensors' index (-1) unless a test says otherwise."""
+    generic = []
+    monkeypatch.setattr(launch, "_COMPILED", {})
+    monkeypatch.setattr(launch, "_launch", lambda plan, args: generic.append((plan, args)))
+    monkeypatch.setattr(launch, "_current_device", lambda: -1)
+    monkeypatch.setattr(launch, "_raw_stream", lambda index: ("stream", index))
+    return generic
+
+
+def _aligned(shape, dtype=torch.bfloat16, offset=0):
+    """A tensor of ``shape`` whose data starts ``offset`` elements into a 16-byte aligned buffer."""
+    n = 1
+    for s in shape:
+        n *= s
+    return torch.zeros(n + 16, dtype=dtype)[offset:offset + n].view(shape)
+
+
+def _bind(x, act="relu2", key_name="fp8_static_tensor"):
+    return launch.bind_rows(x, launch.rows_view(x), act, key_name, True, torch.float8_e4m3fn)
+
+
+@pytest.mark.parametrize("key_name", list(K.KEYS))
+def test_bound_launch_goes_direct_once_its_aligned_kernel_is_compiled(key_name, direct):
+    x = _aligned((16, 1024))
+    scale = torch.tensor([0.5]) if K.is_static(K.KEYS[key_name]) else None
+    bound = _bind(x, key_name=key_name)
+    assert _bind(x, key_name=key_name) is bound, "one bound launch per signature"
+    q, s = bound(x, scale)
+    assert len(direct) == 1 and direct[0][1][:3] == (x, q, s) and direct[0][1][3:] == bound.tail
+    assert q.shape == (16, 1024) and q.dtype == K.storage_dtype(K.KEYS[key_name], torch.float8_e4m3fn)
+    assert s is scale if scale is not None else s.shape == (16, 1) and s.dtype == torch.float32
+    # the key _launch files a kernel under for these (aligned) operands is the bound launch's
+    assert bound.spec == (bound.plan.kernel_id, -1, *[launch._arg_spec(a) for a in direct[0][1]])
+    compiled = launch._COMPILED[bound.spec] = _Run()
+    x2 = _aligned((16, 1024))
+    q2, s2 = bound(x2, scale)
+    g = bound.plan.grid
+    assert compiled.calls == [(g[0], g[1], g[2], ("stream", -1), "function", "metadata", None, None, None,
+                               x2, q2, s2, *bound.tail, *bound.plan.consts)]
+    assert len(direct) == 1
+
+
+def test_bound_launch_falls_back_to_the_generic_launch(direct, monkeypatch):
+    """Unaligned operands, a scale that is not float32, another current device and Triton launch
+    hooks all take ``_launch`` (which specializes and honours them)."""
+    x = _aligned((16, 1024))
+    bound = _bind(x)
+    compiled = launch._COMPILED[bound.spec] = _Run()
+    scale = torch.tensor([0.5])
+    bound(_aligned((16, 1024), offset=1), scale)
+    bound(x, _aligned((1,), torch.float32, offset=1))
+    bound(x, torch.tensor([0.5], dtype=torch.float64))
+    monkeypatch.setattr(launch, "_current_device", lambda: 1)
+    bound(x, scale)
+    monkeypatch.setattr(launch, "_current_device", lambda: -1)
+    for name in ("launch_enter_hook", "launch_exit_hook"):
+        hook = getattr(triton.knobs.runtime, name)
+        if hasattr(hook, "add"):  # a HookChain (newer Triton): a hook is added to it
+            hook.add(_a_hook)
+            bound(x, scale)
+            hook.remove(_a_hook)
+        else:  # a plain attribute: a function or None
+            monkeypatch.setattr(triton.knobs.runtime, name, _a_hook)
+            bound(x, scale)
+            monkeypatch.setattr(triton.knobs.runtime, name, hook)
+    assert len(direct) == 6 and not compiled.calls
+    bound(x, scale)
+    assert len(compiled.calls) == 1
+
+
+def _a_hook(*args):
+    return None
+
+
+@pytest.mark.parametrize("hook, hooked", [(None, False), (_a_hook, True)])
+def test_hooked_reads_functions_and_chains(hook, hooked):
+    assert launch._hooked(hook) is hooked
+    chain = type("Chain", (), {"calls": [hook] if hook else []})()
+    assert launch._hooked(chain) is hooked
+
+
+def test_bound_launch_on_rocm_checks_storages_within_2_gib(direct, monkeypatch):
+    """Triton's HIP backend specializes on a storage within 2 GiB (buffer ops): a direct launch
+    needs the input's and the scale's storages to be; q's exact size is part of the key."""
+    monkeypatch.setattr(launch, "_HIP", True)
+    big = torch.empty(2**31 + 64, dtype=torch.bfloat16, device="meta")
+    x = _aligned((16, 1024))
+    bound = _bind(x)
+    assert bound.spec[3] == (torch.float8_e4m3fn, True, True)
+    compiled = launch._COMPILED[bound.spec] = _Run()
+    bound(x, torch.tensor([0.5]))
+    assert len(compiled.calls) == 1
+    assert not launch._direct_now(-1, big[: 16 * 1024].view(16, 1024), torch.tensor([0.5]))
+    assert launch._direct_now(-1, x, torch.tensor([0.5]))
+
+
+def test_bound_launch_views_rows_and_skips_empty_inputs(direct):
+    x = _aligned((2, 8, 1024))
+    bound = _bind(x, act="silu_and_mul", key_name="int8_dynamic_token")
+    q, s = bound(x, None)
+    assert q.shape == (2, 8, 512) and s.shape == (2, 8, 1)
+    assert direct[0][1][0].shape == (16, 1024) and direct[0][1][0].data_ptr() == x.data_ptr()
+    empty = _bind(torch.zeros(0, 3, 1024, dtype=torch.bfloat16), key_name="int8_dynamic_token")
+    q, s = empty(torch.zeros(0, 3, 1024, dtype=torch.bfloat16), None)
+    assert q.shape == (0, 3, 1024) and s.shape == (0, 3, 1) and len(direct) == 1 and empty.plan is None
+
+
+def test_bound_launch_replans_after_reset_plans(direct):
+    x = _aligned((16, 1024))
+    bound = _bind(x)
+    launch._COMPILED[bound.spec] = _Run()
+    plan = bound.plan
+    bound(x, torch.tensor([0.5]))
+    launch.reset_plans()
+    assert _bind(x) is not bound
+    bound(x, torch.tensor([0.5]))  # held elsewhere (a validated call): plans again
+    assert bound.plan is not plan and bound.plan.kernel_id is plan.kernel_id and bound.direct is not None

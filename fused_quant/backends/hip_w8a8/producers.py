@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from fused_quant import keys as K
-from fused_quant.backends.fallback.producers import produce
+from fused_quant.backends.fallback.producers import register_every_producer
 from fused_quant.kernels.launch import triton_supported
-from fused_quant.registry import act_types, platform_has_fp8, platform_label, register_producer
+from fused_quant.registry import platform_has_fp8, platform_label
 
 BACKEND = "hip_w8a8"
 
@@ -21,8 +19,4 @@ def _fp8_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, s
     return triton_supported(x, scale)
 
 
-for _act, _type in act_types().items():
-    for _key in K.KEYS.values():
-        register_producer(_type, _key, backend=BACKEND,
-                          supported=_fp8_supported if K.is_fp8(_key) else triton_supported)(
-            functools.partial(produce, _act, key=_key))
+register_every_producer(BACKEND, lambda key: _fp8_supported if K.is_fp8(key) else triton_supported, bound=True)
