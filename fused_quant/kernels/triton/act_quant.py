@@ -207,10 +207,10 @@ def _quantize(y, q_ptr, q_offs, mask, s, r, QUANT: tl.constexpr, M8: tl.constexp
 def _quantize_static(y, q_ptr, q_offs, mask, scale_ptr, QUANT: tl.constexpr, M8: tl.constexpr,
                      FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
     """Per-tensor scale: the int8 division takes the fast path only for scales in its proven
-    range (a uniform branch; validated static scales always are)."""
+    range (a uniform branch; validated static scales always are). FP8 multiplies by ``r``."""
     s = tl.load(scale_ptr)
     r = tl.math.div_rn(1.0, s)
-    if FAST_DIV:
+    if FAST_DIV and QUANT == INT8_STATIC:
         if (s >= _S_LO) & (s <= _S_HI):
             _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, True)
         else:
@@ -314,7 +314,7 @@ def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 
 @triton.jit
 def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
-                      FAST_SILU: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
+                      FAST_SILU: tl.constexpr, BLOCK_N: tl.constexpr,
                       USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
                       STAGES: tl.constexpr):
     """Sweep 1 of the two-sweep kernels: absmax of one row (NaN propagating); with USE_SCRATCH
@@ -356,7 +356,7 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
     """Per-token for rows too wide for registers: pass 1 reduces absmax, pass 2 recomputes and stores."""
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
-    a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, FAST_DIV, BLOCK_N, False, T, STAGES)
+    a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, BLOCK_N, False, T, STAGES)
     s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
     _row_sweep_quantize(x_row, x_row, q_ptr + row * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT, M8, FP8, NAN_CODE,
                         SATFINITE, FAST_SILU, FAST_DIV, BLOCK_N, False, STAGES)
@@ -383,7 +383,7 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
     y_row = y_ptr + pid.to(tl.int64) * D
     for row in range(pid, M, nprog):
         x_row = x_ptr + row.to(tl.int64) * stride_xm
-        a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, FAST_DIV, BLOCK_N, USE_SCRATCH, Y,
+        a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, BLOCK_N, USE_SCRATCH, Y,
                               STAGES)
         s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
         tl.debug_barrier()  # scratch writes of sweep 1 visible to every thread of the program
