@@ -21,7 +21,7 @@ from fused_quant.registry import fused_act_quant, platform_fp8_dtype
 from fused_quant.selftest_vectors import VECTORS, KnownAnswer
 
 STATIC_SCALES = (1.0, 0.37, 1.0e-3, 3.0e4)
-UP_VALUES = (0.0, 1.0, -1.0, 3.140625, 3.3895313892515355e38, 1.1754943508222875e-38, float("nan"), float("inf"))
+UP_VALUES = (0.0, 1.0, -1.0, 3.140625, "max", "tiny", float("nan"), float("inf"))  # "max" / "tiny": of the dtype
 ROW = 256  # the 65,536 patterns as [256, 256] rows for per-token keys
 
 
@@ -106,18 +106,22 @@ def checks(backend: str, device: torch.device):
             label = f" scale={sc}" if sc is not None else ""
             yield (f"sweep relu2 -> {key_name}{label}: 65,536 bf16 patterns",
                    lambda x=x, key=key, scale=scale: _check_against_reference("relu2", x, key, scale, "default", backend))
-    gates = patterns.reshape(ROW, ROW)
-    for key_name, key in K.KEYS.items():
-        scale = torch.tensor([0.37], dtype=torch.float32, device=device) if K.is_static(key) else None
-        for numerics in ("default", "hcu"):
-            def silu_sweep(key=key, scale=scale, numerics=numerics) -> str:
-                for up in UP_VALUES:
-                    x = torch.cat([gates, torch.full_like(gates, up)], dim=-1)
-                    bad = _check_against_reference("silu_and_mul", x, key, scale, numerics, backend)
-                    if bad:
-                        return f"up={up}: {bad}"
-                return ""
-            yield f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 gates x {len(UP_VALUES)} up values", silu_sweep
+    for dtype in (torch.bfloat16, torch.float16):  # every gate pattern of each 16-bit type
+        gates = patterns.view(dtype).reshape(ROW, ROW)
+        for key_name, key in K.KEYS.items():
+            scale = torch.tensor([0.37], dtype=torch.float32, device=device) if K.is_static(key) else None
+            for numerics in ("default", "hcu"):
+                def silu_sweep(gates=gates, key=key, scale=scale, numerics=numerics) -> str:
+                    for up in UP_VALUES:
+                        if isinstance(up, str):
+                            up = getattr(torch.finfo(gates.dtype), up)
+                        x = torch.cat([gates, torch.full_like(gates, up)], dim=-1)
+                        bad = _check_against_reference("silu_and_mul", x, key, scale, numerics, backend)
+                        if bad:
+                            return f"up={up}: {bad}"
+                    return ""
+                yield (f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 {str(dtype)[6:]} gates x "
+                       f"{len(UP_VALUES)} up values", silu_sweep)
     for dtype in (torch.bfloat16, torch.float16):
         rows = adversarial_rows(1024, dtype, device)
         for key_name, key in K.KEYS.items():

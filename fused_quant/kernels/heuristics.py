@@ -5,7 +5,7 @@ wins; silu_and_mul (exp + IEEE division per element) has its own rows; contiguou
 identity input from ``static_flat``'s M on runs as one flat vector. Per-token keys: rows
 up to ``one_pass_max_n`` stay in registers as one block (one pass, ``token_one_pass_warps``);
 rows up to ``chunked_max_n`` stay in registers as chunks (one pass, one row per program, no
-power-of-two padding) for relu2/identity and the cheap bf16 silu (``FAST_SILU``) at every M
+power-of-two padding) for relu2/identity and the cheap bf16 / fp16 silu (``FAST_SILU``) at every M
 and for the exact silu_and_mul at M up to 512; wider rows and the exact silu_and_mul at larger
 M (accurate expf and IEEE division per element: the many registers of a row in flight cost
 more than a second sweep) use the persistent two-sweep kernel with L2-resident scratch rows
@@ -32,8 +32,8 @@ class ArchConfig:
     chunked_warps_cheap: int  # relu2 / identity rows in chunks, at every M
     chunked_silu: tuple[tuple[int, int], ...]  # silu_and_mul (max M, num_warps); beyond: persistent
     persistent: tuple[int, int, int, int]  # (BLOCK_N, num_warps, programs per SM, pipeline stages)
-    # bf16 silu from ex2.approx / rcp.approx (``act_quant._silu``): their results are the arch's own,
-    # so only where every bf16 gate was measured to round like torch
+    # bf16 / fp16 silu from ex2.approx / rcp.approx (``act_quant._silu``): their results are the arch's own,
+    # so only where every bf16 and fp16 gate was measured to round like torch
     fast_silu: bool = False
 
 
@@ -88,7 +88,7 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu
     """``{"two_pass": 0, ROWS, BLOCK_N, num_warps}`` (one pass, rows as one block),
     ``{"two_pass": 3, CHUNK, NCHUNK, num_warps}`` (one pass, one row in chunks) or
     ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch, STAGES}`` (persistent).
-    ``fast_silu``: silu_and_mul computed with the kernels' cheap bf16 silu (``FAST_SILU``)."""
+    ``fast_silu``: silu_and_mul computed with the kernels' cheap bf16 / fp16 silu (``FAST_SILU``)."""
     cfg = config_for(arch)
     if d <= cfg.one_pass_max_n:
         block_n = next_pow2(d)

@@ -20,6 +20,7 @@ from fused_quant.reference import FP8_NAN_CODE, fp8_min_scale
 ACT_CODES = {"identity": 0, "relu2": 1, "silu_and_mul": 2}
 QUANT_CODES = {"fp8_static_tensor": 0, "fp8_dynamic_token": 1, "int8_static_tensor": 2, "int8_dynamic_token": 3}
 KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+FAST_SILU_DTYPES = (torch.bfloat16, torch.float16)  # T(silu) measured for every input (act_quant._silu)
 
 
 def rows_view(x: torch.Tensor) -> torch.Tensor | None:
@@ -65,7 +66,7 @@ def _arch() -> str | None:
 
 # A CUDA build of torch runs "cuda" tensors on NVIDIA GPUs, whose fp32 -> e4m3fn conversion
 # (cvt.rn.satfinite) saturates and maps every NaN to 0x7F by itself (``act_quant._to_fp8``), and
-# whose ex2.approx / rcp.approx give a silu that rounds to torch's bf16 for every input
+# whose ex2.approx / rcp.approx give a silu that rounds to torch's bf16 / fp16 for every input
 # (``act_quant._silu``; on the archs whose heuristics say ``fast_silu``). Both were measured there only.
 _NVIDIA_TORCH = torch.version.cuda is not None and getattr(torch.version, "hip", None) is None
 
@@ -90,7 +91,7 @@ def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bo
                 fast_div: bool, satfinite_ok: bool, fast_silu_ok: bool) -> dict:
     """The kernels' compile-time arguments for one producer (built once; callers must not mutate).
     ``satfinite_ok``: the device's e4m3fn conversion may do the FP8 clamp and NaN code;
-    ``fast_silu_ok``: the device may compute a bf16 silu with its approximate ex2 and reciprocal."""
+    ``fast_silu_ok``: the device may compute a bf16 / fp16 silu with its approximate ex2 and reciprocal."""
     _, tl_dtypes, _ = _tl()
     key = K.key_from_name(key_name)
     fp8 = K.is_fp8(key)
@@ -98,7 +99,7 @@ def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bo
         ACT=ACT_CODES[act], QUANT=QUANT_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
         M8=K.fp8_max(fp8_dtype) if fp8 else 127.0, FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
         SATFINITE=satfinite_ok and fp8 and fp8_dtype == torch.float8_e4m3fn,
-        FAST_SILU=fast_silu_ok and act == "silu_and_mul" and x_dtype == torch.bfloat16, FAST_DIV=fast_div,
+        FAST_SILU=fast_silu_ok and act == "silu_and_mul" and x_dtype in FAST_SILU_DTYPES, FAST_DIV=fast_div,
     )
     if K.is_per_token(key):
         out["MIN_SCALE"] = fp8_min_scale(fp8_dtype)

@@ -201,7 +201,7 @@ def test_satfinite_only_where_the_conversion_was_measured(monkeypatch, key_name,
 @pytest.mark.parametrize("act,x_dtype,device,nvidia,arch,config,expected", [
     ("silu_and_mul", torch.bfloat16, 0, True, "sm_90", None, True),
     ("silu_and_mul", torch.bfloat16, 0, True, "sm_100", None, False),  # approximations not measured there
-    ("silu_and_mul", torch.float16, 0, True, "sm_90", None, False),  # fp16: two gates would round apart
+    ("silu_and_mul", torch.float16, 0, True, "sm_90", None, True),  # fp16 too (two gates patched)
     ("silu_and_mul", torch.float32, 0, True, "sm_90", None, False),
     ("relu2", torch.bfloat16, 0, True, "sm_90", None, False),  # no silu to speak of
     ("silu_and_mul", torch.bfloat16, 0, False, "sm_90", None, False),  # ROCm build
@@ -209,14 +209,14 @@ def test_satfinite_only_where_the_conversion_was_measured(monkeypatch, key_name,
     ("silu_and_mul", torch.bfloat16, 0, "interpreting", "sm_90", None, False),  # interpreter, CUDA tensors
     ("silu_and_mul", torch.bfloat16, 0, True, "sm_90", (("fast_silu", 0),), False),  # tuning override
     ("silu_and_mul", torch.bfloat16, 0, True, "sm_100", (("fast_silu", 1),), True),  # measuring a new arch
-    ("silu_and_mul", torch.float16, 0, True, "sm_90", (("fast_silu", 1),), False),  # bf16 only, whatever asked
+    ("silu_and_mul", torch.float32, 0, True, "sm_90", (("fast_silu", 1),), False),  # never fp32, whatever asked
     ("silu_and_mul", torch.bfloat16, 0, False, "sm_90", (("fast_silu", 1),), False),  # never off NVIDIA
     ("silu_and_mul", torch.bfloat16, -1, True, "sm_90", (("fast_silu", 1),), False),  # nor in the interpreter
 ])
-def test_fast_silu_only_for_bf16_on_measured_nvidia_archs(monkeypatch, act, x_dtype, device, nvidia, arch, config,
+def test_fast_silu_only_for_bf16_fp16_on_measured_nvidia_archs(monkeypatch, act, x_dtype, device, nvidia, arch, config,
                                                           expected):
-    """FAST_SILU (ex2.approx + rcp.approx, measured to round like torch for every bf16 gate on the
-    H200) is chosen for bf16 silu_and_mul on an NVIDIA device whose own arch's heuristics say so (or a
+    """FAST_SILU (ex2.approx + rcp.approx, measured to round like torch for every bf16 and fp16 gate
+    on the H200) is chosen for bf16 / fp16 silu_and_mul on an NVIDIA device whose own arch's heuristics say so (or a
     tuning config asks, on NVIDIA); the per-token heuristics then chunk its rows at every M, like relu2's."""
     monkeypatch.setattr(launch, "_NVIDIA_TORCH", bool(nvidia))
     monkeypatch.setattr(launch, "_interpreting", lambda: nvidia == "interpreting")

@@ -11,8 +11,8 @@ interpreter). On NVIDIA GPUs the e4m3fn conversion itself saturates and maps eve
 to 0x7F (``SATFINITE``); elsewhere the clamp and the NaN code are explicit. Every
 instruction per element counts: at H = 14336 these kernels are close to the issue limit
 of the SMs, not only to the memory bandwidth. One exception to the accurate math: with
-``FAST_SILU`` the bf16 silu uses ex2.approx and rcp.approx (``_silu``; measured on sm_90 to
-round to torch's bf16 for all 65,536 inputs).
+``FAST_SILU`` the bf16 / fp16 silu uses ex2.approx and rcp.approx (``_silu``; measured on sm_90
+to round to torch's T for all 65,536 inputs, two fp16 gates patched with torch's value).
 
 With ``FAST_DIV`` the quantizers' divisions by a per-tensor or per-row scale are computed
 without a per-element ``div_rn``: the correctly rounded reciprocal once, then a product and two
@@ -78,25 +78,29 @@ def _rcp_approx(d):
 
 
 @triton.jit
-def _silu(g, FAST_SILU: tl.constexpr):
+def _silu(g, T: tl.constexpr, FAST_SILU: tl.constexpr):
     """fp32 ``g / (1 + exp(-g))`` as torch's CUDA silu computes it, or (FAST_SILU) a value that rounds
-    to the same bf16.
+    to the same T (bf16 or fp16).
 
     Exact path: libdevice's accurate expf and ``div_rn``, about 20 instructions per element.
-    FAST_SILU (bf16 inputs on the NVIDIA archs whose heuristics enable it: sm_90): ``ex2.approx`` and
-    ``rcp.approx`` (two MUFU ops and four FP32 ops). It is not torch's fp32 value, but rounded to bf16
-    it equals torch's for every one of the 65,536 bf16 inputs, which is all the spec keeps of it
-    (s = T(silu(g))); measured on the H200 (tests/gpu/test_fast_paths_gpu.py). Numerator and
-    denominator are scaled by 1/4 (exactly: ``fma(e, 1/4, 1/4)`` is ``RN(1 + e) / 4``) so the
-    reciprocal of a denominator up to FLT_MAX stays above 2^-126 and is not flushed: without the
-    scaling g in {-87.5, -88, -88.5} gave -0 where torch gives a normal bf16. exp(-g) = +Inf
-    (g < -88.72) gives -0 like torch's ``g / Inf``. Not used for fp16: there g = -2.7246 and -4.9219
-    round differently (ex2.approx's error meets fp16's finer rounding), and an exact fp16 variant
-    costs about what the exact path does.
+    FAST_SILU (bf16 and fp16 inputs on the NVIDIA archs whose heuristics enable it: sm_90):
+    ``ex2.approx`` and ``rcp.approx`` (two MUFU ops and four FP32 ops). It is not torch's fp32 value,
+    but rounded to T it equals torch's for every one of the 65,536 inputs of bf16, and of fp16 but
+    two, which is all the spec keeps of it (s = T(silu(g))); measured on the H200
+    (tests/gpu/test_fast_paths_gpu.py). Numerator and denominator are scaled by 1/4 (exactly:
+    ``fma(e, 1/4, 1/4)`` is ``RN(1 + e) / 4``) so the reciprocal of a denominator up to FLT_MAX stays
+    above 2^-126 and is not flushed: without the scaling g in {-87.5, -88, -88.5} gave -0 where torch
+    gives a normal bf16. exp(-g) = +Inf (g < -88.72) gives -0 like torch's ``g / Inf``. The two fp16
+    gates, g = -2.724609375 and -4.921875, have a silu within 1e-11 of an fp16 rounding tie: the
+    approximation lands on the other side of it than torch's fp32 value, so they take torch's fp16
+    value (2 compares and 2 selects).
     """
     if FAST_SILU:
         d4 = tl.fma(tl.exp2(g * -_LOG2E), 0.25, 0.25)
         s = (g * 0.25) * _rcp_approx(d4)
+        if T == tl.float16:
+            s = tl.where(g == -2.724609375, -0.1676025390625, s)
+            s = tl.where(g == -4.921875, -0.035614013671875, s)
     else:
         # exp(-g) as exp(g * -1): a free operand negation, where Triton's unary minus is 0 - g (an
         # instruction per element); exp(+-0) = 1 either way
@@ -112,7 +116,7 @@ def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_
     if ACT == SILU_AND_MUL:
         g = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(x_ptr + offs + D, mask=mask, other=0.0).to(tl.float32)
-        s = _silu(g, FAST_SILU).to(T).to(tl.float32)
+        s = _silu(g, T, FAST_SILU).to(T).to(tl.float32)
         y = s * u
         if ROUND_PRODUCT:
             y = y.to(T).to(tl.float32)
