@@ -10,6 +10,7 @@ producer receives validated input and returns ``(q, scale)``; wrapping into a
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
 from typing import Callable, NamedTuple, Optional
 
@@ -205,19 +206,26 @@ class _BoundCall(NamedTuple):
 # call with the same signature passes them again and goes straight to its bound producer.
 _CALLS: dict[tuple, _BoundCall] = {}
 _MAX_CALLS = 4096
+_CALLS_LOCK = threading.Lock()
+_calls_generation = 0  # bumped by every clear: a call checked before it is not filed after it
 
 
 def clear_call_cache() -> None:
     """Forget the validated call signatures (after producers or the backend choice changed)."""
-    _CALLS.clear()
+    global _calls_generation
+    with _CALLS_LOCK:
+        _calls_generation += 1
+        _CALLS.clear()
 
 
 def _checked_call(form: str, act: object, key: object, numerics: object, backend: object, x: object,
                   scale: object) -> tuple[tuple | None, _BoundCall | None]:
-    """(signature, the bound call of an earlier call with it or None). No signature under
-    torch.compile (Dynamo traces the checks) or when an argument is not a plain tensor or cannot be
-    hashed: the full checks run and name what is wrong."""
-    if torch.compiler.is_compiling() or type(x) is not torch.Tensor:
+    """(filing, call): ``call`` is the bound call of an earlier call with this signature; on a miss
+    ``filing`` is (signature, the cache's generation now), what ``_run`` files this call under once
+    its checks pass. Neither under torch.compile (Dynamo traces the checks), for an activation given
+    by neither its name nor a module, or when an argument is not a plain tensor or cannot be hashed:
+    the full checks run and name what is wrong."""
+    if torch.compiler.is_compiling() or type(x) is not torch.Tensor or act is None:
         return None, None
     if scale is None:
         s = None
@@ -227,22 +235,28 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
         return None, None
     sig = (form, act, id(key), numerics, backend, x.dtype, x.shape, x.stride(), x.device, s)
     try:
-        return sig, _CALLS.get(sig)
+        call = _CALLS.get(sig)
     except TypeError:  # an unhashable numerics or backend argument
         return None, None
+    return (None if call is not None else (sig, _calls_generation)), call
 
 
 def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: NumericsProfile,
          sig: tuple | None = None, pin: object = None) -> QuantizedActivation:
+    """Run a checked call; with ``sig`` (``_checked_call``'s filing) and a producer with ``bind``, file
+    it so that the next call with its signature skips the checks."""
     fp8_dtype = platform_fp8_dtype()
     bound = None
     if sig is not None and prod.bind is not None:
         bound = prod.bind(x, scale, numerics=profile, fp8_dtype=fp8_dtype)
     if bound is not None:
         call = _BoundCall(bound, (prod.backend, prod.act, K.key_name(prod.key)), prod.key, pin, x.dtype)
-        if len(_CALLS) >= _MAX_CALLS:
-            _CALLS.clear()
-        _CALLS[sig] = call
+        signature, generation = sig
+        with _CALLS_LOCK:
+            if generation == _calls_generation:  # no producer or backend change since it was checked
+                if len(_CALLS) >= _MAX_CALLS:
+                    _CALLS.clear()
+                _CALLS[signature] = call
         return call(x, scale)
     q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=fp8_dtype)
     if not torch.compiler.is_compiling():
@@ -300,7 +314,9 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     take is computed by the ``torch`` backend instead (same bits); a named
     ``backend`` never falls back and raises ``BackendUnavailableError``.
     """
-    sig, call = _checked_call("fused", act if type(act) is str else type(act), key, numerics, backend, x, scale)
+    # a name by its value (type str exactly: a str subclass may compare or hash otherwise), a module by its type
+    act_id = act if type(act) is str else type(act) if isinstance(act, torch.nn.Module) else None
+    sig, call = _checked_call("fused", act_id, key, numerics, backend, x, scale)
     if call is not None:
         return call(x, scale)
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))

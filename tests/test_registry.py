@@ -547,3 +547,39 @@ def test_no_signature_under_the_compiler(binding, monkeypatch):
         _assert_qa_is_ref(fused_act_quant("relu2", x, K.kInt8DynamicTokenSym), "relu2", x,
                           K.kInt8DynamicTokenSym, None)
     assert len(checks) == 2 and not made[("relu2", "int8_dynamic_token")].binds and not registry._CALLS
+
+
+def test_a_str_subclass_activation_is_checked_every_call(binding):
+    """Only an exact ``str`` is a signature's activation (a subclass may hash or compare otherwise):
+    one is checked on every call, and a name that is no activation still raises."""
+    made, checks = binding
+
+    class Name(str):
+        pass
+
+    x = _input("relu2")
+    for _ in range(2):
+        _assert_qa_is_ref(fused_act_quant(Name("relu2"), x, K.kInt8DynamicTokenSym), "relu2", x,
+                          K.kInt8DynamicTokenSym, None)
+    assert len(checks) == 2 and not registry._CALLS
+    with pytest.raises(registry.UnsupportedError, match="unknown activation 'gelu'"):
+        fused_act_quant(Name("gelu"), x, K.kInt8DynamicTokenSym)
+
+
+def test_a_call_checked_before_a_clear_is_not_filed_after_it(binding, fake_backend):
+    """A producer registered (or the backend reset) by another thread while a call is being checked
+    and bound: that call runs, but its signature is not filed under the new table."""
+    made, checks = binding
+    p = made[("relu2", "int8_dynamic_token")]
+    real_bind = p.bind
+
+    def bind_during_a_clear(*args, **kwargs):
+        registry.clear_call_cache()
+        return real_bind(*args, **kwargs)
+
+    register_producer(ReLUSquared, K.kInt8DynamicTokenSym, backend=fake_backend, bind=bind_during_a_clear)(p.fn)
+    x = _input("relu2")
+    _assert_qa_is_ref(fused_act_quant("relu2", x, K.kInt8DynamicTokenSym), "relu2", x, K.kInt8DynamicTokenSym, None)
+    assert not registry._CALLS and p.calls == 1
+    fused_act_quant("relu2", x, K.kInt8DynamicTokenSym)
+    assert len(checks) == 2

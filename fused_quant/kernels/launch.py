@@ -47,7 +47,8 @@ def triton_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool,
 
 @functools.cache
 def _tl():
-    """(the kernels' module, torch -> Triton dtypes, Triton's runtime knobs), imported on first use."""
+    """(the kernels' module, torch -> Triton dtypes, Triton's runtime knobs or None where Triton has
+    none), imported on first use."""
     import triton
     import triton.language as tl
 
@@ -55,7 +56,7 @@ def _tl():
 
     dtypes = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32,
               torch.float8_e4m3fn: tl.float8e4nv, torch.float8_e4m3fnuz: tl.float8e4b8}
-    return act_quant, dtypes, triton.knobs.runtime
+    return act_quant, dtypes, getattr(getattr(triton, "knobs", None), "runtime", None)
 
 
 def _arch() -> str | None:
@@ -235,6 +236,17 @@ class _Generation:
     value = 0
 
 
+class _Resolved(NamedTuple):
+    """A bound launch's plan for one generation, published as one object (threads read it whole)."""
+
+    generation: int
+    plan: _Plan | None  # None: M = 0, nothing to launch
+    tail: tuple  # runtime arguments after (x2, q, s)
+    rest: tuple  # tail and the plan's constexprs: the direct launch's arguments after (x2, q, s)
+    spec: tuple | None  # the key ``_launch`` files the aligned operands' compiled kernel under
+    direct: list  # [(launcher, grid x3, function, metadata)] once found in _COMPILED, else [None]
+
+
 class BoundLaunch:
     """One producer's launch for one input signature (dtype, shape, strides, device), resolved once:
     output shapes, the plan and, after Triton has compiled the kernel for 16-byte aligned operands,
@@ -242,11 +254,10 @@ class BoundLaunch:
     planning, argument binding and re-keying of Triton's JIT call, which cost more than the small
     kernels themselves take on the GPU. Anything the direct launch does not cover (unaligned
     operands, another current device, Triton launch hooks, the interpreter, the persistent kernel's
-    scratch) takes ``_launch``, which is Triton's own JIT path on a miss.
+    scratch, a Triton whose launcher was not measured) takes ``_launch``, Triton's own JIT path on a miss.
     """
 
-    __slots__ = ("args", "q_shape", "q_dtype", "s_shape", "device", "index", "rows", "tail", "plan", "spec",
-                 "direct", "generation", "q_small", "rest")
+    __slots__ = ("args", "q_shape", "q_dtype", "s_shape", "device", "index", "rows", "q_small", "resolved")
 
     def __init__(self, x: torch.Tensor, x2: torch.Tensor, act: str, key_name: str, round_product: bool,
                  fp8_dtype: torch.dtype, config: tuple | None, device: torch.device | None = None):
@@ -261,50 +272,54 @@ class BoundLaunch:
         # on ROCm q's storage (its exact size) is part of the specialization
         self.q_small = m * d * self.q_dtype.itemsize <= _MAX_INT32
         self.rows = None if x.dim() == 2 else (m, d_in)  # x.view(rows) is x2
-        self._replan()
+        self.resolved = self._resolve()
 
-    def _replan(self) -> None:
+    def _resolve(self) -> _Resolved:
+        generation = _Generation.value  # read first: a reset during planning makes the next call plan again
         act, key_name, x_dtype, round_product, fp8_dtype, config, row_stride, (m, d_in) = self.args
         d = self.q_shape[-1]
-        self.generation, self.direct, self.plan, self.spec = _Generation.value, None, None, None
         if m == 0:
-            return
-        self.plan = plan = _plan(act, key_name, x_dtype, round_product, fp8_dtype, m, d,
-                                 act != "silu_and_mul" and row_stride == d_in, self.index, config)
-        self.tail = (m * d,) if plan.variant == "flat" else (m, d, row_stride)
-        self.rest = (*self.tail, *plan.consts)  # after (x2, q, s) in the direct launch
-        if plan.variant != "persistent":  # it takes a scratch operand: always the generic path
-            self.spec = (plan.kernel_id, self.index, _tensor_spec(x_dtype), _tensor_spec(self.q_dtype, True, self.q_small),
-                         _tensor_spec(torch.float32), *[_arg_spec(a) for a in self.tail])
-
-    def _compiled(self) -> tuple | None:
-        """The direct launch's (launcher, grid, function, metadata), once Triton has compiled the kernel."""
-        compiled = _COMPILED.get(self.spec) if self.spec is not None else None
-        if compiled is not None:
-            self.direct = (compiled.run, *self.plan.grid, compiled.function, compiled.packed_metadata)
-        return self.direct
+            return _Resolved(generation, None, (), (), None, [None])
+        plan = _plan(act, key_name, x_dtype, round_product, fp8_dtype, m, d,
+                     act != "silu_and_mul" and row_stride == d_in, self.index, config)
+        tail = (m * d,) if plan.variant == "flat" else (m, d, row_stride)
+        spec = None
+        if plan.variant != "persistent" and _direct_launch_known():  # persistent: a scratch operand too
+            spec = (plan.kernel_id, self.index, _tensor_spec(x_dtype), _tensor_spec(self.q_dtype, True, self.q_small),
+                    _tensor_spec(torch.float32), *[_arg_spec(a) for a in tail])
+        return _Resolved(generation, plan, tail, (*tail, *plan.consts), spec, [None])
 
     def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         q = torch.empty(self.q_shape, dtype=self.q_dtype, device=self.device)
         s = scale if self.s_shape is None else torch.empty(self.s_shape, dtype=torch.float32, device=self.device)
-        if self.generation != _Generation.value:
-            self._replan()
-        plan = self.plan
+        r = self.resolved
+        if r.generation != _Generation.value:
+            r = self.resolved = self._resolve()
+        plan = r.plan
         if plan is None:  # M = 0: nothing to launch
             return q, s
         x2 = x if self.rows is None else x.view(self.rows)
-        direct = self.direct or self._compiled()
+        direct = r.direct[0] or _direct_of(r)
         if (direct is not None and s.dtype == torch.float32 and not (x2.data_ptr() | q.data_ptr() | s.data_ptr()) & 15
                 and _direct_now(self.index, x2, s)):
             run, g0, g1, g2, function, metadata = direct
-            run(g0, g1, g2, _raw_stream(self.index), function, metadata, None, None, None, x2, q, s, *self.rest)
+            run(g0, g1, g2, _raw_stream(self.index), function, metadata, None, None, None, x2, q, s, *r.rest)
         elif plan.variant == "persistent":
             y = torch.empty((plan.grid[0], self.q_shape[-1]) if plan.scratch else (1,),
                             dtype=plan.scratch or x.dtype, device=self.device)
-            _launch(plan, (x2, q, s, y, *self.tail))
+            _launch(plan, (x2, q, s, y, *r.tail))
         else:
-            _launch(plan, (x2, q, s, *self.tail))
+            _launch(plan, (x2, q, s, *r.tail))
         return q, s
+
+
+def _direct_of(r: _Resolved) -> tuple | None:
+    """The direct launch's (launcher, grid, function, metadata), once Triton has compiled the kernel."""
+    compiled = _COMPILED.get(r.spec) if r.spec is not None else None
+    if compiled is None:
+        return None
+    r.direct[0] = direct = (compiled.run, *r.plan.grid, compiled.function, compiled.packed_metadata)
+    return direct
 
 
 # Compiled kernels by (plan, device, argument specialization). Triton's JIT call re-binds and
@@ -340,6 +355,13 @@ def _hooked(hook: object) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
+def _direct_launch_known() -> bool:
+    """Whether this Triton's compiled-kernel launcher is one the direct launch was written and
+    measured against (the ``triton.knobs`` releases: 3.6 on the GPU, 3.7 here); older ones always
+    launch through their JIT."""
+    return _tl()[2] is not None
+
+
 def _direct_now(index: int, x2: torch.Tensor, s: torch.Tensor) -> bool:
     """Whether a bound launch's compiled kernel may run now: loaded for the current device, no Triton
     launch hooks to call, and on ROCm operands within the 2 GiB its buffer ops were compiled for
@@ -364,7 +386,8 @@ def _launch(plan: _Plan, args: tuple) -> None:
 
 
 def _direct_launch_ok(compiled: object) -> bool:
-    return all(hasattr(compiled, a) for a in ("__getitem__", "function", "packed_metadata", "run"))
+    return _direct_launch_known() and all(hasattr(compiled, a) for a in ("__getitem__", "function",
+                                                                          "packed_metadata", "run"))
 
 
 @functools.cache

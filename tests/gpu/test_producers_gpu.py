@@ -187,9 +187,10 @@ def test_direct_launch_follows_specialization(backend, key_name, key):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("key_name,key", KEYS)
 def test_validated_calls_launch_the_compiled_kernel_directly(backend, key_name, key, monkeypatch):
-    """A call signature seen before skips the checks and launches its compiled kernel directly (no
-    ``_launch``): fresh values each call, on the default and on a side stream, bitwise against the
-    reference; an unaligned input of the same shape takes the generic launch and is right too."""
+    """A call signature seen before skips the checks (none run) and launches its compiled kernel
+    directly (no ``_launch``): fresh values each call, on the default and on a side stream, bitwise
+    against the reference; an unaligned input of the same signature takes the generic launch and is
+    right too."""
     from fused_quant.kernels import launch
 
     def rows(seed, offset=0):
@@ -199,9 +200,12 @@ def test_validated_calls_launch_the_compiled_kernel_directly(backend, key_name, 
 
     for seed in range(2):  # checks, bind and Triton's JIT; then the compiled kernel is known
         _check(backend, "silu_and_mul", rows(seed), key)
-    generic = []
+    from fused_quant import registry
+
+    generic, checks = [], []
     real = launch._launch
     monkeypatch.setattr(launch, "_launch", lambda plan, args: (generic.append(plan.variant), real(plan, args)))
+    monkeypatch.setattr(registry, "check_activation_input", lambda x, act: checks.append(act))
     for seed in range(2, 5):
         _check(backend, "silu_and_mul", rows(seed), key)
     side = torch.cuda.Stream()
@@ -217,3 +221,4 @@ def test_validated_calls_launch_the_compiled_kernel_directly(backend, key_name, 
     assert not generic, f"validated calls went through the generic launch: {generic}"
     _check(backend, "silu_and_mul", rows(6, offset=1), key)
     assert len(generic) == 1
+    assert not checks, "a signature seen before must skip the checks"

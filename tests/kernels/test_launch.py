@@ -154,7 +154,7 @@ def test_plan_consts_follow_the_signature(act, key_name, m, d, flat_ok):
 
 def test_token_heuristics():
     """Per-token launch choice: one block up to one_pass_max_n, rows in chunks up to chunked_max_n
-    (relu2 and the cheap bf16 silu at every M, the exact silu_and_mul up to its last max M), the
+    (relu2 and the cheap bf16 / fp16 silu at every M, the exact silu_and_mul up to its last max M), the
     persistent kernel beyond."""
     from fused_quant.kernels import heuristics
 
@@ -162,7 +162,7 @@ def test_token_heuristics():
     assert heuristics.token_launch(8192, 4096, "sm_90", "silu_and_mul")["two_pass"] == 0
     assert heuristics.token_launch(8192, 14336, "sm_90", "relu2") == {
         "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
-    for m in (1, 512, 8192, 32768):  # the cheap bf16 silu: chunked like relu2
+    for m in (1, 512, 8192, 32768):  # the cheap bf16 / fp16 silu: chunked like relu2
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True) == {
             "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
     last_m, _ = cfg.chunked_silu[-1]
@@ -276,17 +276,17 @@ def test_bound_launch_goes_direct_once_its_aligned_kernel_is_compiled(key_name, 
     bound = _bind(x, key_name=key_name)
     assert _bind(x, key_name=key_name) is bound, "one bound launch per signature"
     q, s = bound(x, scale)
-    assert len(direct) == 1 and direct[0][1][:3] == (x, q, s) and direct[0][1][3:] == bound.tail
+    assert len(direct) == 1 and direct[0][1][:3] == (x, q, s) and direct[0][1][3:] == bound.resolved.tail
     assert q.shape == (16, 1024) and q.dtype == K.storage_dtype(K.KEYS[key_name], torch.float8_e4m3fn)
     assert s is scale if scale is not None else s.shape == (16, 1) and s.dtype == torch.float32
     # the key _launch files a kernel under for these (aligned) operands is the bound launch's
-    assert bound.spec == (bound.plan.kernel_id, -1, *[launch._arg_spec(a) for a in direct[0][1]])
-    compiled = launch._COMPILED[bound.spec] = _Run()
+    assert bound.resolved.spec == (bound.resolved.plan.kernel_id, -1, *[launch._arg_spec(a) for a in direct[0][1]])
+    compiled = launch._COMPILED[bound.resolved.spec] = _Run()
     x2 = _aligned((16, 1024))
     q2, s2 = bound(x2, scale)
-    g = bound.plan.grid
+    g = bound.resolved.plan.grid
     assert compiled.calls == [(g[0], g[1], g[2], ("stream", -1), "function", "metadata", None, None, None,
-                               x2, q2, s2, *bound.tail, *bound.plan.consts)]
+                               x2, q2, s2, *bound.resolved.tail, *bound.resolved.plan.consts)]
     assert len(direct) == 1
 
 
@@ -295,7 +295,7 @@ def test_bound_launch_falls_back_to_the_generic_launch(direct, monkeypatch):
     hooks all take ``_launch`` (which specializes and honours them)."""
     x = _aligned((16, 1024))
     bound = _bind(x)
-    compiled = launch._COMPILED[bound.spec] = _Run()
+    compiled = launch._COMPILED[bound.resolved.spec] = _Run()
     scale = torch.tensor([0.5])
     bound(_aligned((16, 1024), offset=1), scale)
     bound(x, _aligned((1,), torch.float32, offset=1))
@@ -336,8 +336,8 @@ def test_bound_launch_on_rocm_checks_storages_within_2_gib(direct, monkeypatch):
     big = torch.empty(2**31 + 64, dtype=torch.bfloat16, device="meta")
     x = _aligned((16, 1024))
     bound = _bind(x)
-    assert bound.spec[3] == (torch.float8_e4m3fn, True, True)
-    compiled = launch._COMPILED[bound.spec] = _Run()
+    assert bound.resolved.spec[3] == (torch.float8_e4m3fn, True, True)
+    compiled = launch._COMPILED[bound.resolved.spec] = _Run()
     bound(x, torch.tensor([0.5]))
     assert len(compiled.calls) == 1
     assert not launch._direct_now(-1, big[: 16 * 1024].view(16, 1024), torch.tensor([0.5]))
@@ -352,16 +352,54 @@ def test_bound_launch_views_rows_and_skips_empty_inputs(direct):
     assert direct[0][1][0].shape == (16, 1024) and direct[0][1][0].data_ptr() == x.data_ptr()
     empty = _bind(torch.zeros(0, 3, 1024, dtype=torch.bfloat16), key_name="int8_dynamic_token")
     q, s = empty(torch.zeros(0, 3, 1024, dtype=torch.bfloat16), None)
-    assert q.shape == (0, 3, 1024) and s.shape == (0, 3, 1) and len(direct) == 1 and empty.plan is None
+    assert q.shape == (0, 3, 1024) and s.shape == (0, 3, 1) and len(direct) == 1 and empty.resolved.plan is None
 
 
 def test_bound_launch_replans_after_reset_plans(direct):
     x = _aligned((16, 1024))
     bound = _bind(x)
-    launch._COMPILED[bound.spec] = _Run()
-    plan = bound.plan
+    launch._COMPILED[bound.resolved.spec] = _Run()
+    plan = bound.resolved.plan
     bound(x, torch.tensor([0.5]))
     launch.reset_plans()
     assert _bind(x) is not bound
     bound(x, torch.tensor([0.5]))  # held elsewhere (a validated call): plans again
-    assert bound.plan is not plan and bound.plan.kernel_id is plan.kernel_id and bound.direct is not None
+    r = bound.resolved
+    assert r.plan is not plan and r.plan.kernel_id is plan.kernel_id and r.direct[0] is not None
+
+
+def test_a_reset_during_planning_is_seen_by_the_next_call(direct, monkeypatch):
+    """A bound launch publishes its plan as one object, stamped with the generation read before
+    planning: a ``reset_plans`` from another thread while it plans makes the next call plan again,
+    and no call ever sees a half-made plan (M > 0 always launches)."""
+    x = _aligned((16, 1024))
+    bound = _bind(x)
+    real = launch._plan
+
+    def plan_during_a_reset(*args):
+        launch._Generation.value += 1  # another thread's reset_plans, mid-planning
+        return real(*args)
+
+    monkeypatch.setattr(launch, "_plan", plan_during_a_reset)
+    launch._Generation.value += 1
+    bound(x, torch.tensor([0.5]))
+    stamped = bound.resolved.generation
+    assert stamped == launch._Generation.value - 1 and bound.resolved.plan is not None and len(direct) == 1
+    monkeypatch.setattr(launch, "_plan", real)
+    bound(x, torch.tensor([0.5]))
+    assert bound.resolved.generation == launch._Generation.value and len(direct) == 2
+
+
+def test_a_triton_without_knobs_always_launches_through_its_jit(direct, monkeypatch):
+    """The direct launch was written against the launcher of the ``triton.knobs`` releases; with an
+    older Triton nothing is filed for it and every launch goes through Triton's JIT."""
+    kernels, dtypes, _ = launch._tl()
+    assert launch._direct_launch_ok(_Compiled([]))
+    monkeypatch.setattr(launch, "_tl", lambda: (kernels, dtypes, None))
+    x = _aligned((16, 1024))
+    bound = launch.BoundLaunch(x, x, "relu2", "fp8_static_tensor", True, torch.float8_e4m3fn, None)
+    assert bound.resolved.spec is None
+    assert not launch._direct_launch_ok(_Compiled([]))
+    bound(x, torch.tensor([0.5]))
+    bound(x, torch.tensor([0.5]))
+    assert len(direct) == 2

@@ -91,9 +91,9 @@ def _silu(g, T: tl.constexpr, FAST_SILU: tl.constexpr):
     ``fma(e, 1/4, 1/4)`` is ``RN(1 + e) / 4``) so the reciprocal of a denominator up to FLT_MAX stays
     above 2^-126 and is not flushed: without the scaling g in {-87.5, -88, -88.5} gave -0 where torch
     gives a normal bf16. exp(-g) = +Inf (g < -88.72) gives -0 like torch's ``g / Inf``. The two fp16
-    gates, g = -2.724609375 and -4.921875, have a silu within 1e-11 of an fp16 rounding tie: the
-    approximation lands on the other side of it than torch's fp32 value, so they take torch's fp16
-    value (2 compares and 2 selects).
+    gates, g = -2.724609375 and -4.921875, have a silu within 6e-9 (about an fp32 ulp) of an fp16
+    rounding tie: the approximation lands on the other side of it than torch's fp32 value, so they
+    take torch's fp16 value (2 compares and 2 selects).
     """
     if FAST_SILU:
         d4 = tl.fma(tl.exp2(g * -_LOG2E), 0.25, 0.25)
