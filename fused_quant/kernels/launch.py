@@ -357,7 +357,7 @@ def _hooked(hook: object) -> bool:
 
 def _direct_launch_known() -> bool:
     """Whether this Triton's compiled-kernel launcher is one the direct launch was written and
-    measured against (the ``triton.knobs`` releases: 3.6 on the GPU, 3.7 here); older ones always
+    measured against (the ``triton.knobs`` releases: 3.6 on the H200, 3.7 in CI); older ones always
     launch through their JIT."""
     return _tl()[2] is not None
 
