@@ -29,9 +29,9 @@ def _out_shape(x: torch.Tensor, act: str) -> tuple[int, ...]:
 
 def _compute(x, scale, act, key, round_product, fp8_dtype):
     """The Triton kernels for GPU rows, else the reference."""
-    rows = launch.rows_view(x) if x.is_cuda else None
-    if rows is not None:
-        return launch.launch_rows(x, rows, act, key, scale, round_product, fp8_dtype)
+    bound = bind(x, act, key, round_product, fp8_dtype)
+    if bound is not None:
+        return bound(x, scale)
     q, s = act_quant_unchecked(act, x, key, scale, DEFAULT if round_product else HCU, fp8_dtype)
     # elementwise torch ops keep a permuted input's strides; consumers need row-major data
     return q.contiguous(), (s.contiguous() if K.is_per_token(key) else s)

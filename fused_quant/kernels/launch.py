@@ -9,6 +9,7 @@ a copy is declined by ``triton_supported`` so the torch backend computes it.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import torch
@@ -74,9 +75,7 @@ _NVIDIA_TORCH = torch.version.cuda is not None and getattr(torch.version, "hip",
 
 def _interpreting() -> bool:
     """Triton's interpreter runs the kernels (no PTX: nothing NVIDIA-specific may be compiled in)."""
-    import triton
-
-    return bool(getattr(getattr(getattr(triton, "knobs", None), "runtime", None), "interpret", False))
+    return bool(getattr(_tl()[2], "interpret", False))
 
 
 @functools.cache
@@ -217,17 +216,18 @@ def launch_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key: K.QuantKey, sc
 
 def bind_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key_name: str, round_product: bool,
               fp8_dtype: torch.dtype, config: dict[str, int] | None = None) -> "BoundLaunch":
-    """The launch of one producer for every input with ``x``'s dtype, shape, strides and device."""
+    """The launch of one producer for every input with ``x``'s dtype and shape, ``x2``'s row stride
+    and ``x``'s device (``x2 = rows_view(x)``)."""
     if config:
-        return BoundLaunch(x, x2, act, key_name, round_product, fp8_dtype, tuple(config.items()))
-    return _bound(act, key_name, x.dtype, round_product, fp8_dtype, x.shape, x.stride(), x.device)
+        return BoundLaunch(act, key_name, x.dtype, x.shape, x2.stride(0), round_product, fp8_dtype, x.device,
+                           tuple(config.items()))
+    return _bound(act, key_name, x.dtype, x.shape, x2.stride(0), round_product, fp8_dtype, x.device)
 
 
 @functools.lru_cache(maxsize=4096)
-def _bound(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype,
-           shape: torch.Size, strides: tuple[int, ...], device: torch.device) -> "BoundLaunch":
-    x = torch.empty_strided(shape, strides, dtype=x_dtype, device="meta")  # metadata only
-    return BoundLaunch(x, rows_view(x), act, key_name, round_product, fp8_dtype, None, device)
+def _bound(act: str, key_name: str, x_dtype: torch.dtype, shape: torch.Size, row_stride: int, round_product: bool,
+           fp8_dtype: torch.dtype, device: torch.device) -> "BoundLaunch":
+    return BoundLaunch(act, key_name, x_dtype, shape, row_stride, round_product, fp8_dtype, device, None)
 
 
 class _Generation:
@@ -259,19 +259,19 @@ class BoundLaunch:
 
     __slots__ = ("args", "q_shape", "q_dtype", "s_shape", "device", "index", "rows", "q_small", "resolved")
 
-    def __init__(self, x: torch.Tensor, x2: torch.Tensor, act: str, key_name: str, round_product: bool,
-                 fp8_dtype: torch.dtype, config: tuple | None, device: torch.device | None = None):
-        self.args = (act, key_name, x.dtype, round_product, fp8_dtype, config, x2.stride(0), x2.shape)
-        self.device = x.device if device is None else device
-        self.index = self.device.index if self.device.type == "cuda" else -1
-        m, d_in = x2.shape
+    def __init__(self, act: str, key_name: str, x_dtype: torch.dtype, shape: torch.Size, row_stride: int,
+                 round_product: bool, fp8_dtype: torch.dtype, device: torch.device, config: tuple | None):
+        lead, d_in = tuple(shape[:-1]), shape[-1]
+        m = math.prod(lead)
+        self.args = (act, key_name, x_dtype, round_product, fp8_dtype, config, row_stride, (m, d_in))
+        self.device = device
+        self.index = device.index if device.type == "cuda" else -1
         d = d_in // 2 if act == "silu_and_mul" else d_in
         self.q_dtype, per_token = _outputs(key_name, fp8_dtype)
-        lead = tuple(x.shape[:-1])
         self.q_shape, self.s_shape = (*lead, d), ((*lead, 1) if per_token else None)
         # on ROCm q's storage (its exact size) is part of the specialization
         self.q_small = m * d * self.q_dtype.itemsize <= _MAX_INT32
-        self.rows = None if x.dim() == 2 else (m, d_in)  # x.view(rows) is x2
+        self.rows = None if len(shape) == 2 else (m, d_in)  # x.view(rows) is rows_view(x)
         self.resolved = self._resolve()
 
     def _resolve(self) -> _Resolved:

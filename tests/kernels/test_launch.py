@@ -397,7 +397,8 @@ def test_a_triton_without_knobs_always_launches_through_its_jit(direct, monkeypa
     assert launch._direct_launch_ok(_Compiled([]))
     monkeypatch.setattr(launch, "_tl", lambda: (kernels, dtypes, None))
     x = _aligned((16, 1024))
-    bound = launch.BoundLaunch(x, x, "relu2", "fp8_static_tensor", True, torch.float8_e4m3fn, None)
+    bound = launch.bind_rows(x, x, "relu2", "fp8_static_tensor", True, torch.float8_e4m3fn,
+                             {"BLOCK_M": 8, "BLOCK_N": 1024, "num_warps": 8})  # a tuning config: not cached
     assert bound.resolved.spec is None
     assert not launch._direct_launch_ok(_Compiled([]))
     bound(x, torch.tensor([0.5]))
