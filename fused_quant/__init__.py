@@ -4,7 +4,6 @@ This module only re-exports: importing it probes nothing, reads no environment
 variable, imports neither triton nor vllm, and never initializes CUDA.
 """
 
-from fused_quant.backends import current_backend, select_backend
 from fused_quant.contract import (
     QuantizedActivation,
     as_quantized_activation,
@@ -21,9 +20,12 @@ from fused_quant.keys import (
     kInt8DynamicTokenSym,
     kInt8StaticTensorSym,
 )
-from fused_quant.modules import FusedSiluAndMulAndQuant, QuantLinear, ReLUSquared, SiluAndMul, name_quant_linears
+from fused_quant.activations import ReLUSquared, SiluAndMul
+from fused_quant.modules import FusedSiluAndMulAndQuant, QuantLinear, name_quant_linears
 from fused_quant.numerics import NumericsProfile, get_profile
 from fused_quant.registry import fused_act_quant, maybe_fused_act_quant, quantize, register_producer
+from fused_quant.runtime import reset
+from fused_quant.selection import current_backend, select_backend
 from fused_quant.validation import (
     BackendUnavailableError,
     FusedQuantError,
@@ -36,7 +38,7 @@ from fused_quant.validation import (
 
 # Register every backend's producers and GEMM providers now (plain Python: no probe, no
 # device, no triton import), so no registration ever happens inside a torch.compile trace.
-from fused_quant.backends import load_backends as _load_backends
+from fused_quant.selection import load_backends as _load_backends
 
 _load_backends()
 
@@ -49,5 +51,5 @@ __all__ = [
     "current_backend", "expose_input_quant_key", "fused_act_quant", "get_input_quant_key", "get_profile",
     "kFp8DynamicTokenSym", "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym",
     "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize", "register_gemm_provider",
-    "register_producer", "select_backend",
+    "register_producer", "reset", "select_backend",
 ]

@@ -13,7 +13,7 @@ from typing import ClassVar, NamedTuple
 
 import torch
 
-from fused_quant.validation import UnsupportedError
+from fused_quant.errors import UnsupportedError
 
 
 class _GroupShape(NamedTuple):
@@ -86,13 +86,23 @@ kFp8DynamicTokenSym = QuantKey(FP8_DTYPE, kDynamicTokenScale, symmetric=True)
 kInt8StaticTensorSym = QuantKey(torch.int8, kStaticTensorScale, symmetric=True)
 kInt8DynamicTokenSym = QuantKey(torch.int8, kDynamicTokenScale, symmetric=True)
 
-# Short stable names, used by the CLI, custom ops and JSON output.
-KEYS: dict[str, QuantKey] = {
-    "fp8_static_tensor": kFp8StaticTensorSym,
-    "fp8_dynamic_token": kFp8DynamicTokenSym,
-    "int8_static_tensor": kInt8StaticTensorSym,
-    "int8_dynamic_token": kInt8DynamicTokenSym,
-}
+
+
+class KeyEntry(NamedTuple):
+    name: str  # short stable name: the CLI, custom ops and JSON output
+    key: QuantKey
+    code: int  # the Triton kernels' QUANT constexpr
+
+
+# The key vocabulary: every other key table of the package is derived from this one.
+KEY_TABLE: tuple[KeyEntry, ...] = (
+    KeyEntry("fp8_static_tensor", kFp8StaticTensorSym, 0),
+    KeyEntry("fp8_dynamic_token", kFp8DynamicTokenSym, 1),
+    KeyEntry("int8_static_tensor", kInt8StaticTensorSym, 2),
+    KeyEntry("int8_dynamic_token", kInt8DynamicTokenSym, 3),
+)
+KEYS: dict[str, QuantKey] = {e.name: e.key for e in KEY_TABLE}
+KERNEL_CODES: dict[str, int] = {e.name: e.code for e in KEY_TABLE}
 _NAMES = {key: name for name, key in KEYS.items()}
 _NAMES_BY_ID = {id(key): name for name, key in KEYS.items()}  # hot path: callers pass KEYS' own objects
 

@@ -1,4 +1,4 @@
-"""Activation modules (``SiluAndMul``, ``ReLUSquared``) and the consumer ``QuantLinear``.
+"""The consumer ``QuantLinear`` and the HCU surface ``FusedSiluAndMulAndQuant``.
 
 ``QuantLinear.forward(x=None, x_and_scale_quanted=None)`` takes a plain tensor
 (quantized inside by the backend's quantizer), a ``QuantizedActivation``, or the
@@ -9,10 +9,11 @@ match. Every path ends in the checked GEMM entry, never in a provider directly.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from fused_quant import envs
 from fused_quant import keys as K
+from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (their long-standing import path)
 from fused_quant.contract import QuantizedActivation, as_quantized_activation, expose_input_quant_key
 from fused_quant.gemm import quant_gemm
 from fused_quant.reference import quantize_weight_ref
@@ -25,21 +26,6 @@ from fused_quant.validation import (
     check_scale_tensor,
     check_static_scale_value,
 )
-
-
-class SiluAndMul(nn.Module):
-    """``silu(x[..., :d]) * x[..., d:]`` in eager torch (the unfused chain of NUMERICS.md)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = x.shape[-1] // 2
-        return F.silu(x[..., :d]) * x[..., d:]
-
-
-class ReLUSquared(nn.Module):
-    """``relu(x)^2`` in eager torch: one rounding of the fp32 square."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.square(F.relu(x))
 
 
 class FusedSiluAndMulAndQuant(nn.Module):
@@ -64,13 +50,8 @@ class FusedSiluAndMulAndQuant(nn.Module):
         else:
             raise QuantDTypeError(f"quant_dtype must be torch.int8 or this node's FP8 dtype "
                                   f"{platform_fp8_dtype()}, got {quant_dtype}")
-        from fused_quant import envs
-
         qa = fused_act_quant("silu_and_mul", x, key, numerics=self.numerics or envs.numerics())
         return qa.data, qa.scale
-
-
-ACT_TYPES: dict[str, type] = {"silu_and_mul": SiluAndMul, "relu2": ReLUSquared, "identity": nn.Identity}
 
 
 def _default_name(k: int, n: int) -> str:

@@ -1,4 +1,4 @@
-"""Named numerics profiles (NUMERICS.md): ``default`` and ``hcu``.
+"""Named numerics profiles (docs/NUMERICS.md): ``default`` and ``hcu``.
 
 A profile is a frozen record of the few choices on which existing systems
 disagree; every backend's producers take one and stay bitwise equal to
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fused_quant.validation import NumericsProfileError
+from fused_quant.errors import NumericsProfileError
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,15 @@ producer receives validated input and returns ``(q, scale)``; wrapping into a
 from __future__ import annotations
 
 import logging
-import threading
 from collections import Counter
 from typing import Callable, NamedTuple, Optional
 
 import torch
 
-from fused_quant import envs
-from fused_quant import backends as _backends
+from fused_quant import activations, envs, runtime, selection
+from fused_quant import keys as K
 from fused_quant import platforms as _platforms
 from fused_quant.tracing import graph_constant
-from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation, get_input_quant_key
 from fused_quant.numerics import NumericsProfile, get_profile
 from fused_quant.validation import (
@@ -61,30 +59,12 @@ _SCALE_WHAT = {name: f"scale for {name}" for name in K.KEYS}
 _COUNTS: Counter = Counter()
 
 
-_ACT_TYPES: dict[str, type] | None = None
-_ACT_NAME_OF_TYPE: dict[type, str | None] = {}
-
-
 def act_types() -> dict[str, type]:
     """Activation name -> module type (``silu_and_mul``, ``relu2``, ``identity``)."""
-    global _ACT_TYPES
-    if _ACT_TYPES is None:  # modules imports this module: bind its table on first use
-        from fused_quant.modules import ACT_TYPES
-
-        _ACT_TYPES = ACT_TYPES
-    return _ACT_TYPES
+    return {a.name: a.module_type for a in activations.ACTIVATIONS.values()}
 
 
-def _act_name_or_none(act_type: type) -> str | None:
-    # a subclass counts only if it computes the same thing: one that overrides forward
-    # (a clamped SwiGLU, say) is a different activation and must not be fused as its parent
-    # (memoized per type: a class's forward does not change after it is defined)
-    if act_type in _ACT_NAME_OF_TYPE:
-        return _ACT_NAME_OF_TYPE[act_type]
-    name = next((n for n, t in act_types().items() if issubclass(act_type, t) and act_type.forward is t.forward),
-                None)
-    _ACT_NAME_OF_TYPE[act_type] = name
-    return name
+_act_name_or_none = activations.name_of_type
 
 
 def _act_name(act_type: type) -> str:
@@ -118,7 +98,7 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
         table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
         table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported, bind)
-        clear_call_cache()
+        runtime.reset()  # validated calls and backend choices may route differently now
         return fn
 
     return deco
@@ -126,7 +106,6 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
 
 def producers(backend: str | None = None) -> list[Producer]:
     """Registered producers, of one backend or all, in registration order."""
-    _backends.load_backends()
     names = [backend] if backend else list(_PRODUCERS)
     return [p for name in names for p in _PRODUCERS.get(name, {}).values()]
 
@@ -139,7 +118,6 @@ def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:
 
 
 def _lookup_names(act: str, key_name: str, backend: str) -> Producer | None:
-    _backends.load_backends()
     return _PRODUCERS.get(backend, {}).get((act, key_name))
 
 
@@ -162,22 +140,18 @@ def platform_fp8_dtype() -> torch.dtype:
 
 @graph_constant
 def platform_has_fp8() -> bool:
-    from fused_quant.platforms import current_platform
-
-    return current_platform().has_fp8
+    return _platforms.current_platform().has_fp8
 
 
 @graph_constant
 def platform_label() -> str:
-    from fused_quant.platforms import current_platform
-
-    info = current_platform()
+    info = _platforms.current_platform()
     return info.arch or info.vendor
 
 
 @graph_constant
 def current_backend_name() -> str:
-    return _backends.current_backend().name
+    return selection.current_backend().name
 
 
 @graph_constant
@@ -204,24 +178,13 @@ class _BoundCall(NamedTuple):
 # Calls whose checks passed, by signature: (form, activation, id of the key, numerics, backend, and the
 # metadata of the input and scale tensors). Every check of a producer call reads metadata only, so a
 # call with the same signature passes them again and goes straight to its bound producer.
-_CALLS: dict[tuple, _BoundCall] = {}
-_MAX_CALLS = 4096
-_CALLS_LOCK = threading.Lock()
-_calls_generation = 0  # bumped by every clear: a call checked before it is not filed after it
-
-
-def clear_call_cache() -> None:
-    """Forget the validated call signatures (after producers or the backend choice changed)."""
-    global _calls_generation
-    with _CALLS_LOCK:
-        _calls_generation += 1
-        _CALLS.clear()
+_CALLS = runtime.Cache("calls")
 
 
 def _checked_call(form: str, act: object, key: object, numerics: object, backend: object, x: object,
                   scale: object) -> tuple[tuple | None, _BoundCall | None]:
     """(filing, call): ``call`` is the bound call of an earlier call with this signature; on a miss
-    ``filing`` is (signature, the cache's generation now), what ``_run`` files this call under once
+    ``filing`` is (signature, the runtime generation now), what ``_run`` files this call under once
     its checks pass. Neither under torch.compile (Dynamo traces the checks), for an activation given
     by neither its name nor a module, or when an argument is not a plain tensor or cannot be hashed:
     the full checks run and name what is wrong."""
@@ -238,7 +201,7 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
         call = _CALLS.get(sig)
     except TypeError:  # an unhashable numerics or backend argument
         return None, None
-    return (None if call is not None else (sig, _calls_generation)), call
+    return (None if call is not None else (sig, runtime.generation())), call
 
 
 def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: NumericsProfile,
@@ -252,11 +215,7 @@ def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: N
     if bound is not None:
         call = _BoundCall(bound, (prod.backend, prod.act, K.key_name(prod.key)), prod.key, pin, x.dtype)
         signature, generation = sig
-        with _CALLS_LOCK:
-            if generation == _calls_generation:  # no producer or backend change since it was checked
-                if len(_CALLS) >= _MAX_CALLS:
-                    _CALLS.clear()
-                _CALLS[signature] = call
+        _CALLS.put(signature, call, generation)  # dropped if a reset came since it was checked
         return call(x, scale)
     q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=fp8_dtype)
     if not torch.compiler.is_compiling():
@@ -335,9 +294,9 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
         ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act_name} -> {name}")
         if not ok:
             _debug("fused-quant: %s; computing with the torch backend", reason)
-            prod = _lookup_names(act_name, name, _backends.TORCH)
+            prod = _lookup_names(act_name, name, selection.FALLBACK)
     else:
-        _backends.get_backend(backend)
+        selection.get_backend(backend)
         prod = _lookup_names(act_name, name, backend)
         ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {name}")
         if not ok:

@@ -1,4 +1,4 @@
-"""Error types and every input check of the library.
+"""Every input check of the library (and, re-exported, the error types they raise).
 
 Per-call checks read metadata only (dtype, rank, shape, device, strides): no
 host-device sync, so they are CUDA-graph safe. Values of static scales are
@@ -8,64 +8,29 @@ uses ``assert``: ``python -O`` must not change what is accepted.
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from dataclasses import dataclass
 
 import torch
 
+from fused_quant import keys as K
+from fused_quant.activations import ACTIVATIONS
+from fused_quant.errors import (  # noqa: F401  (re-exported: the checks and their errors in one place)
+    FusedQuantError,
+    ShapeMismatchError,
+    QuantDTypeError,
+    BackendUnavailableError,
+    ScaleError,
+    DeviceMismatchError,
+    LayoutError,
+    QuantKeyMismatchError,
+    NumericsProfileError,
+    UnsupportedError,
+    GemmProviderError,
+)
+
 ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-ACTIVATIONS = ("silu_and_mul", "relu2", "identity")
-
-
-class FusedQuantError(Exception):
-    """Base class of every error fused-quant raises on purpose."""
-
-
-class ShapeMismatchError(FusedQuantError, ValueError):
-    """Operand shapes do not agree; carries M, N, K and both shapes when known."""
-
-    def __init__(self, message: str, *, layer: str | None = None, m: int | None = None,
-                 n: int | None = None, k: int | None = None, x_shape: Sequence[int] | None = None,
-                 w_shape: Sequence[int] | None = None):
-        super().__init__(message)
-        self.layer, self.m, self.n, self.k = layer, m, n, k
-        self.x_shape = tuple(x_shape) if x_shape is not None else None
-        self.w_shape = tuple(w_shape) if w_shape is not None else None
-
-
-class QuantDTypeError(FusedQuantError, TypeError):
-    """A tensor has a dtype the operation does not accept."""
-
-
-class BackendUnavailableError(FusedQuantError, RuntimeError):
-    """A requested backend is unknown or cannot run on this node."""
-
-
-class ScaleError(FusedQuantError, ValueError):
-    """A scale has the wrong number of elements or a non-finite / non-positive value."""
-
-
-class DeviceMismatchError(FusedQuantError, ValueError):
-    """Operands live on different devices."""
-
-
-class LayoutError(FusedQuantError, ValueError):
-    """A tensor's strides are not what the kernel needs."""
-
-
-class QuantKeyMismatchError(FusedQuantError, ValueError):
-    """A pre-quantized activation carries a key its consumer does not accept."""
-
-
-class NumericsProfileError(FusedQuantError, ValueError):
-    """Unknown numerics profile name."""
-
-
-class UnsupportedError(FusedQuantError, ValueError):
-    """An activation, quant key or FP8 format fused-quant does not implement."""
-
-
-class GemmProviderError(FusedQuantError, RuntimeError):
-    """A GEMM provider failed or returned something other than what it must."""
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
 def _where(layer: str | None) -> str:
@@ -79,7 +44,7 @@ def check_tensor(x: object, what: str) -> torch.Tensor:
 
 
 def check_activation(act: str) -> str:
-    if act not in ACTIVATIONS:
+    if not isinstance(act, str) or act not in ACTIVATIONS:
         raise UnsupportedError(f"unknown activation {act!r}; expected one of {', '.join(ACTIVATIONS)}")
     return act
 
@@ -97,7 +62,7 @@ def check_activation_input(x: torch.Tensor, act: str) -> None:
     if x.shape[-1] == 0:
         raise ShapeMismatchError(f"{act} input's last dim (features) must be > 0; got shape {tuple(x.shape)}",
                                  x_shape=x.shape)
-    if act == "silu_and_mul" and x.shape[-1] % 2 != 0:
+    if x.shape[-1] % ACTIVATIONS[act].width_factor != 0:
         raise ShapeMismatchError(
             f"silu_and_mul input's last dim holds [gate | up] and must be even; got {x.shape[-1]} "
             f"(shape {tuple(x.shape)})",
@@ -136,3 +101,90 @@ def check_static_scale_value(scale: torch.Tensor, *, what: str = "static scale",
     if not (value > 0.0 and value != float("inf")):
         raise ScaleError(f"{_where(layer)}{what} must be finite and > 0, got {value!r}")
 
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """What a provider's predicate sees: sizes, dtypes, device and scale granularity."""
+
+    m: int
+    n: int
+    k: int
+    kind: str  # "int8" | "fp8"
+    x_dtype: torch.dtype
+    out_dtype: torch.dtype
+    device: torch.device
+    per_token: bool
+    per_channel: bool
+    has_bias: bool
+
+
+def _likely_cause(kx: int, kw: int) -> str:
+    if kx == 2 * kw:
+        return ("likely cause: the [m, 2H] gate_up placeholder reached the GEMM instead of the quantized "
+                "activation xq (a linear method that ignores x_and_scale_quanted, or silu_and_mul skipped)")
+    if 2 * kx == kw:
+        return "likely cause: the activation was halved twice (silu_and_mul applied to an already activated tensor)"
+    return "likely cause: the activation was produced for another layer or another tensor-parallel shard"
+
+
+def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: torch.Tensor,
+                        ws: torch.Tensor, bias: torch.Tensor | None, out_dtype: torch.dtype,
+                        layer: str | None) -> GemmProblem:
+    """Every per-call check of the checked entry; returns the problem description."""
+    name = layer or "quant_gemm"
+    if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor):
+        raise TypeError(f"{name}: activation and weight must be tensors, got "
+                        f"{type(x).__name__} and {type(w).__name__}")
+    if w.dim() != 2:
+        raise ShapeMismatchError(f"{name}: weight must be 2-D [N, K], got shape {tuple(w.shape)}",
+                                 layer=layer, w_shape=w.shape)
+    n, kw = w.shape
+    if x.dim() == 0:
+        raise ShapeMismatchError(f"{name}: activation must have rank >= 1 ([..., K]); got a 0-d tensor",
+                                 layer=layer, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
+    kx = x.shape[-1]
+    m = math.prod(x.shape[:-1])
+    if kx != kw:
+        raise ShapeMismatchError(
+            f"{name}: expected K={kw} (weight [N={n}, K={kw}]) but received K={kx} "
+            f"(activation {tuple(x.shape)}, M={m}); {_likely_cause(kx, kw)}",
+            layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
+    kind = "fp8" if K.is_fp8(key) else "int8"
+    weight_ok = w.dtype in FP8_DTYPES if kind == "fp8" else w.dtype == torch.int8
+    if not weight_ok:
+        raise QuantDTypeError(f"{name}: key {key} needs {kind} weights, layer holds {w.dtype}")
+    if x.dtype != w.dtype:  # int8 x int8, or the weight's own FP8 flavour
+        raise QuantDTypeError(f"{name}: expected activation dtype {w.dtype} for key {key}, got {x.dtype}")
+    for what, s in (("activation scale", xs), ("weight scale", ws)):
+        if not isinstance(s, torch.Tensor):
+            raise TypeError(f"{name}: {what} must be a float32 tensor, got {type(s).__name__}")
+        if s.dtype != torch.float32:
+            raise QuantDTypeError(f"{name}: {what} must be float32, got {s.dtype}")
+    per_token = K.is_per_token(key)
+    if per_token:
+        if xs.numel() != m or xs.dim() == 0 or xs.shape[-1] != 1:
+            raise ShapeMismatchError(
+                f"{name}: per-token activation scale must be [*tokens, 1] with {m} rows (activation "
+                f"{tuple(x.shape)}), got shape {tuple(xs.shape)}: token count mismatch between xq and xs",
+                layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
+    elif xs.numel() != 1:
+        raise ScaleError(f"{name}: per-tensor activation scale must have 1 element, got shape {tuple(xs.shape)}")
+    if ws.numel() not in (n, 1):
+        raise ScaleError(f"{name}: weight scale must have N={n} (per channel) or 1 element, got {tuple(ws.shape)}")
+    if out_dtype not in ACT_DTYPES:
+        raise QuantDTypeError(f"{name}: output dtype must be bfloat16, float16 or float32, got {out_dtype}")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or bias.shape != (n,):
+            raise ShapeMismatchError(f"{name}: bias must be [N={n}], got "
+                                     f"{tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__}",
+                                     layer=layer, n=n)
+        if bias.dtype != out_dtype:
+            raise QuantDTypeError(f"{name}: bias dtype {bias.dtype} must equal the output dtype {out_dtype}")
+    for what, t in (("activation scale", xs), ("weight", w), ("weight scale", ws), ("bias", bias)):
+        if t is not None and t.device != x.device:
+            raise DeviceMismatchError(f"{name}: {what} is on {t.device}, activation on {x.device}")
+    if not x.is_contiguous():
+        raise LayoutError(f"{name}: quantized activation must be contiguous, got strides {x.stride()}")
+    if not w.is_contiguous():
+        raise LayoutError(f"{name}: weight must be contiguous [N, K], got strides {w.stride()}")
+    return GemmProblem(m, n, kw, kind, x.dtype, out_dtype, x.device, per_token, ws.numel() == n, bias is not None)

@@ -31,7 +31,7 @@ def _gpu_reason() -> str | None:
 
 
 def _backend_reason(name: str) -> str | None:
-    from fused_quant.backends import select_backend
+    from fused_quant.selection import select_backend
     from fused_quant.platforms import probe
     from fused_quant.validation import BackendUnavailableError
 
@@ -76,7 +76,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def backend_env(monkeypatch):
     """Set FUSED_QUANT_BACKEND for one test and re-select; restores the selection afterwards."""
-    from fused_quant.backends import reset_current_backend
+    from fused_quant.selection import reset_current_backend
 
     def set_backend(name: str):
         monkeypatch.setenv("FUSED_QUANT_BACKEND", name)

@@ -11,9 +11,10 @@ import torch
 from torch import nn
 
 from fused_quant import keys as K
+from fused_quant import runtime
 from fused_quant import registry
-from fused_quant.backends import BACKENDS
-from fused_quant.backends.base import Backend
+from fused_quant.selection import BACKENDS
+from fused_quant.selection import Backend
 from fused_quant.contract import QuantizedActivation, expose_input_quant_key, get_input_quant_key
 from fused_quant.modules import QuantLinear, ReLUSquared, SiluAndMul
 from fused_quant.reference import act_quant_ref
@@ -51,13 +52,14 @@ def torch_backend(backend_env):
 def fake_backend(monkeypatch):
     """A backend named TEST_BACKEND, selected as current, with an empty producer table; the real
     table, backend list and selection are restored afterwards."""
-    from fused_quant import backends
+    from fused_quant import selection
 
     monkeypatch.setattr(registry, "_PRODUCERS", {**registry._PRODUCERS, TEST_BACKEND: {}})
-    monkeypatch.setitem(BACKENDS, TEST_BACKEND, Backend(TEST_BACKEND, "test", lambda info, explicit: (True, "")))
-    monkeypatch.setattr(backends, "_loaded", set(backends._loaded) | {TEST_BACKEND})
+    monkeypatch.setitem(BACKENDS, TEST_BACKEND, Backend(TEST_BACKEND, "test", "tests", "any device",
+                                                        any_device=True, modules=()))
+    monkeypatch.setattr(selection, "_loaded", set(selection._loaded) | {TEST_BACKEND})
     monkeypatch.setattr(registry, "current_backend_name", lambda: TEST_BACKEND)
-    monkeypatch.setattr(registry, "_CALLS", {})  # validated calls of this test only
+    monkeypatch.setattr(registry, "_CALLS", runtime.Cache("calls"))  # validated calls of this test only
     return TEST_BACKEND
 
 
@@ -180,7 +182,7 @@ def test_gpu_backend_on_cpu_tensors_falls_back(monkeypatch):
     """The triton_fp8 producers decline CPU tensors: maybe_fused returns the plain activation and
     fused_act_quant computes the same bits with the torch backend (counted as torch)."""
     monkeypatch.setattr(registry, "current_backend_name", lambda: "triton_fp8")
-    monkeypatch.setattr(registry, "_CALLS", {})
+    monkeypatch.setattr(registry, "_CALLS", runtime.Cache("calls"))
     reset_fusion_counts()
     layer = QuantLinear.from_float(nn.Linear(32, 8), K.kInt8DynamicTokenSym)
     x = _input("silu_and_mul")
@@ -519,13 +521,13 @@ def test_an_equal_key_object_is_pinned_by_its_signature(binding):
     del copy
     gc.collect()
     assert alive() is not None
-    registry.clear_call_cache()
+    runtime.reset()
     gc.collect()
     assert alive() is None
 
 
 def test_producers_or_backend_changing_forget_the_signatures(binding, fake_backend):
-    from fused_quant.backends import reset_current_backend
+    from fused_quant.selection import reset_current_backend
 
     x = _input("relu2")
     fused_act_quant("relu2", x, K.kInt8DynamicTokenSym)
@@ -574,7 +576,7 @@ def test_a_call_checked_before_a_clear_is_not_filed_after_it(binding, fake_backe
     real_bind = p.bind
 
     def bind_during_a_clear(*args, **kwargs):
-        registry.clear_call_cache()
+        runtime.reset()
         return real_bind(*args, **kwargs)
 
     register_producer(ReLUSquared, K.kInt8DynamicTokenSym, backend=fake_backend, bind=bind_during_a_clear)(p.fn)

@@ -16,7 +16,7 @@ from torch import nn
 
 import fused_quant
 from fused_quant import keys as K
-from fused_quant.backends import select_backend
+from fused_quant.selection import select_backend
 from fused_quant.contract import QuantizedActivation, as_quantized_activation
 from fused_quant.gemm import quant_gemm, register_gemm_provider, unregister_gemm_provider
 from fused_quant.modules import QuantLinear, SiluAndMul

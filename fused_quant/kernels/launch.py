@@ -14,12 +14,11 @@ from typing import NamedTuple
 
 import torch
 
+from fused_quant import activations, runtime
 from fused_quant import keys as K
+from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import heuristics
 from fused_quant.reference import FP8_NAN_CODE, fp8_min_scale
-
-ACT_CODES = {"identity": 0, "relu2": 1, "silu_and_mul": 2}
-QUANT_CODES = {"fp8_static_tensor": 0, "fp8_dynamic_token": 1, "int8_static_tensor": 2, "int8_dynamic_token": 3}
 KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 FAST_SILU_DTYPES = (torch.bfloat16, torch.float16)  # T(silu) measured for every input (act_quant._silu)
 
@@ -96,7 +95,7 @@ def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bo
     key = K.key_from_name(key_name)
     fp8 = K.is_fp8(key)
     out = dict(
-        ACT=ACT_CODES[act], QUANT=QUANT_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
+        ACT=activations.ACTIVATIONS[act].code, QUANT=K.KERNEL_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
         M8=K.fp8_max(fp8_dtype) if fp8 else 127.0, FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
         SATFINITE=satfinite_ok and fp8 and fp8_dtype == torch.float8_e4m3fn,
         FAST_SILU=fast_silu_ok and act == "silu_and_mul" and x_dtype in FAST_SILU_DTYPES, FAST_DIV=fast_div,
@@ -115,13 +114,9 @@ class _Plan(NamedTuple):
     consts: tuple  # the kernel's compile-time arguments in signature order, for the direct launch
     variant: str  # "static", "flat", "token", "chunks", "two_pass", "persistent"
     scratch: torch.dtype | None  # persistent kernel: dtype of its scratch rows (grid[0] x D)
-    kernel_id: object  # one token per (kernel, compile-time arguments, launch options)
+    kernel_id: tuple  # (kernel, compile-time arguments and launch options): what a compiled kernel is
 
 
-_KERNEL_IDS: dict[tuple, object] = {}
-
-
-@functools.lru_cache(maxsize=4096)
 def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype, m: int,
           d: int, flat_ok: bool, device_index: int, config: tuple | None) -> _Plan:
     """The launch for one (producer, M, D) on one device (-1: the interpreter's CPU tensors):
@@ -179,15 +174,12 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
     kwargs = {**common, **cfg}
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
-    kernel_id = _KERNEL_IDS.setdefault((kernel, *kwargs.items()), object())  # unique even under races
-    return _Plan(kernel, grid, kwargs, consts, variant, scratch, kernel_id)
+    return _Plan(kernel, grid, kwargs, consts, variant, scratch, (kernel, *kwargs.items()))
 
 
 def reset_plans() -> None:
-    """Forget the cached launch plans (after the heuristics' data changed)."""
-    _plan.cache_clear()
-    _bound.cache_clear()
-    _Generation.value += 1  # bound launches held elsewhere re-plan on their next call
+    """Plan every launch again (after the heuristics' data changed): the runtime's one reset."""
+    runtime.reset()
 
 
 @functools.lru_cache(maxsize=None)
@@ -218,22 +210,19 @@ def bind_rows(x: torch.Tensor, x2: torch.Tensor, act: str, key_name: str, round_
               fp8_dtype: torch.dtype, config: dict[str, int] | None = None) -> "BoundLaunch":
     """The launch of one producer for every input with ``x``'s dtype and shape, ``x2``'s row stride
     and ``x``'s device (``x2 = rows_view(x)``)."""
+    args = (act, key_name, x.dtype, x.shape, x2.stride(0), round_product, fp8_dtype, x.device)
     if config:
-        return BoundLaunch(act, key_name, x.dtype, x.shape, x2.stride(0), round_product, fp8_dtype, x.device,
-                           tuple(config.items()))
-    return _bound(act, key_name, x.dtype, x.shape, x2.stride(0), round_product, fp8_dtype, x.device)
+        return BoundLaunch(*args, tuple(config.items()))
+    bound = _LAUNCHES.get(args)
+    if bound is None:
+        generation = runtime.generation()
+        bound = _LAUNCHES.put(args, BoundLaunch(*args, None), generation)
+    return bound
 
 
-@functools.lru_cache(maxsize=4096)
-def _bound(act: str, key_name: str, x_dtype: torch.dtype, shape: torch.Size, row_stride: int, round_product: bool,
-           fp8_dtype: torch.dtype, device: torch.device) -> "BoundLaunch":
-    return BoundLaunch(act, key_name, x_dtype, shape, row_stride, round_product, fp8_dtype, device, None)
-
-
-class _Generation:
-    """Bumped by ``reset_plans``: a bound launch re-plans when it sees a newer one."""
-
-    value = 0
+# One bound launch per input signature (producer, dtype, shape, row stride, device); each holds its
+# plan and, once found, its compiled kernel.
+_LAUNCHES = runtime.Cache("launches")
 
 
 class _Resolved(NamedTuple):
@@ -266,16 +255,16 @@ class BoundLaunch:
         self.args = (act, key_name, x_dtype, round_product, fp8_dtype, config, row_stride, (m, d_in))
         self.device = device
         self.index = device.index if device.type == "cuda" else -1
-        d = d_in // 2 if act == "silu_and_mul" else d_in
+        d = activations.out_features(act, d_in)
         self.q_dtype, per_token = _outputs(key_name, fp8_dtype)
         self.q_shape, self.s_shape = (*lead, d), ((*lead, 1) if per_token else None)
         # on ROCm q's storage (its exact size) is part of the specialization
-        self.q_small = m * d * self.q_dtype.itemsize <= _MAX_INT32
+        self.q_small = m * d * self.q_dtype.itemsize <= dl.MAX_INT32
         self.rows = None if len(shape) == 2 else (m, d_in)  # x.view(rows) is rows_view(x)
         self.resolved = self._resolve()
 
     def _resolve(self) -> _Resolved:
-        generation = _Generation.value  # read first: a reset during planning makes the next call plan again
+        generation = runtime.generation()  # read first: a reset during planning makes the next call plan again
         act, key_name, x_dtype, round_product, fp8_dtype, config, row_stride, (m, d_in) = self.args
         d = self.q_shape[-1]
         if m == 0:
@@ -284,16 +273,17 @@ class BoundLaunch:
                      act != "silu_and_mul" and row_stride == d_in, self.index, config)
         tail = (m * d,) if plan.variant == "flat" else (m, d, row_stride)
         spec = None
-        if plan.variant != "persistent" and _direct_launch_known():  # persistent: a scratch operand too
-            spec = (plan.kernel_id, self.index, _tensor_spec(x_dtype), _tensor_spec(self.q_dtype, True, self.q_small),
-                    _tensor_spec(torch.float32), *[_arg_spec(a) for a in tail])
+        if plan.variant != "persistent" and dl.version_ok():  # persistent: a scratch operand too
+            spec = (plan.kernel_id, self.index, dl.tensor_spec(x_dtype),
+                    dl.tensor_spec(self.q_dtype, True, self.q_small), dl.tensor_spec(torch.float32),
+                    *[dl.arg_spec(a) for a in tail])
         return _Resolved(generation, plan, tail, (*tail, *plan.consts), spec, [None])
 
     def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         q = torch.empty(self.q_shape, dtype=self.q_dtype, device=self.device)
         s = scale if self.s_shape is None else torch.empty(self.s_shape, dtype=torch.float32, device=self.device)
         r = self.resolved
-        if r.generation != _Generation.value:
+        if r.generation != runtime.generation():
             r = self.resolved = self._resolve()
         plan = r.plan
         if plan is None:  # M = 0: nothing to launch
@@ -301,9 +291,8 @@ class BoundLaunch:
         x2 = x if self.rows is None else x.view(self.rows)
         direct = r.direct[0] or _direct_of(r)
         if (direct is not None and s.dtype == torch.float32 and not (x2.data_ptr() | q.data_ptr() | s.data_ptr()) & 15
-                and _direct_now(self.index, x2, s)):
-            run, g0, g1, g2, function, metadata = direct
-            run(g0, g1, g2, _raw_stream(self.index), function, metadata, None, None, None, x2, q, s, *r.rest)
+                and dl.may_run_now(_tl()[2], self.index, x2, s)):
+            dl.run(direct, self.index, (x2, q, s, *r.rest))
         elif plan.variant == "persistent":
             y = torch.empty((plan.grid[0], self.q_shape[-1]) if plan.scratch else (1,),
                             dtype=plan.scratch or x.dtype, device=self.device)
@@ -322,72 +311,24 @@ def _direct_of(r: _Resolved) -> tuple | None:
     return direct
 
 
-# Compiled kernels by (plan, device, argument specialization). Triton's JIT call re-binds and
-# re-keys every argument (~20 here) on each launch, most of a small launch's host time; after the
-# first JIT launch of a specialization the compiled kernel is launched directly. Launch hooks and
-# the current stream (CUDA graph capture) are honoured; Triton debug / instrumentation settings
-# changed after a specialization's first launch are not seen by it.
-_COMPILED: dict[tuple, object] = {}
-_HIP = getattr(torch.version, "hip", None) is not None
-_MAX_INT32 = (1 << 31) - 1
-# What Triton's launcher itself asks torch for (the current device, and its current stream: the
-# capturing one under CUDA graph capture); attribute lookups only, nothing is initialized here.
-_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-_raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None)
-               or (lambda index: torch.cuda.current_stream(index).cuda_stream))
-
-
-def _tensor_spec(dtype: torch.dtype, aligned: bool = True, small: bool = True) -> tuple:
-    return (dtype, aligned, small) if _HIP else (dtype, aligned)
-
-
-def _arg_spec(a) -> int | tuple:
-    """What Triton specializes a runtime argument on (a superset of it): for integers == 1,
-    divisibility by 16 and 32-bit range; for tensors the dtype, 16-byte alignment and, on ROCm
-    (buffer ops), a storage within 2 GiB."""
-    if type(a) is int:
-        return (a == 1) | ((a % 16 == 0) << 1) | ((not -(1 << 31) <= a <= _MAX_INT32) << 2)
-    return _tensor_spec(a.dtype, a.data_ptr() % 16 == 0, _HIP and a.untyped_storage().size() <= _MAX_INT32)
-
-
-def _hooked(hook: object) -> bool:
-    """A Triton launch hook is set: a function, or a chain (``HookChain``) holding any."""
-    return hook is not None and bool(getattr(hook, "calls", True))
-
-
-def _direct_launch_known() -> bool:
-    """Whether this Triton's compiled-kernel launcher is one the direct launch was written and
-    measured against (the ``triton.knobs`` releases: 3.6 on the H200, 3.7 in CI); older ones always
-    launch through their JIT."""
-    return _tl()[2] is not None
-
-
-def _direct_now(index: int, x2: torch.Tensor, s: torch.Tensor) -> bool:
-    """Whether a bound launch's compiled kernel may run now: loaded for the current device, no Triton
-    launch hooks to call, and on ROCm operands within the 2 GiB its buffer ops were compiled for
-    (the outputs are allocated to their exact size, checked when planned)."""
-    runtime = _tl()[2]  # imported by the plan before any direct launch
-    if _current_device() != index or _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook):
-        return False
-    return not _HIP or (x2.untyped_storage().size() <= _MAX_INT32 and s.untyped_storage().size() <= _MAX_INT32)
+# Compiled kernels by (plan, device, argument specialization), for the direct launch
+# (``direct_launch``). Launch hooks and the current stream (CUDA graph capture) are honoured; Triton
+# debug / instrumentation settings changed after a specialization's first launch are not seen by it.
+_COMPILED = runtime.Cache("compiled")
 
 
 def _launch(plan: _Plan, args: tuple) -> None:
     # Triton launches on the current device; a compiled kernel is loaded for the device it was first run on
     device = torch.cuda.current_device() if args[0].is_cuda else -1
-    spec = (plan.kernel_id, device, *[_arg_spec(a) for a in args])
+    spec = (plan.kernel_id, device, *[dl.arg_spec(a) for a in args])
     compiled = _COMPILED.get(spec)
     if compiled is not None:
         compiled[plan.grid](*args, *plan.consts)
         return
+    generation = runtime.generation()
     compiled = plan.kernel[plan.grid](*args, **plan.kwargs)
-    if _direct_launch_ok(compiled):  # the Triton interpreter returns no compiled kernel
-        _COMPILED[spec] = compiled
-
-
-def _direct_launch_ok(compiled: object) -> bool:
-    return _direct_launch_known() and all(hasattr(compiled, a) for a in ("__getitem__", "function",
-                                                                          "packed_metadata", "run"))
+    if dl.usable(compiled):  # the Triton interpreter returns no compiled kernel
+        _COMPILED.put(spec, compiled, generation)
 
 
 @functools.cache

@@ -7,9 +7,9 @@ its inputs; ``probe()`` wires the real ones and caches the result.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from fused_quant import runtime
 from fused_quant.platforms.info import (
     HYGON_ONLY_ARCHS,
     HYGON_PCI_VENDOR_ID,
@@ -219,8 +220,16 @@ def probe_kfd_sysfs(root: Path, dtk: str | None) -> Sighting:
                     arch=arch, device_name=name, device_count=len(gpus))
 
 
-def installed_triton_version(lookup: Callable[[str], str] = importlib.metadata.version) -> str | None:
-    """Triton's distribution version, read from metadata: importing triton is slow and may touch the driver."""
+def installed_triton_version(lookup: Callable[[str], str] = importlib.metadata.version,
+                             find_spec: Callable[[str], object] = importlib.util.find_spec) -> str | None:
+    """Triton's distribution version, read from metadata (importing triton is slow and may touch the
+    driver); None when no distribution is installed or the ``triton`` module cannot be found (also a
+    process that blocked it with ``sys.modules["triton"] = None``)."""
+    try:
+        if find_spec("triton") is None:
+            return None
+    except (ImportError, ValueError):  # a broken half-imported module
+        return None
     for dist in TRITON_DISTRIBUTIONS:
         try:
             return lookup(dist)
@@ -288,8 +297,7 @@ def probe_with(version: Any, env: Mapping[str, str], load: Callable[[str], Modul
                         reason="; ".join(notes), triton_version=triton_version, extra=extra)
 
 
-@functools.cache
-def _probe_once() -> PlatformInfo:
+def _probe_now() -> PlatformInfo:
     import torch  # already imported by info; torch.version is plain build metadata
 
     return probe_with(torch.version, os.environ, import_optional, NVIDIA_PROC_ROOT,
@@ -297,10 +305,11 @@ def _probe_once() -> PlatformInfo:
 
 
 def probe(refresh: bool = False) -> PlatformInfo:
-    """This node's ``PlatformInfo``, cached; ``refresh=True`` probes again."""
+    """This node's ``PlatformInfo``, kept in the runtime state; ``refresh=True`` resets the whole
+    runtime state (backend choice and every cache included) and probes again."""
     if refresh:
-        _probe_once.cache_clear()
-    return _probe_once()
+        runtime.reset()
+    return runtime.once("platform", _probe_now)
 
 
 def current_platform() -> PlatformInfo:

@@ -14,6 +14,7 @@ import torch
 
 import fused_quant as fq
 from fused_quant import keys as K
+from fused_quant import runtime
 from fused_quant.backends.hip_w8a8 import gemms as hip_gemms
 from fused_quant.backends.hip_w8a8.fp8 import e4m3fn_to_e4m3fnuz
 from fused_quant.contract import QuantizedActivation
@@ -88,11 +89,11 @@ def fake_vendor(monkeypatch):
         pkg.gemm_ops = mod
         monkeypatch.setitem(sys.modules, "lightop", pkg)
         monkeypatch.setitem(sys.modules, "lightop.gemm_ops", mod)
-        hip_gemms.reset_vendor_cache()
+        runtime.reset()
         return fake
 
     yield install
-    hip_gemms.reset_vendor_cache()
+    runtime.reset()
 
 
 def _operands(m=5, n=16, k=32):

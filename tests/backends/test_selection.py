@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fused_quant.backends import BACKENDS, current_backend, preferred_backend, reset_current_backend, select_backend
+from fused_quant.selection import BACKENDS, current_backend, preferred_backend, reset_current_backend, select_backend
 from fused_quant.platforms.info import PlatformInfo, fp8_dtype_for
 from fused_quant.validation import BackendUnavailableError
 

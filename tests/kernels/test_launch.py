@@ -14,6 +14,8 @@ import torch
 triton = pytest.importorskip("triton")
 
 from fused_quant import keys as K  # noqa: E402
+from fused_quant import runtime  # noqa: E402
+from fused_quant.kernels import direct_launch as dl  # noqa: E402
 from fused_quant.kernels import launch  # noqa: E402
 
 KERNELS = ("act_quant_static_kernel", "act_quant_static_flat_kernel", "act_quant_token_kernel",
@@ -50,7 +52,7 @@ def test_arg_spec_is_at_least_as_fine_as_tritons(backend, monkeypatch):
     several dtypes at every alignment, and (ROCm buffer ops) storages on both sides of 2 GiB."""
     from triton._C.libtriton import native_specialize_impl
 
-    monkeypatch.setattr(launch, "_HIP", backend == "hip")
+    monkeypatch.setattr(dl, "_HIP", backend == "hip")
     cls = _backend(backend)
     ints = [0, 1, 2, 3, 15, 16, 17, 31, 32, 48, 4096, 14336, 14337, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16,
             2**40, -1, -16, -(2**31), -(2**31) - 16]
@@ -60,7 +62,7 @@ def test_arg_spec_is_at_least_as_fine_as_tritons(backend, monkeypatch):
                + [torch.empty(2**31 + 64, dtype=torch.uint8, device="meta")[i:] for i in (0, 16, 3)])
     by_spec: dict = {}
     for v in ints + tensors:
-        by_spec.setdefault(launch._arg_spec(v), set()).add(native_specialize_impl(cls, v, False, True, True))
+        by_spec.setdefault(dl.arg_spec(v), set()).add(native_specialize_impl(cls, v, False, True, True))
     coarse = {k: v for k, v in by_spec.items() if len(v) > 1}
     assert not coarse, f"_arg_spec merges arguments Triton ({backend}) tells apart: {coarse}"
 
@@ -71,7 +73,8 @@ def test_kernel_ids_are_unique_per_compile_time_arguments():
     b = launch._plan("relu2", "int8_static_tensor", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024, False, -1, None)
     launch.reset_plans()
     a2 = launch._plan("relu2", "fp8_static_tensor", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024, False, -1, None)
-    assert a2 is not a and a2.kernel_id is a.kernel_id and a.kernel_id is not b.kernel_id
+    assert a2 is not a and a2.kernel_id == a.kernel_id and a.kernel_id != b.kernel_id
+    assert hash(a2.kernel_id) == hash(a.kernel_id)
 
 
 def test_chunk_config_must_cover_the_row():
@@ -109,7 +112,7 @@ def _plan(kernel, kernel_id):
 
 
 def test_direct_launch_after_first_jit_launch_per_specialization(monkeypatch):
-    monkeypatch.setattr(launch, "_COMPILED", {})
+    monkeypatch.setattr(launch, "_COMPILED", runtime.Cache("compiled"))
     kernel = _Kernel()
     plan = _plan(kernel, object())
     x = torch.zeros(64, dtype=torch.bfloat16)
@@ -129,7 +132,7 @@ def test_direct_launch_after_first_jit_launch_per_specialization(monkeypatch):
 
 def test_no_direct_launch_without_a_compiled_kernel(monkeypatch):
     """The Triton interpreter's launch returns no compiled kernel: every launch goes through it."""
-    monkeypatch.setattr(launch, "_COMPILED", {})
+    monkeypatch.setattr(launch, "_COMPILED", runtime.Cache("compiled"))
     kernel = _Kernel(compiled_type=None)
     plan = _plan(kernel, object())
     x = torch.zeros(64, dtype=torch.bfloat16)
@@ -250,10 +253,10 @@ def direct(monkeypatch):
     """Kernels never run: ``_launch`` and the compiled kernels' launcher record their calls; the
     current device is the CPU tensors' index (-1) unless a test says otherwise."""
     generic = []
-    monkeypatch.setattr(launch, "_COMPILED", {})
+    monkeypatch.setattr(launch, "_COMPILED", runtime.Cache("compiled"))
     monkeypatch.setattr(launch, "_launch", lambda plan, args: generic.append((plan, args)))
-    monkeypatch.setattr(launch, "_current_device", lambda: -1)
-    monkeypatch.setattr(launch, "_raw_stream", lambda index: ("stream", index))
+    monkeypatch.setattr(dl, "_current_device", lambda: -1)
+    monkeypatch.setattr(dl, "_raw_stream", lambda index: ("stream", index))
     return generic
 
 
@@ -280,8 +283,8 @@ def test_bound_launch_goes_direct_once_its_aligned_kernel_is_compiled(key_name, 
     assert q.shape == (16, 1024) and q.dtype == K.storage_dtype(K.KEYS[key_name], torch.float8_e4m3fn)
     assert s is scale if scale is not None else s.shape == (16, 1) and s.dtype == torch.float32
     # the key _launch files a kernel under for these (aligned) operands is the bound launch's
-    assert bound.resolved.spec == (bound.resolved.plan.kernel_id, -1, *[launch._arg_spec(a) for a in direct[0][1]])
-    compiled = launch._COMPILED[bound.resolved.spec] = _Run()
+    assert bound.resolved.spec == (bound.resolved.plan.kernel_id, -1, *[dl.arg_spec(a) for a in direct[0][1]])
+    compiled = _file(bound.resolved.spec, _Run())
     x2 = _aligned((16, 1024))
     q2, s2 = bound(x2, scale)
     g = bound.resolved.plan.grid
@@ -295,14 +298,14 @@ def test_bound_launch_falls_back_to_the_generic_launch(direct, monkeypatch):
     hooks all take ``_launch`` (which specializes and honours them)."""
     x = _aligned((16, 1024))
     bound = _bind(x)
-    compiled = launch._COMPILED[bound.resolved.spec] = _Run()
+    compiled = _file(bound.resolved.spec, _Run())
     scale = torch.tensor([0.5])
     bound(_aligned((16, 1024), offset=1), scale)
     bound(x, _aligned((1,), torch.float32, offset=1))
     bound(x, torch.tensor([0.5], dtype=torch.float64))
-    monkeypatch.setattr(launch, "_current_device", lambda: 1)
+    monkeypatch.setattr(dl, "_current_device", lambda: 1)
     bound(x, scale)
-    monkeypatch.setattr(launch, "_current_device", lambda: -1)
+    monkeypatch.setattr(dl, "_current_device", lambda: -1)
     for name in ("launch_enter_hook", "launch_exit_hook"):
         hook = getattr(triton.knobs.runtime, name)
         if hasattr(hook, "add"):  # a HookChain (newer Triton): a hook is added to it
@@ -324,24 +327,25 @@ def _a_hook(*args):
 
 @pytest.mark.parametrize("hook, hooked", [(None, False), (_a_hook, True)])
 def test_hooked_reads_functions_and_chains(hook, hooked):
-    assert launch._hooked(hook) is hooked
+    assert dl.hooked(hook) is hooked
     chain = type("Chain", (), {"calls": [hook] if hook else []})()
-    assert launch._hooked(chain) is hooked
+    assert dl.hooked(chain) is hooked
 
 
 def test_bound_launch_on_rocm_checks_storages_within_2_gib(direct, monkeypatch):
     """Triton's HIP backend specializes on a storage within 2 GiB (buffer ops): a direct launch
     needs the input's and the scale's storages to be; q's exact size is part of the key."""
-    monkeypatch.setattr(launch, "_HIP", True)
+    monkeypatch.setattr(dl, "_HIP", True)
     big = torch.empty(2**31 + 64, dtype=torch.bfloat16, device="meta")
     x = _aligned((16, 1024))
     bound = _bind(x)
     assert bound.resolved.spec[3] == (torch.float8_e4m3fn, True, True)
-    compiled = launch._COMPILED[bound.resolved.spec] = _Run()
+    compiled = _file(bound.resolved.spec, _Run())
     bound(x, torch.tensor([0.5]))
     assert len(compiled.calls) == 1
-    assert not launch._direct_now(-1, big[: 16 * 1024].view(16, 1024), torch.tensor([0.5]))
-    assert launch._direct_now(-1, x, torch.tensor([0.5]))
+    knobs = triton.knobs.runtime
+    assert not dl.may_run_now(knobs, -1, big[: 16 * 1024].view(16, 1024), torch.tensor([0.5]))
+    assert dl.may_run_now(knobs, -1, x, torch.tensor([0.5]))
 
 
 def test_bound_launch_views_rows_and_skips_empty_inputs(direct):
@@ -356,16 +360,22 @@ def test_bound_launch_views_rows_and_skips_empty_inputs(direct):
 
 
 def test_bound_launch_replans_after_reset_plans(direct):
+    """A reset forgets plans and compiled kernels alike: a bound launch held elsewhere (a validated
+    call) plans again and goes direct once its kernel is compiled (filed) again."""
     x = _aligned((16, 1024))
     bound = _bind(x)
-    launch._COMPILED[bound.resolved.spec] = _Run()
+    _file(bound.resolved.spec, _Run())
     plan = bound.resolved.plan
     bound(x, torch.tensor([0.5]))
+    assert not direct, "direct"
     launch.reset_plans()
     assert _bind(x) is not bound
-    bound(x, torch.tensor([0.5]))  # held elsewhere (a validated call): plans again
+    bound(x, torch.tensor([0.5]))  # plans again; the compiled kernel was forgotten: the generic launch
     r = bound.resolved
-    assert r.plan is not plan and r.plan.kernel_id is plan.kernel_id and r.direct[0] is not None
+    assert r.plan is not plan and r.plan.kernel_id == plan.kernel_id and len(direct) == 1
+    _file(r.spec, _Run())
+    bound(x, torch.tensor([0.5]))
+    assert r.direct[0] is not None and len(direct) == 1
 
 
 def test_a_reset_during_planning_is_seen_by_the_next_call(direct, monkeypatch):
@@ -377,30 +387,34 @@ def test_a_reset_during_planning_is_seen_by_the_next_call(direct, monkeypatch):
     real = launch._plan
 
     def plan_during_a_reset(*args):
-        launch._Generation.value += 1  # another thread's reset_plans, mid-planning
+        runtime.reset()  # another thread's reset, mid-planning
         return real(*args)
 
     monkeypatch.setattr(launch, "_plan", plan_during_a_reset)
-    launch._Generation.value += 1
+    runtime.reset()
     bound(x, torch.tensor([0.5]))
     stamped = bound.resolved.generation
-    assert stamped == launch._Generation.value - 1 and bound.resolved.plan is not None and len(direct) == 1
+    assert stamped == runtime.generation() - 1 and bound.resolved.plan is not None and len(direct) == 1
     monkeypatch.setattr(launch, "_plan", real)
     bound(x, torch.tensor([0.5]))
-    assert bound.resolved.generation == launch._Generation.value and len(direct) == 2
+    assert bound.resolved.generation == runtime.generation() and len(direct) == 2
 
 
-def test_a_triton_without_knobs_always_launches_through_its_jit(direct, monkeypatch):
-    """The direct launch was written against the launcher of the ``triton.knobs`` releases; with an
-    older Triton nothing is filed for it and every launch goes through Triton's JIT."""
-    kernels, dtypes, _ = launch._tl()
-    assert launch._direct_launch_ok(_Compiled([]))
-    monkeypatch.setattr(launch, "_tl", lambda: (kernels, dtypes, None))
+def test_a_triton_outside_the_tested_range_always_launches_through_its_jit(direct, monkeypatch):
+    """The direct launch was written against the launcher of the tested ``triton.knobs`` releases;
+    with another Triton nothing is filed for it and every launch goes through Triton's JIT."""
+    assert dl.usable(_Compiled([]))
+    monkeypatch.setattr(dl, "version_ok", lambda: False)
     x = _aligned((16, 1024))
     bound = launch.bind_rows(x, x, "relu2", "fp8_static_tensor", True, torch.float8_e4m3fn,
                              {"BLOCK_M": 8, "BLOCK_N": 1024, "num_warps": 8})  # a tuning config: not cached
     assert bound.resolved.spec is None
-    assert not launch._direct_launch_ok(_Compiled([]))
+    assert not dl.usable(_Compiled([]))
     bound(x, torch.tensor([0.5]))
     bound(x, torch.tensor([0.5]))
     assert len(direct) == 2
+
+
+def _file(spec, compiled):
+    """File ``compiled`` as the compiled kernel of ``spec``, as ``_launch`` does after a JIT launch."""
+    return launch._COMPILED.put(spec, compiled, runtime.generation())

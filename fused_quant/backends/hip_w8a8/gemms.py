@@ -12,8 +12,10 @@ import importlib
 
 import torch
 
+from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, register_gemm_provider
 from fused_quant.kernels import gemm_launch as g
+from fused_quant.platforms import current_platform
 from fused_quant.validation import GemmProviderError
 
 BACKENDS = ("hip_w8a8",)
@@ -21,29 +23,22 @@ BACKENDS = ("hip_w8a8",)
 VENDOR_MODULES = ("lightop.gemm_ops", "lmslim.quant_ops")
 VENDOR_FN = "hipblaslt_w8a8_gemm"
 
-_vendor_cache: dict[str, object] = {}
+def _find_vendor_gemm() -> tuple[object | None, str]:
+    fn, why = None, []
+    for name in VENDOR_MODULES:
+        try:
+            fn = getattr(importlib.import_module(name), VENDOR_FN)
+            why = [f"{name}.{VENDOR_FN}"]
+            break
+        except (ImportError, AttributeError) as exc:
+            why.append(f"{name}: {exc.__class__.__name__}: {exc}")
+    return fn, "; ".join(why)
 
 
 def vendor_gemm() -> tuple[object | None, str]:
-    """(callable or None, where it came from / why not); imported once, lazily."""
-    if "fn" not in _vendor_cache:
-        fn, why = None, []
-        for name in VENDOR_MODULES:
-            try:
-                fn = getattr(importlib.import_module(name), VENDOR_FN)
-                why = [f"{name}.{VENDOR_FN}"]
-                break
-            except (ImportError, AttributeError) as exc:
-                why.append(f"{name}: {exc.__class__.__name__}: {exc}")
-        _vendor_cache["fn"], _vendor_cache["why"] = fn, "; ".join(why)
-    return _vendor_cache["fn"], _vendor_cache["why"]
-
-
-def reset_vendor_cache() -> None:
-    from fused_quant.gemm import clear_gemm_selection_cache
-
-    _vendor_cache.clear()
-    clear_gemm_selection_cache()
+    """(callable or None, where it came from / why not); imported lazily, once per runtime generation
+    (``runtime.reset()`` looks again, e.g. after installing the vendor module)."""
+    return runtime.once("hip_w8a8.vendor_gemm", _find_vendor_gemm)
 
 
 def _vendor_supported(p: GemmProblem) -> tuple[bool, str]:
@@ -75,9 +70,9 @@ register_gemm_provider("int_mm_int8", g.int_mm_int8, kind="int8", backends=BACKE
                        supported=g.int_mm_supported, first=False)
 register_gemm_provider("triton_int8", g.triton_int8, kind="int8", backends=BACKENDS,
                        supported=g.triton_int8_supported, first=False)
-def _fp8_supported(p: GemmProblem) -> tuple[bool, str]:
-    from fused_quant.platforms import current_platform
 
+
+def _fp8_supported(p: GemmProblem) -> tuple[bool, str]:
     info = current_platform()
     if not info.has_fp8:
         return False, f"{info.arch or info.vendor} has no FP8 GEMM; use int8 keys"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 
 from fused_quant import keys as K
-from fused_quant.backends.fallback.producers import register_every_producer
 from fused_quant.kernels.launch import triton_supported
+from fused_quant.kernels.producers import register_triton_producers
 from fused_quant.registry import platform_has_fp8, platform_label
 
 BACKEND = "hip_w8a8"
@@ -19,4 +19,4 @@ def _fp8_supported(x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, s
     return triton_supported(x, scale)
 
 
-register_every_producer(BACKEND, lambda key: _fp8_supported if K.is_fp8(key) else triton_supported, bound=True)
+register_triton_producers(BACKEND, lambda key: _fp8_supported if K.is_fp8(key) else triton_supported)

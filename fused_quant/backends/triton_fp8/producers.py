@@ -6,10 +6,9 @@ declines inputs the kernels do not take, which then fall back.
 
 from __future__ import annotations
 
-from fused_quant.backends.fallback.producers import register_every_producer
 from fused_quant.kernels.launch import triton_supported
+from fused_quant.kernels.producers import register_triton_producers
 
 BACKEND = "triton_fp8"
 
-
-register_every_producer(BACKEND, lambda key: triton_supported, bound=True)
+register_triton_producers(BACKEND, lambda key: triton_supported)

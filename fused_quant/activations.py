@@ -1,0 +1,60 @@
+"""The activation vocabulary: one table of (name, module type, kernel code, input width factor).
+
+``SiluAndMul`` and ``ReLUSquared`` are the module types the producer registry keys on
+(``nn.Identity`` stands for "quantize as is"). Every other activation table of the
+package (validation's names, the kernels' codes, output shapes) is derived from ``ACTIVATIONS``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SiluAndMul(nn.Module):
+    """``silu(x[..., :d]) * x[..., d:]`` in eager torch (the unfused chain of docs/NUMERICS.md)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return F.silu(x[..., :d]) * x[..., d:]
+
+
+class ReLUSquared(nn.Module):
+    """``relu(x)^2`` in eager torch: one rounding of the fp32 square."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.square(F.relu(x))
+
+
+class Activation(NamedTuple):
+    name: str  # stable name: custom ops, JSON, the functional form
+    module_type: type  # the nn.Module type maybe_fused_act_quant recognizes
+    code: int  # the Triton kernels' ACT constexpr
+    width_factor: int  # input features per output feature (silu_and_mul reads [gate | up])
+
+
+ACTIVATIONS: dict[str, Activation] = {a.name: a for a in (
+    Activation("silu_and_mul", SiluAndMul, 2, 2),
+    Activation("relu2", ReLUSquared, 1, 1),
+    Activation("identity", nn.Identity, 0, 1),
+)}
+NAMES = tuple(ACTIVATIONS)
+
+
+def out_features(act: str, in_features: int) -> int:
+    """The width of ``act``'s output for an input of ``in_features``."""
+    return in_features // ACTIVATIONS[act].width_factor
+
+
+@functools.lru_cache(maxsize=1024)  # a pure function of the type: a class's forward is fixed once defined
+def name_of_type(act_type: type) -> str | None:
+    """The activation a module type computes, or None. A subclass counts only if it computes the
+    same thing: one that overrides ``forward`` (a clamped SwiGLU, say) is another activation."""
+    for a in ACTIVATIONS.values():
+        if issubclass(act_type, a.module_type) and act_type.forward is a.module_type.forward:
+            return a.name
+    return None

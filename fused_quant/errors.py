@@ -1,0 +1,62 @@
+"""Every error type fused-quant raises on purpose (the bottom of the package: imports nothing of it).
+
+All derive from ``FusedQuantError`` and from the builtin a caller would expect
+(``ValueError`` for bad values and shapes, ``TypeError`` for dtypes, ``RuntimeError``
+for what cannot run here).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class FusedQuantError(Exception):
+    """Base class of every error fused-quant raises on purpose."""
+
+
+class ShapeMismatchError(FusedQuantError, ValueError):
+    """Operand shapes do not agree; carries M, N, K and both shapes when known."""
+
+    def __init__(self, message: str, *, layer: str | None = None, m: int | None = None,
+                 n: int | None = None, k: int | None = None, x_shape: Sequence[int] | None = None,
+                 w_shape: Sequence[int] | None = None):
+        super().__init__(message)
+        self.layer, self.m, self.n, self.k = layer, m, n, k
+        self.x_shape = tuple(x_shape) if x_shape is not None else None
+        self.w_shape = tuple(w_shape) if w_shape is not None else None
+
+
+class QuantDTypeError(FusedQuantError, TypeError):
+    """A tensor has a dtype the operation does not accept."""
+
+
+class BackendUnavailableError(FusedQuantError, RuntimeError):
+    """A requested backend is unknown or cannot run on this node."""
+
+
+class ScaleError(FusedQuantError, ValueError):
+    """A scale has the wrong number of elements or a non-finite / non-positive value."""
+
+
+class DeviceMismatchError(FusedQuantError, ValueError):
+    """Operands live on different devices."""
+
+
+class LayoutError(FusedQuantError, ValueError):
+    """A tensor's strides are not what the kernel needs."""
+
+
+class QuantKeyMismatchError(FusedQuantError, ValueError):
+    """A pre-quantized activation carries a key its consumer does not accept."""
+
+
+class NumericsProfileError(FusedQuantError, ValueError):
+    """Unknown numerics profile name."""
+
+
+class UnsupportedError(FusedQuantError, ValueError):
+    """An activation, quant key or FP8 format fused-quant does not implement."""
+
+
+class GemmProviderError(FusedQuantError, RuntimeError):
+    """A GEMM provider failed or returned something other than what it must."""

@@ -1,0 +1,98 @@
+"""The direct launch: a compiled Triton kernel called through its launcher, without Triton's JIT call.
+
+Triton's JIT call re-binds and re-keys every argument (~20 here) on each launch, most of a small
+launch's host time. After the first JIT launch of a specialization, ``launch`` keeps the compiled
+kernel and calls its private launcher ``compiled.run(gx, gy, gz, stream, function, metadata,
+launch_metadata, enter_hook, exit_hook, *args)`` itself, keyed by a specialization at least as
+fine as Triton's (``arg_spec``). Both are Triton internals, so the direct launch is used only with
+a Triton inside ``TESTED_TRITON`` whose launcher takes exactly ``LAUNCHER_PARAMS``; every other
+Triton launches through its JIT. ``tests/kernels/test_direct_launch.py`` checks the installed
+Triton's launcher against this, so an upgrade fails a test instead of a launch.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import torch
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+# 3.6 measured on the H200, 3.7 in CI (the launcher of the ``triton.knobs`` releases)
+TESTED_TRITON = SpecifierSet(">=3.6,<3.8")
+LAUNCHER_PARAMS = ("gridX", "gridY", "gridZ", "stream", "function", "kernel_metadata", "launch_metadata",
+                   "launch_enter_hook", "launch_exit_hook")
+
+_HIP = getattr(torch.version, "hip", None) is not None
+MAX_INT32 = (1 << 31) - 1
+# What Triton's launcher itself asks torch for (the current device, and its current stream: the
+# capturing one under CUDA graph capture); attribute lookups only, nothing is initialized here.
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None)
+               or (lambda index: torch.cuda.current_stream(index).cuda_stream))
+
+
+@functools.cache
+def version_ok() -> bool:
+    """Whether the installed Triton is one the direct launch was written and measured against."""
+    import triton
+
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    return runtime is not None and TESTED_TRITON.contains(Version(triton.__version__), prereleases=True)
+
+
+def launcher_params(launcher_cls: type) -> tuple[str, ...] | None:
+    """The leading parameters of a Triton launcher class's ``__call__`` (None when not introspectable)."""
+    try:
+        params = list(inspect.signature(launcher_cls.__call__).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    return tuple(p.name for p in params[1:] if p.kind is p.POSITIONAL_OR_KEYWORD)
+
+
+@functools.cache
+def _layout_ok(launcher_cls: type) -> bool:
+    return launcher_params(launcher_cls) == LAUNCHER_PARAMS
+
+
+def usable(compiled: object) -> bool:
+    """Whether a compiled kernel may be launched directly (the interpreter returns none)."""
+    if not version_ok() or not all(hasattr(compiled, a) for a in ("__getitem__", "function", "packed_metadata",
+                                                                   "run")):
+        return False
+    run = compiled.run
+    return run is None or _layout_ok(type(run))  # None: not loaded yet (stand-ins of the tests)
+
+
+def tensor_spec(dtype: torch.dtype, aligned: bool = True, small: bool = True) -> tuple:
+    return (dtype, aligned, small) if _HIP else (dtype, aligned)
+
+
+def arg_spec(a) -> int | tuple:
+    """What Triton specializes a runtime argument on (a superset of it): for integers == 1,
+    divisibility by 16 and 32-bit range; for tensors the dtype, 16-byte alignment and, on ROCm
+    (buffer ops), a storage within 2 GiB."""
+    if type(a) is int:
+        return (a == 1) | ((a % 16 == 0) << 1) | ((not -(1 << 31) <= a <= MAX_INT32) << 2)
+    return tensor_spec(a.dtype, a.data_ptr() % 16 == 0, _HIP and a.untyped_storage().size() <= MAX_INT32)
+
+
+def hooked(hook: object) -> bool:
+    """A Triton launch hook is set: a function, or a chain (``HookChain``) holding any."""
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def may_run_now(runtime_knobs, index: int, x2: torch.Tensor, s: torch.Tensor) -> bool:
+    """Whether a compiled kernel may run now: loaded for the current device, no Triton launch hooks
+    to call, and on ROCm operands within the 2 GiB its buffer ops were compiled for (the outputs
+    are allocated to their exact size, checked when planned)."""
+    if _current_device() != index or hooked(runtime_knobs.launch_enter_hook) or hooked(runtime_knobs.launch_exit_hook):
+        return False
+    return not _HIP or (x2.untyped_storage().size() <= MAX_INT32 and s.untyped_storage().size() <= MAX_INT32)
+
+
+def run(direct: tuple, index: int, args: tuple) -> None:
+    """Launch ``direct`` = (launcher, grid x3, function, metadata) on the current stream."""
+    launcher, g0, g1, g2, function, metadata = direct
+    launcher(g0, g1, g2, _raw_stream(index), function, metadata, None, None, None, *args)

@@ -1,0 +1,101 @@
+"""The process's runtime state and its one reset.
+
+State: values computed once per generation (``once``: the probe result, the selected
+backend, the environment it was selected under). Caches (``Cache``: validated call
+signatures, bound launches, compiled kernels, GEMM provider choices) are stamped with the
+generation they were filled in. ``reset()`` bumps the generation, which forgets the state
+and makes every cache empty at once; ``probe(refresh=True)``, ``reset_current_backend()``,
+registering a producer or a GEMM provider, and changed launch heuristics all call it.
+A value computed from the state of one generation is never filed under a later one.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Callable, Hashable, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.RLock()  # re-entrant: a value's factory may ask for another value (backend -> probe)
+_generation = 0
+_values: dict[str, object] = {}
+_MISSING = object()
+
+
+def generation() -> int:
+    """The current generation; take it before computing something a ``Cache`` will hold."""
+    return _generation
+
+
+def reset() -> None:
+    """Forget the runtime state and every cache (the next call probes, selects and plans again)."""
+    global _generation
+    with _lock:
+        _generation += 1
+        _values.clear()
+        for cache in _caches:
+            cache._data.clear()
+
+
+def once(name: str, factory: Callable[[], T]) -> T:
+    """``factory()``, computed once per generation under the lock; a factory that raises stores nothing."""
+    value = _values.get(name, _MISSING)
+    if value is not _MISSING:
+        return value  # type: ignore[return-value]
+    with _lock:
+        value = _values.get(name, _MISSING)
+        if value is _MISSING:
+            started = _generation
+            value = factory()
+            if started == _generation:  # a reset during the factory: the value is already stale
+                _values[name] = value
+    return value  # type: ignore[return-value]
+
+
+def peek(name: str) -> object | None:
+    """The state value ``name`` if it was computed in this generation, else None (computes nothing)."""
+    value = _values.get(name, _MISSING)
+    return None if value is _MISSING else value
+
+
+class Cache:
+    """A bounded map of values derived from the runtime state, emptied by every ``reset``.
+
+    ``get`` takes no lock (hot path: one dict lookup). ``put`` files a value under the generation
+    the caller read *before* computing it, and drops it when a reset has come since, so a value
+    computed from old state never survives a reset.
+    """
+
+    __slots__ = ("name", "max_size", "_data", "__weakref__")
+
+    def __init__(self, name: str, max_size: int = 4096):
+        self.name, self.max_size = name, max_size
+        self._data: dict = {}
+        with _lock:
+            _caches.add(self)
+
+    def get(self, key: Hashable, default: object = None) -> object:
+        return self._data.get(key, default)
+
+    def put(self, key: Hashable, value: T, generation: int) -> T:
+        with _lock:
+            if generation == _generation:
+                if len(self._data) >= self.max_size:
+                    self._data.clear()
+                self._data[key] = value
+        return value
+
+    def get_or_make(self, key: Hashable, make: Callable[[], T]) -> T:
+        """The cached value of ``key``, else ``make()`` filed under the generation read first."""
+        value = self._data.get(key, _MISSING)
+        if value is _MISSING:
+            started = _generation
+            value = self.put(key, make(), started)
+        return value  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_caches: "weakref.WeakSet[Cache]" = weakref.WeakSet()
