@@ -105,6 +105,15 @@ def _produce(act, x, scale, *, numerics, fp8_dtype, key, impl):
     return act_quant(x, act, key, scale, numerics.round_silu_product, fp8_dtype, impl)
 
 
+def bind_reference(act: str, key: K.QuantKey):
+    """The ``torch`` backend's ``bind``: the reference, for every input with the checked metadata."""
+    def bind(x, scale, *, numerics, fp8_dtype):
+        round_product = numerics.round_silu_product
+        return lambda x, scale: reference_impl(x, scale, act, key, round_product, fp8_dtype)
+
+    return bind
+
+
 def register_every_producer(backend: str, impl: str, supported_for: Callable = lambda key: None,
                             bind_for: Callable | None = None) -> None:
     """Register the custom-op producer running ``impl`` for every activation x key on ``backend``.

@@ -1,4 +1,4 @@
-"""Central skips (markers gpu, triton_fp8, hip_w8a8, interpreter, vllm) and shared fixtures.
+"""Central skips (markers gpu, one per backend of the backend table, interpreter, vllm) and shared fixtures.
 
 Skip reasons name the missing capability. When ``TRITON_INTERPRET=1`` the
 interpreter shim is installed before any kernel module is imported.
@@ -42,15 +42,24 @@ def _backend_reason(name: str) -> str | None:
     return None
 
 
+def _markers() -> tuple[str, ...]:
+    """The markers skipped centrally: gpu, one per backend of the backend table, interpreter, vllm."""
+    from fused_quant.selection import BACKENDS
+
+    return ("gpu", *BACKENDS, "interpreter", "vllm")
+
+
 def pytest_collection_modifyitems(config, items):
+    from fused_quant.selection import BACKENDS
+
     cache: dict[str, str | None] = {}
 
     def reason(marker: str) -> str | None:
         if marker not in cache:
             if marker == "gpu":
                 cache[marker] = _gpu_reason()
-            elif marker in ("triton_fp8", "hip_w8a8"):
-                cache[marker] = _gpu_reason() or _backend_reason(marker)
+            elif marker in BACKENDS:  # a backend that needs a device: that device, and the backend able to run
+                cache[marker] = None if BACKENDS[marker].any_device else (_gpu_reason() or _backend_reason(marker))
             elif marker == "interpreter":
                 if importlib.util.find_spec("triton") is None:
                     cache[marker] = "needs triton installed (pip install fused-quant[triton])"
@@ -64,8 +73,9 @@ def pytest_collection_modifyitems(config, items):
                 cache[marker] = None
         return cache[marker]
 
+    markers = _markers()
     for item in items:
-        for marker in ("gpu", "triton_fp8", "hip_w8a8", "interpreter", "vllm"):
+        for marker in markers:
             if marker in item.keywords:
                 why = reason(marker)
                 if why:
@@ -88,14 +98,14 @@ def backend_env(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_launch_plans():
-    """Launch plans are cached per (producer, M, D); tests that patch the heuristics must not see
-    (nor leave behind) plans made from other heuristics."""
-    from fused_quant.kernels import launch
+def _fresh_runtime_state():
+    """Launch plans, validated calls and provider choices are cached in the runtime state; tests that
+    patch heuristics, producers or the platform must not see (nor leave behind) another test's."""
+    from fused_quant import runtime
 
-    launch.reset_plans()
+    runtime.reset()
     yield
-    launch.reset_plans()
+    runtime.reset()
 
 
 @pytest.fixture

@@ -50,6 +50,10 @@ _DEFAULT = ArchConfig(
     persistent=(2048, 8, 8, 3),
 )
 
+# The per-token kernels, by name: rows as one block / rows in chunks (one pass), two sweeps per row
+# with one program per row / with persistent programs (act_quant.py)
+TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent")
+
 CONFIGS: dict[str, ArchConfig] = {"default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True)}  # H200
 
 
@@ -85,9 +89,10 @@ def chunking(d: int, chunks: tuple[int, ...]) -> tuple[int, int]:
 
 
 def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu: bool = False) -> dict[str, int]:
-    """``{"two_pass": 0, ROWS, BLOCK_N, num_warps}`` (one pass, rows as one block),
-    ``{"two_pass": 3, CHUNK, NCHUNK, num_warps}`` (one pass, one row in chunks) or
-    ``{"two_pass": 2, BLOCK_N, num_warps, programs_per_sm, scratch, STAGES}`` (persistent).
+    """``{"variant": "rows", ROWS, BLOCK_N, num_warps}`` (one pass, rows as one block),
+    ``{"variant": "chunks", CHUNK, NCHUNK, num_warps}`` (one pass, one row in chunks) or
+    ``{"variant": "persistent", BLOCK_N, num_warps, programs_per_sm, scratch, STAGES}`` (two sweeps,
+    persistent programs); ``"two_pass"`` (two sweeps, one program per row) is a tuning variant.
     ``fast_silu``: silu_and_mul computed with the kernels' cheap bf16 / fp16 silu (``FAST_SILU``)."""
     cfg = config_for(arch)
     if d <= cfg.one_pass_max_n:
@@ -96,14 +101,14 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu
         for max_n, warps in cfg.token_one_pass_warps:
             if block_n <= max_n:
                 break
-        return {"two_pass": 0, "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
+        return {"variant": "rows", "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
     if d <= cfg.chunked_max_n:
         chunk, nchunk = chunking(d, cfg.chunks)
         if act != "silu_and_mul" or fast_silu:
-            return {"two_pass": 3, "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": cfg.chunked_warps_cheap}
+            return {"variant": "chunks", "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": cfg.chunked_warps_cheap}
         for max_m, warps in cfg.chunked_silu:
             if m <= max_m:
-                return {"two_pass": 3, "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": warps}
+                return {"variant": "chunks", "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": warps}
     block_n, warps, per_sm, stages = cfg.persistent
-    return {"two_pass": 2, "BLOCK_N": block_n, "num_warps": warps, "programs_per_sm": per_sm, "scratch": 1,
+    return {"variant": "persistent", "BLOCK_N": block_n, "num_warps": warps, "programs_per_sm": per_sm, "scratch": 1,
             "STAGES": stages}

@@ -112,7 +112,7 @@ class _Plan(NamedTuple):
     grid: tuple[int, int, int]
     kwargs: dict  # compile-time arguments and launch options, for the JIT call
     consts: tuple  # the kernel's compile-time arguments in signature order, for the direct launch
-    variant: str  # "static", "flat", "token", "chunks", "two_pass", "persistent"
+    variant: str  # "static", "flat" (static keys) or one of heuristics.TOKEN_VARIANTS
     scratch: torch.dtype | None  # persistent kernel: dtype of its scratch rows (grid[0] x D)
     kernel_id: tuple  # (kernel, compile-time arguments and launch options): what a compiled kernel is
 
@@ -151,26 +151,28 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
     else:
         cfg = cfg or heuristics.token_launch(m, d, arch, act, common["FAST_SILU"])
-        two_pass = cfg.pop("two_pass")
-        if two_pass in (1, 2):
+        variant = cfg.pop("variant")
+        if variant in ("two_pass", "persistent"):
             cfg.setdefault("STAGES", 1)
-        if two_pass == 2:
-            # persistent: programs_per_sm programs per SM loop over rows; y parked in scratch rows
-            variant, kernel = "persistent", kernels.act_quant_token_persistent_kernel
+        if variant == "persistent":
+            # programs_per_sm programs per SM loop over rows; y parked in scratch rows
+            kernel = kernels.act_quant_token_persistent_kernel
             grid = (max(1, min(m, _num_sms(device_index) * cfg.pop("programs_per_sm"))),)
             use_scratch = bool(cfg.pop("scratch"))
             y_dtype = x_dtype if (round_product or act != "silu_and_mul") else torch.float32
             scratch = y_dtype if use_scratch else None
             cfg.update(USE_SCRATCH=use_scratch, Y=tl_dtypes[y_dtype])
-        elif two_pass == 3:  # one pass, the row in registers as NCHUNK chunks of CHUNK columns
-            variant, kernel, grid = "chunks", kernels.act_quant_token_chunks_kernel, (m,)
+        elif variant == "chunks":  # one pass, the row in registers as NCHUNK chunks of CHUNK columns
+            kernel, grid = kernels.act_quant_token_chunks_kernel, (m,)
             cfg.setdefault("NCHUNK", triton_cdiv(d, cfg["CHUNK"]))
             if cfg["NCHUNK"] * cfg["CHUNK"] < d:
                 raise ValueError(f"NCHUNK x CHUNK = {cfg['NCHUNK']} x {cfg['CHUNK']} does not cover a row of {d}")
-        elif two_pass == 1:
-            variant, kernel, grid = "two_pass", kernels.act_quant_token_2pass_kernel, (m,)
+        elif variant == "two_pass":
+            kernel, grid = kernels.act_quant_token_2pass_kernel, (m,)
+        elif variant == "rows":  # one pass, ROWS rows of one block each per program
+            kernel, grid = kernels.act_quant_token_kernel, (triton_cdiv(m, cfg["ROWS"]),)
         else:
-            variant, kernel, grid = "token", kernels.act_quant_token_kernel, (triton_cdiv(m, cfg["ROWS"]),)
+            raise ValueError(f"per-token kernel variant {variant!r} is not one of {', '.join(heuristics.TOKEN_VARIANTS)}")
     grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
     kwargs = {**common, **cfg}
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)

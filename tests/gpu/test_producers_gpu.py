@@ -115,7 +115,7 @@ def test_two_pass_kernels_for_very_wide_rows(backend, key_name, variant, numeric
     key = K.KEYS[key_name]
     if variant == 1:
         monkeypatch.setattr(heuristics, "token_launch",
-                            lambda *args, **kwargs: {"two_pass": 1, "BLOCK_N": 2048, "num_warps": 8})
+                            lambda *args, **kwargs: {"variant": "two_pass", "BLOCK_N": 2048, "num_warps": 8})
     width = heuristics.config_for("sm_90").chunked_max_n + 4000
     x = torch.randn(9, 2 * width, device=CUDA).to(torch.bfloat16)
     x[3, 17] = float("nan")

@@ -80,7 +80,7 @@ def test_kernel_ids_are_unique_per_compile_time_arguments():
 def test_chunk_config_must_cover_the_row():
     with pytest.raises(ValueError, match="does not cover a row of 1000"):
         launch._plan("relu2", "int8_dynamic_token", torch.bfloat16, True, torch.float8_e4m3fn, 4, 1000, True, -1,
-                     (("two_pass", 3), ("CHUNK", 256), ("NCHUNK", 3), ("num_warps", 4)))
+                     (("variant", "chunks"), ("CHUNK", 256), ("NCHUNK", 3), ("num_warps", 4)))
 
 
 class _Compiled:
@@ -162,18 +162,18 @@ def test_token_heuristics():
     from fused_quant.kernels import heuristics
 
     cfg = heuristics.config_for("sm_90")
-    assert heuristics.token_launch(8192, 4096, "sm_90", "silu_and_mul")["two_pass"] == 0
+    assert heuristics.token_launch(8192, 4096, "sm_90", "silu_and_mul")["variant"] == "rows"
     assert heuristics.token_launch(8192, 14336, "sm_90", "relu2") == {
-        "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
+        "variant": "chunks", "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
     for m in (1, 512, 8192, 32768):  # the cheap bf16 / fp16 silu: chunked like relu2
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True) == {
-            "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
+            "variant": "chunks", "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
     last_m, _ = cfg.chunked_silu[-1]
     for m, warps in cfg.chunked_silu:
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul") == {
-            "two_pass": 3, "CHUNK": 2048, "NCHUNK": 7, "num_warps": warps}
-    assert heuristics.token_launch(last_m + 1, 14336, "sm_90", "silu_and_mul")["two_pass"] == 2
-    assert heuristics.token_launch(1, cfg.chunked_max_n + 1, "sm_90", "relu2")["two_pass"] == 2
+            "variant": "chunks", "CHUNK": 2048, "NCHUNK": 7, "num_warps": warps}
+    assert heuristics.token_launch(last_m + 1, 14336, "sm_90", "silu_and_mul")["variant"] == "persistent"
+    assert heuristics.token_launch(1, cfg.chunked_max_n + 1, "sm_90", "relu2")["variant"] == "persistent"
     assert heuristics.chunking(5120, (2048, 1024, 512)) == (1024, 5), "least padding"
     assert heuristics.chunking(6144, (2048, 1024, 512)) == (2048, 3), "widest on ties"
     assert heuristics.chunking(5000, (2048, 1024, 512)) == (1024, 5)

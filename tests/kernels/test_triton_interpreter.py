@@ -63,7 +63,7 @@ def _big_blocks(key, m, d):
     """One or a few programs for an [m, d] problem (the interpreter pays per program)."""
     block_n = heuristics.next_pow2(d)
     if K.is_per_token(key):
-        return {"two_pass": 0, "ROWS": heuristics.next_pow2(min(m, 64)), "BLOCK_N": block_n, "num_warps": 4}
+        return {"variant": "rows", "ROWS": heuristics.next_pow2(min(m, 64)), "BLOCK_N": block_n, "num_warps": 4}
     return {"BLOCK_M": 64, "BLOCK_N": min(block_n, 2048), "num_warps": 4}
 
 
@@ -166,7 +166,7 @@ def test_division_paths_agree(key, fast_div):
     """The per-element ``div_rn`` path and the reciprocal + FMA quotient give the spec's bits."""
     x = all_bf16_patterns().reshape(64, 1024)
     config = ({"BLOCK_M": 64, "BLOCK_N": 1024, "num_warps": 4} if K.is_static(key)
-              else {"two_pass": 0, "ROWS": 64, "BLOCK_N": 1024, "num_warps": 4})
+              else {"variant": "rows", "ROWS": 64, "BLOCK_N": 1024, "num_warps": 4})
     _check(x, "relu2", key, _scale(key, 0.37), config={**config, "fast_div": fast_div}, what=f"fast_div={fast_div}")
 
 
@@ -285,7 +285,7 @@ def test_two_pass_persistent_kernel(key, scratch, monkeypatch):
     over rows, BLOCK_N 128 so rows span several chunks plus a masked tail (600 = 4*128 + 88)."""
     _cheap_two_pass_config(monkeypatch)
     cfg = heuristics.token_launch(9, 600, None, "silu_and_mul")
-    assert cfg["two_pass"] == 2, cfg
+    assert cfg["variant"] == "persistent", cfg
     if not scratch:
         real = heuristics.token_launch
         monkeypatch.setattr(heuristics, "token_launch", lambda *a, **k: {**real(*a, **k), "scratch": 0})
@@ -306,7 +306,7 @@ def test_chunked_rows_kernel(key):
             x = adversarial_rows(d, dtype)
             for rp in ([True, False] if act == "silu_and_mul" else [True]):
                 for sat in (0, 1):
-                    cfg = {"two_pass": 3, "CHUNK": 128, "num_warps": 4, "satfinite": sat}
+                    cfg = {"variant": "chunks", "CHUNK": 128, "num_warps": 4, "satfinite": sat}
                     _check(x, act, key, None, rp, config=cfg, what=f"chunks satfinite={sat}")
 
 
@@ -315,7 +315,7 @@ def test_chunked_rows_default_heuristics():
     take the chunked kernel (5120 = 5 x 1024)."""
     for act in ("relu2", "silu_and_mul"):
         d = 5120 * (2 if act == "silu_and_mul" else 1)
-        assert heuristics.token_launch(3, 5120, None, act)["two_pass"] == 3
+        assert heuristics.token_launch(3, 5120, None, act)["variant"] == "chunks"
         x = adversarial_rows(d, torch.bfloat16)[:3]
         x[1, :64] = all_bf16_patterns()[0x7F80:0x7F80 + 64]  # +Inf and NaN patterns
         for key in TOKEN_KEYS:
@@ -324,12 +324,12 @@ def test_chunked_rows_default_heuristics():
 
 @pytest.mark.parametrize("key", TOKEN_KEYS, ids=_id)
 def test_two_pass_kernel(key):
-    """The non-persistent two-pass kernel (tuning variant ``two_pass=1``), one program per row."""
-    cfg = {"two_pass": 1, "BLOCK_N": 128, "num_warps": 4}
+    """The non-persistent two-pass kernel (tuning variant ``"two_pass"``), one program per row."""
+    cfg = {"variant": "two_pass", "BLOCK_N": 128, "num_warps": 4}
     for act, rps in (("relu2", [True]), ("silu_and_mul", [True, False])):
         x = adversarial_rows(1200 if act == "silu_and_mul" else 600, torch.float16)
         for rp in rps:
-            _check(x, act, key, None, rp, config=dict(cfg), what="two_pass=1")
+            _check(x, act, key, None, rp, config=dict(cfg), what="variant=two_pass")
 
 
 @pytest.mark.parametrize("d", [1, 3, 1023, 1025])

@@ -1,0 +1,148 @@
+"""The one runtime state and its one reset (``fused_quant.runtime``).
+
+Every cache (validated call signatures, bound launches, compiled kernels, GEMM provider
+choices) and every state value (probe result, backend choice, env snapshot) is emptied by one
+``reset``, which every way of changing routing reaches; a value computed from the state before a
+reset is never filed after it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from torch import nn
+
+import fused_quant as fq
+from fused_quant import gemm, registry, runtime, selection
+from fused_quant import keys as K
+from fused_quant.platforms import probe
+
+pytestmark = pytest.mark.torch
+
+
+def _warm() -> None:
+    """Fill the state and the caches the way a model's first forward does (torch backend, CPU)."""
+    layer = fq.QuantLinear.from_float(nn.Linear(32, 16), K.kInt8DynamicTokenSym)
+    x = torch.randn(4, 64)
+    qa = fq.maybe_fused_act_quant(fq.SiluAndMul(), x, layer)
+    layer(qa)
+    fq.fused_act_quant("relu2", torch.randn(4, 32), K.kInt8DynamicTokenSym)
+
+
+def _filled() -> dict[str, bool]:
+    return {"platform": runtime.peek("platform") is not None, "backend": runtime.peek("backend") is not None,
+            "env": runtime.peek("env") is not None, "calls": len(registry._CALLS) > 0,
+            "gemm": len(gemm._SELECTED) > 0}
+
+
+@pytest.mark.parametrize("how", ["reset", "probe_refresh", "reset_current_backend", "register_producer",
+                                 "register_gemm_provider", "unregister_gemm_provider", "reset_plans"])
+def test_every_way_in_empties_every_cache(how, monkeypatch):
+    from fused_quant.kernels import launch
+
+    monkeypatch.setattr(registry, "_PRODUCERS", {**registry._PRODUCERS, "torch": dict(registry._PRODUCERS["torch"])})
+    _warm()
+    assert all(_filled().values()), _filled()
+    generation = runtime.generation()
+    if how == "reset":
+        fq.reset()
+    elif how == "probe_refresh":
+        probe(refresh=True)
+    elif how == "reset_current_backend":
+        selection.reset_current_backend()
+    elif how == "register_producer":
+        p = registry._PRODUCERS["torch"][("relu2", "int8_dynamic_token")]
+        fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch")(p.fn)
+    elif how == "register_gemm_provider":
+        fq.register_gemm_provider("test_runtime_noop", lambda *a: None, kind="int8", backends=("triton_fp8",),
+                                  first=False)
+        monkeypatch.setattr(gemm, "_PROVIDERS", gemm._PROVIDERS)  # undone below
+    elif how == "unregister_gemm_provider":
+        gemm.unregister_gemm_provider("no_such_provider")
+    else:
+        launch.reset_plans()
+    assert runtime.generation() > generation
+    filled = _filled()
+    if how == "probe_refresh":  # probes again right away: only the platform is back
+        assert filled.pop("platform")
+    assert not any(filled.values()), filled
+    gemm.unregister_gemm_provider("test_runtime_noop")
+    _warm()  # and everything works again from the fresh state
+    assert all(_filled().values())
+
+
+def test_once_computes_once_per_generation():
+    made = []
+    runtime.reset()
+    assert runtime.once("test.value", lambda: made.append(1) or len(made)) == 1
+    assert runtime.once("test.value", lambda: made.append(1) or len(made)) == 1
+    runtime.reset()
+    assert runtime.once("test.value", lambda: made.append(1) or len(made)) == 2
+
+
+def test_a_value_computed_across_a_reset_is_not_kept():
+    """A factory (or a cache fill) that started before a reset computed from the old state."""
+    cache = runtime.Cache("test")
+
+    def factory():
+        runtime.reset()  # another thread's reset, mid-computation
+        return "stale"
+
+    assert runtime.once("test.stale", factory) == "stale"
+    assert runtime.peek("test.stale") is None
+    started = runtime.generation()
+    runtime.reset()
+    assert cache.put("k", "stale", started) == "stale" and cache.get("k") is None
+    cache.put("k", "fresh", runtime.generation())
+    assert cache.get("k") == "fresh"
+
+
+def test_a_factory_that_raises_stores_nothing():
+    def broken():
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        runtime.once("test.broken", broken)
+    assert runtime.peek("test.broken") is None
+
+
+def test_caches_are_bounded():
+    cache = runtime.Cache("test", max_size=4)
+    for i in range(10):
+        cache.put(i, i, runtime.generation())
+    assert len(cache) <= 4 and cache.get(9) == 9
+
+
+def test_concurrent_resets_and_fills_stay_consistent():
+    """8 threads fill a cache while another resets: every value found was filed in the generation
+    it was computed in (the generation is part of the value here)."""
+    cache = runtime.Cache("test")
+    errors = []
+
+    def fill():
+        for i in range(2000):
+            g = runtime.generation()
+            cache.put(i % 64, g, g)
+            got = cache.get(i % 64)
+            if got is not None and got > runtime.generation():
+                errors.append(got)
+
+    def resets():
+        for _ in range(200):
+            runtime.reset()
+
+    threads = [threading.Thread(target=fill) for _ in range(8)] + [threading.Thread(target=resets)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_env_snapshot_is_taken_when_selecting(monkeypatch):
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "torch")
+    fq.reset()
+    assert fq.current_backend().name == "torch"
+    assert runtime.peek("env")["FUSED_QUANT_BACKEND"] == "torch"
