@@ -2,7 +2,7 @@
 to sum |x||w| (the magnitude the GEMM tests' error bound scales with): the worst ratio over 20
 random [64, K] x [K, 256] products per K, next to the bound of ``tests.helpers.assert_gemm_close``.
 
-``python benchmarks/fp8_gemm_accumulation.py`` (GPU with FP8).
+``python -m benchmarks.fp8_gemm_accumulation`` from the checkout root (GPU with FP8).
 """
 
 import torch

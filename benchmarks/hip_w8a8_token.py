@@ -1,6 +1,6 @@
 """int8 per-token producers through the ``hip_w8a8`` backend, against the compiled chain and the copy
-ceiling in one run: ``FUSED_QUANT_BACKEND=hip_w8a8 python benchmarks/hip_w8a8_token.py``; writes
-``act_quant_hip_w8a8_int8_token.json`` to ``$OUT`` (or the current directory)."""
+ceiling in one run: ``FUSED_QUANT_BACKEND=hip_w8a8 python -m benchmarks.hip_w8a8_token`` from the
+checkout root; writes ``act_quant_hip_w8a8_int8_token.json`` to ``$OUT`` (or the current directory)."""
 
 import json
 import os
@@ -8,8 +8,8 @@ import os
 import torch
 import torch._inductor.config
 
+from benchmarks.bench import _bench, _eager_chain, _versions, copy_ceiling
 from fused_quant import keys as K
-from fused_quant.bench import _bench, _eager_chain, _versions, copy_ceiling
 from fused_quant.registry import current_backend_name, fused_act_quant
 
 H = 14336

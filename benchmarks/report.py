@@ -1,6 +1,6 @@
 """Markdown tables for RESULTS.md from the JSON that ``fused-quant bench`` writes.
 
-``python benchmarks/report.py benchmarks/results/act_quant.json [benchmarks/results/mlp.json [label]]``
+``python -m benchmarks.report benchmarks/results/act_quant.json [benchmarks/results/mlp.json [label]]``
 prints the producer table, the targets table (M = 8192 / 32768), the small-M table (host work
 included) and, given an MLP file, the MLP rows (``label`` names the backend column).
 """
@@ -19,7 +19,8 @@ def _f(v: float | None, digits: int = 1) -> str:
 
 
 def producer_table(rows: list[dict]) -> list[str]:
-    cols = ("ours", "ours_op", "ours_graph", "compiled", "compiled_graph", "eager", "bare_triton", "copy")
+    cols = ("ours", "ours_op", "ours_graph", "compiled", "compiled_graph", "eager", "torch_backend", "bare_triton",
+            "copy")
     out = ["| op | M | " + " | ".join(cols) + " | ours GB/s | % of ceiling | vs compiled |",
            "|---" * (len(cols) + 5) + "|"]
     for r in rows:

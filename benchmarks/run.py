@@ -1,7 +1,9 @@
-"""Run the benchmarks from a checkout: ``python benchmarks/run.py [act_quant|mlp|all] [--quick]``."""
+"""Run the benchmarks from the checkout root: ``python -m benchmarks.run [act_quant|mlp|all] [--quick]
+[--out DIR] [--force]``, the same as ``fused-quant bench`` with those arguments."""
 
 import sys
 
 from fused_quant.cli import main
 
-sys.exit(main(["bench", *sys.argv[1:]]))
+if __name__ == "__main__":
+    sys.exit(main(["bench", *sys.argv[1:]]))

@@ -1,8 +1,8 @@
 """Launch-config sweep for the act+quant kernels on this GPU (feeds fused_quant/kernels/heuristics.py).
 
-``python benchmarks/tune_act_quant.py [M] [H] [filter]``: times each candidate config (median us,
-GB/s, % of the copy ceiling) for static and per-token producers; every candidate's output is
-checked bitwise against the heuristic config's output first.
+``python -m benchmarks.tune_act_quant [M] [H] [filter]`` from the checkout root: times each candidate
+config (median us, GB/s, % of the copy ceiling) for static and per-token producers; every candidate's
+output is checked bitwise against the heuristic config's output first.
 """
 
 import sys
@@ -10,8 +10,8 @@ import sys
 import torch
 import triton
 
+from benchmarks.bench import copy_ceiling
 from fused_quant import keys as K
-from fused_quant.bench import copy_ceiling
 from fused_quant.kernels.launch import launch_act_quant
 
 STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in
@@ -19,10 +19,10 @@ STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in
            (4, 2048, 8), (1, 8192, 16), (2, 4096, 16)]]
 FLAT = [dict(flat=1, BLOCK=b, num_warps=w) for b, w in [(2048, 4), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]]
 FLAT_DIV = [dict(flat=1, BLOCK=4096, num_warps=4, fast_div=f) for f in (0, 1)]  # per-element div_rn vs _quotient
-TOKEN_ONE = [dict(two_pass=0, ROWS=1, BLOCK_N=16384, num_warps=w) for w in (8, 16, 32)]
-TOKEN_CHUNKS = [dict(two_pass=3, CHUNK=c, num_warps=w) for c, w in [(2048, 8), (2048, 16), (2048, 32), (1024, 8)]]
-TOKEN_TWO = [dict(two_pass=1, BLOCK_N=bn, num_warps=w, STAGES=st) for bn, w in [(1024, 4), (2048, 8)] for st in (1, 3)]
-TOKEN_PERSIST = [dict(two_pass=2, BLOCK_N=bn, num_warps=w, programs_per_sm=p, scratch=sc, STAGES=st)
+TOKEN_ONE = [dict(variant="rows", ROWS=1, BLOCK_N=16384, num_warps=w) for w in (8, 16, 32)]
+TOKEN_CHUNKS = [dict(variant="chunks", CHUNK=c, num_warps=w) for c, w in [(2048, 8), (2048, 16), (2048, 32), (1024, 8)]]
+TOKEN_TWO = [dict(variant="two_pass", BLOCK_N=bn, num_warps=w, STAGES=st) for bn, w in [(1024, 4), (2048, 8)] for st in (1, 3)]
+TOKEN_PERSIST = [dict(variant="persistent", BLOCK_N=bn, num_warps=w, programs_per_sm=p, scratch=sc, STAGES=st)
                  for sc in (1, 0) for bn, w in [(1024, 4), (2048, 8)] for p in (4, 8) for st in (1, 2, 3)]
 
 
@@ -48,7 +48,7 @@ def main():
         nbytes = x.numel() * 2 + m * h + (4 * m if K.is_per_token(key) else 0)
         base = launch_act_quant(x, act, key, scale, True, torch.float8_e4m3fn)
         for cfg in configs:
-            if cfg.get("BLOCK_N", 0) < h and cfg.get("two_pass") == 0:
+            if cfg.get("BLOCK_N", 0) < h and cfg.get("variant") == "rows":
                 continue
             out = launch_act_quant(x, act, key, scale, True, torch.float8_e4m3fn, cfg)
             same = all(torch.equal(a.view(torch.uint8) if a.dtype.itemsize == 1 else a, b.view(torch.uint8)

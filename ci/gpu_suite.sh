@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU matrix in one call (H200): probe, lean import, selftest per backend, GPU test rows
-# for triton_fp8 and hip_w8a8 (forced), then the benchmarks. Logs under $OUT (or ./out).
+# for triton_fp8 and hip_w8a8 (forced), then the benchmarks (into $OUT/bench). Logs under $OUT (or ./out).
 # Usage: bash ci/gpu_suite.sh [tests|bench|all] [--quick]
 set -u -o pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -15,10 +15,13 @@ if [ "$what" != bench ]; then
   step lean-import python3 -c "import torch, sys, time; t=time.perf_counter(); import fused_quant; dt=time.perf_counter()-t; print(f'import fused_quant {dt*1e3:.1f} ms; cuda initialized: {torch.cuda.is_initialized()}; triton imported: {\"triton\" in sys.modules}'); sys.exit(torch.cuda.is_initialized())"
   step selftest-triton_fp8 python3 -m fused_quant selftest --backend triton_fp8
   step selftest-hip_w8a8 env FUSED_QUANT_BACKEND=hip_w8a8 python3 -m fused_quant selftest
+  step selftest-torch-cuda python3 -m fused_quant selftest --backend torch --device cuda
   step pytest-h200-triton_fp8 python3 ci/run_matrix h200-triton_fp8 --junit "$OUT/h200-triton_fp8.xml"
   step pytest-h200-hip_w8a8 python3 ci/run_matrix h200-hip_w8a8 --junit "$OUT/h200-hip_w8a8.xml"
+  step pytest-h200-torch python3 ci/run_matrix h200-torch --junit "$OUT/h200-torch.xml"
 fi
 if [ "$what" != tests ]; then
-  step bench python3 -m fused_quant bench all --out "$OUT" $quick
+  # its own folder: bench refuses a non-empty --out (this script's logs are in $OUT)
+  step bench python3 -m fused_quant bench all --out "$OUT/bench" $quick
 fi
 exit $status

@@ -20,14 +20,14 @@ def _producer_table() -> dict[str, list[str]]:
 
 
 def _gemm_table() -> dict[str, list[str]]:
-    from fused_quant.backends import BACKENDS
+    from fused_quant.selection import BACKENDS
     from fused_quant.gemm import gemm_providers
 
     return {name: [f"{p.name} ({p.kind})" for p in gemm_providers(name)] for name in BACKENDS}
 
 
 def cmd_probe(args) -> int:
-    from fused_quant.backends import current_backend
+    from fused_quant.selection import current_backend
     from fused_quant.platforms import probe
     from fused_quant.validation import BackendUnavailableError
 
@@ -79,7 +79,7 @@ def cmd_probe(args) -> int:
 def cmd_selftest(args) -> int:
     import torch
 
-    from fused_quant.backends import current_backend, get_backend, select_backend
+    from fused_quant.selection import current_backend, get_backend, select_backend
     from fused_quant.platforms import probe
     from fused_quant.selftest import run_selftest
     from fused_quant.validation import BackendUnavailableError
@@ -110,9 +110,33 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from fused_quant.bench import main as bench_main
+    # the benchmarks are the checkout's benchmarks/ package beside fused_quant/, not part of the wheel
+    import importlib
+    from pathlib import Path
 
-    return bench_main(args)
+    import fused_quant
+
+    root = Path(fused_quant.__file__).resolve().parent.parent
+    where = root / "benchmarks"
+    if not (where / "bench.py").is_file():
+        print(f"bench: no {where / 'bench.py'} beside the fused_quant package; `fused-quant bench` runs from a "
+              "source checkout of fused-quant (an installed wheel has no benchmarks)", file=sys.stderr)
+        return 2
+    if not any(Path(p or ".").resolve() == root for p in sys.path):
+        sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module("benchmarks.bench")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("benchmarks", "benchmarks.bench"):
+            raise
+        module = None
+    found = getattr(module, "__file__", None)
+    if found is None or Path(found).resolve().parent != where:
+        # another importable package named benchmarks comes first on sys.path
+        print(f"bench: `import benchmarks.bench` finds {found or 'nothing'}, not {where / 'bench.py'}",
+              file=sys.stderr)
+        return 2
+    return module.main(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,10 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", help="torch device (default: cpu for torch, cuda otherwise)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_selftest)
-    b = sub.add_parser("bench", help="act_quant and MLP benchmarks against the peers (GPU)")
-    b.add_argument("which", nargs="?", choices=("act_quant", "mlp", "all"), default="all")
-    b.add_argument("--out", default="benchmarks/results", help="folder for JSON and PNG output")
-    b.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    b = sub.add_parser("bench", help="act_quant and MLP benchmarks against the peers (GPU, source checkout)")
+    b.add_argument("which", nargs="?", choices=("act_quant", "mlp", "all"), default="all",
+                   help="which benchmark to run (default: all)")
+    b.add_argument("--out", help="folder for the JSON and PNG output (default: a new bench-out/<UTC timestamp> "
+                                 "in the checkout); an existing non-empty folder needs --force")
+    b.add_argument("--force", action="store_true", help="write into an existing non-empty --out folder, "
+                                                        "overwriting files of the same name")
+    b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.set_defaults(func=cmd_bench)
     return parser
 

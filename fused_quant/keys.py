@@ -155,7 +155,7 @@ def is_static(key: QuantKey) -> bool:
 
 
 def fp8_max(fp8_dtype: torch.dtype) -> float:
-    """``M8`` of NUMERICS.md for a concrete FP8 dtype."""
+    """``M8`` of docs/NUMERICS.md for a concrete FP8 dtype."""
     try:
         return _FP8_MAX[fp8_dtype]
     except KeyError:

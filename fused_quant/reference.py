@@ -1,4 +1,4 @@
-"""THE SPEC (NUMERICS.md) in pure torch: every producer is tested bitwise against it.
+"""THE SPEC (docs/NUMERICS.md) in pure torch: every producer is tested bitwise against it.
 
 ``act_quant_ref(act, x, key, scale, numerics=..., fp8_dtype=...)`` is the unfused
 chain: activation (rounded to the input dtype T unless the profile says
@@ -18,7 +18,7 @@ from fused_quant.numerics import NumericsProfile, get_profile
 from fused_quant.validation import ScaleError, ShapeMismatchError, check_activation, check_activation_input
 
 FP8_NAN_CODE = {torch.float8_e4m3fn: 0x7F, torch.float8_e4m3fnuz: 0x80}
-# Lower bound of a dynamic FP8 per-token scale (NUMERICS.md), as fp32.
+# Lower bound of a dynamic FP8 per-token scale (docs/NUMERICS.md), as fp32.
 _FP8_MIN_SCALE_DIV = 512.0
 
 
@@ -94,7 +94,7 @@ def quant_ref(y: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = Non
             raise ScaleError(f"{key} needs a static scale")
         sc = scale.reshape(()).to(device=y.device, dtype=torch.float32)
         if K.is_fp8(key):
-            inv = _div(1.0, sc)  # fp32 IEEE reciprocal, then multiply (NUMERICS.md)
+            inv = _div(1.0, sc)  # fp32 IEEE reciprocal, then multiply (docs/NUMERICS.md)
             return _to_fp8(yf * inv, fp8_dtype, K.fp8_max(fp8_dtype)), scale
         return _to_int8(_div(yf, sc)), scale
     # dynamic per-token: one scale per row of the last dim

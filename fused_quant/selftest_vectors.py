@@ -1,4 +1,4 @@
-"""Known-answer vectors for ``fused-quant selftest``, written by hand from NUMERICS.md.
+"""Known-answer vectors for ``fused-quant selftest``, written by hand from docs/NUMERICS.md.
 
 Each vector: activation, key name, numerics profile, input dtype, the row(s) of
 input values (exact in the input dtype), the static scale (or None), and the

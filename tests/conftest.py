@@ -97,6 +97,13 @@ def backend_env(monkeypatch):
     reset_current_backend()
 
 
+@pytest.fixture
+def torch_backend(backend_env):
+    """Select the pure-torch backend whatever the node would pick (modules that test it use it
+    for every test: ``pytest.mark.usefixtures("torch_backend")``)."""
+    backend_env("torch")
+
+
 @pytest.fixture(autouse=True)
 def _fresh_runtime_state():
     """Launch plans, validated calls and provider choices are cached in the runtime state; tests that

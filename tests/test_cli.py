@@ -80,6 +80,7 @@ def test_selftest_catches_a_wrong_producer(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("argv", [["bench", "act_quant", "--quick"]])
-def test_bench_without_gpu_says_so(argv, capsys):
+def test_bench_without_gpu_says_so(argv, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert cli.main(argv) == 2
-    assert "needs a GPU" in capsys.readouterr().out
+    assert "needs a GPU" in capsys.readouterr().err

@@ -21,7 +21,7 @@ from fused_quant.registry import fused_act_quant, platform_fp8_dtype
 from fused_quant.validation import FusedQuantError, ShapeMismatchError
 from tests.helpers import adversarial_rows, assert_bits_equal, assert_gemm_close
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_backend")]
 
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # K = 67 and N = 29: odd, so no provider can rely on tile multiples
@@ -33,11 +33,6 @@ SHAPES = {
     "m0": (0, K_IN),  # M = 0: empty [0, N] output, no provider call
     "rank3_m0": (4, 0, K_IN),
 }
-
-
-@pytest.fixture(autouse=True)
-def torch_backend(backend_env):
-    backend_env("torch")
 
 
 def _static_scale(key):
@@ -57,7 +52,7 @@ def make_layer(key, out_dtype=torch.bfloat16, bias=True, k=K_IN, n=N_OUT, seed=0
 
 def make_x(shape, dtype=torch.bfloat16, seed=1) -> torch.Tensor:
     """Random tokens, with zero, NaN, +-Inf and denormal rows mixed in. Rows near the dtype max
-    are left out: NUMERICS.md's fp32 epilogue float(acc) * xs * ws overflows for them even where
+    are left out: docs/NUMERICS.md's fp32 epilogue float(acc) * xs * ws overflows for them even where
     the float64 product is representable, which the float64 oracle does not model."""
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(shape, generator=g) * 3).to(dtype)

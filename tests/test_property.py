@@ -27,7 +27,7 @@ from fused_quant.registry import fused_act_quant, platform_fp8_dtype
 from fused_quant.validation import ACT_DTYPES, FusedQuantError
 from tests.helpers import assert_gemm_close, assert_bits_equal
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_backend")]
 
 SETTINGS = settings(max_examples=150, deadline=None, database=None,
                     # the backend fixture only sets the env once; nothing to reset between examples
@@ -40,11 +40,6 @@ ACT_BY_MODULE = {SiluAndMul: "silu_and_mul", ReLUSquared: "relu2", nn.Identity: 
 FNUZ_TOKEN_KEY = K.QuantKey(torch.float8_e4m3fnuz, K.kDynamicTokenScale)  # concrete-dtype spelling
 GROUP_KEY = K.QuantKey(K.FP8_DTYPE, K.ScaleDesc(torch.float32, False, K.GroupShape(1, 128)))  # unsupported
 SPECIALS = ("zero", "neg_zero", "nan", "inf", "-inf", "denormal", "max", "-max")
-
-
-@pytest.fixture(autouse=True)
-def torch_backend(backend_env):
-    backend_env("torch")
 
 
 def _special(name: str, dtype: torch.dtype) -> float:
@@ -244,7 +239,7 @@ def test_quant_linear_forward_matches_float64_or_raises_a_library_error(data, ke
     key = layer.input_key
     non_tensor = form in ("none", "list")
     if form == "plain":
-        # magnitudes stay below ~1e4 ("max" specials excluded): NUMERICS.md's fp32 epilogue
+        # magnitudes stay below ~1e4 ("max" specials excluded): docs/NUMERICS.md's fp32 epilogue
         # float(acc) * xs * ws overflows near the dtype max where the float64 oracle does not.
         x = data.draw(tensors((*ACT_DTYPES, *ACT_DTYPES, *ACT_DTYPES, torch.int32, torch.float8_e4m3fn),
                               last_dims=(k,) * 8 + (2 * k, k + 1, 0),

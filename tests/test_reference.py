@@ -1,4 +1,4 @@
-"""The spec itself (NUMERICS.md, ``fused_quant/reference.py``) on the CPU.
+"""The spec itself (docs/NUMERICS.md, ``fused_quant/reference.py``) on the CPU.
 
 Every backend is tested bitwise against ``act_quant_ref``, so the reference is checked here
 against things that do not share its code: the eager unfused modules (``SiluAndMul``,

@@ -22,17 +22,12 @@ from fused_quant.registry import fusion_counts, maybe_fused_act_quant, platform_
 from fused_quant.validation import ShapeMismatchError
 from tests.helpers import assert_gemm_close, adversarial_rows, assert_bits_equal
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_backend")]
 
 # hidden 48, intermediate H = 80: gate_up is [2H = 160, 48], down is [48, H = 80]
 HIDDEN, H = 48, 80
 DOWN_KEYS = list(K.KEYS)  # the HCU path is int8 per token; the others are the same scenario on other nodes
 TOKEN_SHAPES = {"decode": (1,), "prefill": (37,), "batched": (3, 5), "empty": (0,)}  # empty: M = 0
-
-
-@pytest.fixture(autouse=True)
-def torch_backend(backend_env):
-    backend_env("torch")
 
 
 class MLP(nn.Module):
@@ -75,7 +70,7 @@ def tokens(lead: tuple[int, ...], dtype=torch.bfloat16, seed=1) -> torch.Tensor:
 @pytest.mark.parametrize("lead_id", list(TOKEN_SHAPES))
 @pytest.mark.parametrize("down_key", DOWN_KEYS)
 def test_hcu_mlp_default_profile_equals_the_unfused_path(down_key, lead_id):
-    """The fused producer is bitwise the unfused chain quant(SiluAndMul()(x)) (NUMERICS.md, profile
+    """The fused producer is bitwise the unfused chain quant(SiluAndMul()(x)) (docs/NUMERICS.md, profile
     "default"), and down's GEMM is then fed identical operands: the outputs are bitwise equal."""
     mlp = MLP(K.KEYS[down_key])
     x = tokens(TOKEN_SHAPES[lead_id])

@@ -5,15 +5,17 @@ launch's host time. After the first JIT launch of a specialization, ``launch`` k
 kernel and calls its private launcher ``compiled.run(gx, gy, gz, stream, function, metadata,
 launch_metadata, enter_hook, exit_hook, *args)`` itself, keyed by a specialization at least as
 fine as Triton's (``arg_spec``). Both are Triton internals, so the direct launch is used only with
-a Triton inside ``TESTED_TRITON`` whose launcher takes exactly ``LAUNCHER_PARAMS``; every other
-Triton launches through its JIT. ``tests/kernels/test_direct_launch.py`` checks the installed
-Triton's launcher against this, so an upgrade fails a test instead of a launch.
+a Triton inside ``TESTED_TRITON`` whose own runner calls the launcher with ``RUNNER_ARGS`` (read
+from its source once); every other Triton launches through its JIT. ``tests/kernels/test_direct_launch.py``
+checks the installed Triton against this, so an upgrade fails a test instead of a launch.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import textwrap
 
 import torch
 from packaging.specifiers import SpecifierSet
@@ -21,8 +23,10 @@ from packaging.version import Version
 
 # 3.6 measured on the H200, 3.7 in CI (the launcher of the ``triton.knobs`` releases)
 TESTED_TRITON = SpecifierSet(">=3.6,<3.8")
-LAUNCHER_PARAMS = ("gridX", "gridY", "gridZ", "stream", "function", "kernel_metadata", "launch_metadata",
-                   "launch_enter_hook", "launch_exit_hook")
+# What Triton's own runner (``CompiledKernel.__getitem__``) passes its launcher: ``run`` passes the same,
+# the launch metadata and hooks None (it runs only when no hook is set)
+RUNNER_ARGS = ("grid[0]", "grid[1]", "grid[2]", "stream", "self.function", "self.packed_metadata", "launch_metadata",
+               "knobs.runtime.launch_enter_hook", "knobs.runtime.launch_exit_hook", "*args")
 
 _HIP = getattr(torch.version, "hip", None) is not None
 MAX_INT32 = (1 << 31) - 1
@@ -42,27 +46,29 @@ def version_ok() -> bool:
     return runtime is not None and TESTED_TRITON.contains(Version(triton.__version__), prereleases=True)
 
 
-def launcher_params(launcher_cls: type) -> tuple[str, ...] | None:
-    """The leading parameters of a Triton launcher class's ``__call__`` (None when not introspectable)."""
+def runner_call_args(compiled_kernel_cls: type) -> tuple[str, ...] | None:
+    """The arguments Triton's own ``compiled[grid](*args)`` runner passes to its launcher, as source
+    text (None when its source cannot be read or holds no single ``self.run(...)`` call)."""
     try:
-        params = list(inspect.signature(launcher_cls.__call__).parameters.values())
-    except (TypeError, ValueError):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(compiled_kernel_cls.__getitem__)))
+    except (OSError, TypeError, SyntaxError):
         return None
-    return tuple(p.name for p in params[1:] if p.kind is p.POSITIONAL_OR_KEYWORD)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self.run"]
+    return tuple(ast.unparse(a) for a in calls[0].args) if len(calls) == 1 else None
 
 
 @functools.cache
-def _layout_ok(launcher_cls: type) -> bool:
-    return launcher_params(launcher_cls) == LAUNCHER_PARAMS
+def layout_ok() -> bool:
+    """Whether the installed Triton's runner calls its launcher as ``run`` does (read once)."""
+    from triton.compiler.compiler import CompiledKernel
+
+    return runner_call_args(CompiledKernel) == RUNNER_ARGS
 
 
 def usable(compiled: object) -> bool:
     """Whether a compiled kernel may be launched directly (the interpreter returns none)."""
-    if not version_ok() or not all(hasattr(compiled, a) for a in ("__getitem__", "function", "packed_metadata",
-                                                                   "run")):
-        return False
-    run = compiled.run
-    return run is None or _layout_ok(type(run))  # None: not loaded yet (stand-ins of the tests)
+    return (version_ok() and all(hasattr(compiled, a) for a in ("__getitem__", "function", "packed_metadata", "run"))
+            and layout_ok())
 
 
 def tensor_spec(dtype: torch.dtype, aligned: bool = True, small: bool = True) -> tuple:

@@ -145,9 +145,9 @@ def test_custom_ops_opcheck():
     x = torch.randn(33, 2 * 256, device=CUDA).to(torch.bfloat16)
     scale = torch.tensor([0.5], device=CUDA)
     torch.library.opcheck(torch.ops.fused_quant.act_quant_token.default,
-                          (x, "silu_and_mul", "int8_dynamic_token", True, "e4m3fn"))
+                          (x, "silu_and_mul", "int8_dynamic_token", True, "e4m3fn", "triton"))
     torch.library.opcheck(torch.ops.fused_quant.act_quant_static.default,
-                          (x, scale, "silu_and_mul", "int8_static_tensor", True, "e4m3fn"))
+                          (x, scale, "silu_and_mul", "int8_static_tensor", True, "e4m3fn", "triton"))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -32,43 +32,41 @@ def test_ci_triton_is_inside_the_tested_range():
 
 @pytest.mark.parametrize("module,cls", [("triton.backends.nvidia.driver", "CudaLauncher"),
                                         ("triton.backends.amd.driver", "HIPLauncher")])
-def test_launcher_takes_the_arguments_in_our_order(module, cls):
+def test_launchers_take_nine_leading_arguments_then_the_kernels(module, cls):
+    """What Triton's runner passes (grid x3, stream, function, metadata, launch metadata, two hooks)."""
     import importlib
 
-    launcher = getattr(importlib.import_module(module), cls)
-    assert dl.launcher_params(launcher) == dl.LAUNCHER_PARAMS
-    params = list(inspect.signature(launcher.__call__).parameters.values())
-    assert params[-1].kind is inspect.Parameter.VAR_POSITIONAL, "the kernel arguments follow as *args"
+    params = list(inspect.signature(getattr(importlib.import_module(module), cls).__call__).parameters.values())
+    leading = [p for p in params[1:] if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    assert len(leading) == 9 and params[-1].kind is inspect.Parameter.VAR_POSITIONAL, params
 
 
 def test_tritons_own_runner_calls_the_launcher_as_we_do():
     """``CompiledKernel.__getitem__``'s runner passes (grid x3, stream, function, packed metadata,
-    launch metadata, enter hook, exit hook, *args): the direct launch passes the same, with the
-    metadata and hooks None (it runs only when no hook is set)."""
+    launch metadata, enter hook, exit hook, *args): the direct launch passes the same."""
     from triton.compiler.compiler import CompiledKernel
 
-    tree = ast.parse(textwrap.dedent(inspect.getsource(CompiledKernel.__getitem__)))
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self.run"]
-    assert len(calls) == 1, "one launcher call in the runner"
-    got = [ast.unparse(a) for a in calls[0].args]
-    assert got == ["grid[0]", "grid[1]", "grid[2]", "stream", "self.function", "self.packed_metadata",
-                   "launch_metadata", "knobs.runtime.launch_enter_hook", "knobs.runtime.launch_exit_hook", "*args"]
+    assert dl.runner_call_args(CompiledKernel) == dl.RUNNER_ARGS
+    assert dl.layout_ok()
 
 
-def test_a_launcher_of_another_layout_is_not_used():
+def test_a_runner_of_another_layout_disables_the_direct_launch(monkeypatch):
     class Moved:
-        def __call__(self, gridX, gridY, gridZ, function, stream, kernel_metadata, launch_metadata,
-                     launch_enter_hook, launch_exit_hook, *args):
-            raise AssertionError("never called")
+        def __getitem__(self, grid):
+            def runner(*args, stream=None):
+                self.run(grid[0], grid[1], grid[2], self.function, stream, *args)
+
+            return runner
+
+    assert dl.runner_call_args(Moved) != dl.RUNNER_ARGS
 
     class Compiled:
-        function = packed_metadata = "x"
-        run = Moved()
+        function = packed_metadata = run = "x"
 
         def __getitem__(self, grid):
             raise AssertionError("never called")
 
-    assert dl.launcher_params(Moved) != dl.LAUNCHER_PARAMS
+    monkeypatch.setattr(dl, "layout_ok", lambda: dl.runner_call_args(Moved) == dl.RUNNER_ARGS)
     assert not dl.usable(Compiled())
 
 

@@ -1,4 +1,4 @@
-"""Triton device code: activation + quantization in one pass (NUMERICS.md, bit for bit).
+"""Triton device code: activation + quantization in one pass (docs/NUMERICS.md, bit for bit).
 
 Parity with torch's CUDA math: ``exp`` is libdevice's accurate expf (what
 torch's silu kernel calls; ``tl.exp`` is the approximate ex2 path), every

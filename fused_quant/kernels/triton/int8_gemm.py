@@ -1,6 +1,6 @@
 """Triton device code: int8 x int8 -> int32 GEMM with the dequant epilogue fused.
 
-``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]`` (NUMERICS.md,
+``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]`` (docs/NUMERICS.md,
 the same order as ``gemm.dequant_epilogue``); x is [M, K] row-major, w is
 [N, K] row-major (so the tile loaded from w is used transposed).
 """

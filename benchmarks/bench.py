@@ -1,23 +1,23 @@
-"""Benchmarks (GPU): act+quant producers and the Llama-3-8B MLP against their peers, in one run.
-
-``act_quant``: each producer vs the eager chain, the torch.compile'd chain and a bare
-one-pass Triton kernel, plus the measured device copy ceiling, at H = 14336 for
-M in {1, 16, 256, 2048, 8192, 32768}. ``mlp``: D = 4096, H = 14336, bf16 vs W8A8 with
-our fused producer vs W8A8 with the compiled chain. Medians of ``triton.testing.do_bench``.
-Bytes = inputs read once + outputs written once. Writes JSON (and a PNG when matplotlib is there).
+"""Benchmarks (GPU): act+quant producers (triton_fp8 and torch backends) and the Llama-3-8B MLP vs their peers.
+``act_quant``: vs the eager and compiled chains, a bare Triton kernel and the copy ceiling, H = 14336, M in MS;
+``mlp``: D = 4096, H = 14336, bf16 vs W8A8. Medians of ``triton.testing.do_bench``; bytes = inputs read once +
+outputs written once. ``main`` (``fused-quant bench``) writes JSON (+ PNG) to --out, by default a fresh folder.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import platform
+import sys
 import time
+from pathlib import Path
 
 import torch
 
 from fused_quant import keys as K
 
+# fused-quant bench's default output: a fresh folder per run, never the committed benchmarks/results
+BENCH_OUT = Path(__file__).resolve().parent.parent / "bench-out"
 H = 14336
 MS = (1, 16, 256, 2048, 8192, 32768)
 MLP_MS = (16, 256, 4096, 16384)
@@ -99,7 +99,8 @@ def _eager_chain(act: str, key: K.QuantKey):
 def bench_act_quant(quick: bool = False, ms=MS) -> dict:
     from fused_quant.ops import act_quant
     from fused_quant.registry import fused_act_quant
-    from fused_quant.bench_peers import bare_relu2_fp8_static
+
+    from benchmarks.peers import bare_relu2_fp8_static
 
     import torch._dynamo
 
@@ -123,11 +124,15 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
             dst = torch.empty_like(src)
             t = {
                 "ours": _bench(lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8"), quick),
-                "ours_op": _bench(lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn), quick),
+                "ours_op": _bench(lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn, "triton"),
+                                  quick),
                 "eager": _bench(lambda: eager(x, scale), quick),
                 "compiled": _bench(lambda: compiled(x, scale), quick),
                 "copy": _bench(lambda: dst.copy_(src), quick),
             }
+            # timed at every M: on CUDA tensors the torch backend's producers launch the same Triton kernels
+            # as triton_fp8 (same bits), so this is that backend's call path here, never slow; torch math is "eager"
+            t["torch_backend"] = _bench(lambda: fused_act_quant(act, x, key, scale, backend="torch"), quick)
             if act == "relu2" and key_name == "fp8_static_tensor":
                 t["bare_triton"] = _bench(lambda: bare_relu2_fp8_static(x, scale), quick)
             if m <= 256:  # launch-bound sizes: the GPU time alone (CUDA graph replay) and the host-inclusive time
@@ -136,7 +141,7 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
                 t["compiled_graph"] = _bench_graph(lambda: compiled(x, scale))
                 xb, sb = x[:, :H].contiguous(), torch.ones(1, device="cuda")  # a [M, H] relu2 -> fp8 launch
                 loops = _loop_us({"ours": ours_fn,
-                                  "ours_op": lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn),
+                                  "ours_op": lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn, "triton"),
                                   "compiled": lambda: compiled(x, scale),
                                   "bare_triton": lambda: bare_relu2_fp8_static(xb, sb)}, quick)
                 t.update({f"{k}_loop": v for k, v in loops.items()})
@@ -153,6 +158,7 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
             rows.append(row)
             print(f"{label:28s} M={m:6d} ours {t['ours']:8.1f}us op {t['ours_op']:8.1f}us "
                   f"compiled {t['compiled']:8.1f}us eager {t['eager']:8.1f}us "
+                  f"torch backend {t['torch_backend']:8.1f}us "
                   f"{row['GBps']['ours']:7.0f} GB/s ({row['pct_ceiling']['ours']:5.1f}% of copy) "
                   f"x{row['speedup_vs']['compiled']:.2f} vs compiled", flush=True)
     return {"ceiling_GBps": ceiling, "versions": _versions(), "rows": rows}
@@ -212,10 +218,11 @@ def plot_act_quant(result: dict, path: str) -> bool:
     fig, axes = plt.subplots(1, len(OPS), figsize=(5 * len(OPS), 4), sharey=True)
     for ax, (label, *_) in zip(axes, OPS):
         rows = [r for r in result["rows"] if r["op"] == label]
-        ms = [r["M"] for r in rows]
-        for peer in ("ours", "compiled", "eager", "bare_triton"):
-            if peer in rows[0]["GBps"]:
-                ax.plot(ms, [r["GBps"][peer] for r in rows], marker="o", label=peer)
+        for peer in ("ours", "compiled", "eager", "torch_backend", "bare_triton"):
+            timed = [r for r in rows if peer in r["GBps"]]
+            if timed:
+                ax.plot([r["M"] for r in timed], [r["GBps"][peer] for r in timed], marker="o",
+                        label={"torch_backend": "torch backend"}.get(peer, peer))
         ax.axhline(result["ceiling_GBps"], color="k", ls="--", label="copy ceiling")
         ax.set_xscale("log", base=2)
         ax.set_title(label)
@@ -227,18 +234,41 @@ def plot_act_quant(result: dict, path: str) -> bool:
     return True
 
 
+def default_out() -> Path:
+    """A fresh folder for one run: ``bench-out/<UTC timestamp>`` in the checkout (ignored by git)."""
+    return BENCH_OUT / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def out_problem(out: Path, force: bool) -> str:
+    """Why ``out`` may not take a run's files ('' if it may): only a missing or empty folder, or with ``force``
+    any folder, so that no run overwrites earlier results (the committed benchmarks/results among them)."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} exists and is not a folder"
+    if out.is_dir() and any(out.iterdir()) and not force:
+        return f"--out {out} is a folder that is not empty; pass --force to write into it (same names are overwritten)"
+    return ""
+
+
 def main(args) -> int:
-    if not torch.cuda.is_available():
-        print("bench: needs a GPU (torch.cuda.is_available() is False)")
+    """``fused-quant bench``: ``args.which`` in act_quant / mlp / all, ``args.quick``, ``args.out`` (None: a
+    fresh ``default_out()``), ``args.force``. Returns 2, with one line on stderr, when it cannot run."""
+    out = Path(args.out) if args.out else default_out()
+    problem = out_problem(out, args.force)
+    if problem:
+        print(f"bench: {problem}", file=sys.stderr)
         return 2
-    os.makedirs(args.out, exist_ok=True)
+    if not torch.cuda.is_available():
+        print("bench: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"bench: writing to {out}", flush=True)
     if args.which in ("act_quant", "all"):
         res = bench_act_quant(args.quick)
-        with open(os.path.join(args.out, "act_quant.json"), "w") as f:
+        with open(out / "act_quant.json", "w") as f:
             json.dump(res, f, indent=1)
-        plot_act_quant(res, os.path.join(args.out, "act_quant.png"))
+        plot_act_quant(res, str(out / "act_quant.png"))
     if args.which in ("mlp", "all"):
         res = bench_mlp(args.quick)
-        with open(os.path.join(args.out, "mlp.json"), "w") as f:
+        with open(out / "mlp.json", "w") as f:
             json.dump(res, f, indent=1)
     return 0

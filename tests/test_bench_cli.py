@@ -1,0 +1,106 @@
+"""``fused-quant bench`` runs the checkout's benchmarks/ package: without a GPU, onto a used --out folder,
+or with no benchmarks/ beside fused_quant/ it exits 2 with one line on stderr; its default output is a
+fresh bench-out/ folder; and the fused_quant package itself holds no benchmark code."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+import fused_quant
+from fused_quant import cli
+
+PACKAGE = Path(fused_quant.__file__).resolve().parent
+CHECKOUT = PACKAGE.parent
+
+
+def _no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+def test_bench_without_gpu_says_so_cleanly(tmp_path):
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "FUSED_QUANT_BACKEND"} | {"CUDA_VISIBLE_DEVICES": ""}
+    # the same fused_quant as this process's, whatever is installed
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CHECKOUT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-m", "fused_quant", "bench", "act_quant", "--quick", "--out", str(out)],
+                          capture_output=True, text=True, env=env, cwd=CHECKOUT)
+    assert proc.returncode == 2
+    assert "needs a GPU" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not out.exists()  # nothing is created for a run that cannot happen
+
+
+def test_bench_refuses_a_non_empty_out_without_force(tmp_path, capsys, monkeypatch):
+    _no_gpu(monkeypatch)
+    (tmp_path / "act_quant.json").write_text("{}")
+    assert cli.main(["bench", "act_quant", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not empty" in err and "--force" in err and "needs a GPU" not in err
+    assert (tmp_path / "act_quant.json").read_text() == "{}"
+    # --force lifts the refusal: the run gets as far as the GPU check
+    assert cli.main(["bench", "act_quant", "--out", str(tmp_path), "--force"]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
+
+
+def test_bench_refuses_an_out_that_is_a_file(tmp_path, capsys, monkeypatch):
+    _no_gpu(monkeypatch)
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert cli.main(["bench", "--out", str(target), "--force"]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
+def test_bench_default_out_is_a_fresh_folder_not_the_committed_results():
+    from benchmarks import bench
+
+    assert cli.build_parser().parse_args(["bench"]).out is None  # main picks default_out()
+    out = bench.default_out()
+    assert out.parent == CHECKOUT / "bench-out"
+    assert out != CHECKOUT / "benchmarks" / "results" and not out.exists()
+    assert "/bench-out/" in (CHECKOUT / ".gitignore").read_text().split()
+
+
+def test_bench_default_out_is_used_when_out_is_not_given(tmp_path, capsys, monkeypatch):
+    from benchmarks import bench
+
+    monkeypatch.setattr(bench, "BENCH_OUT", tmp_path / "bench-out")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench, "bench_mlp", lambda quick: {"rows": [], "quick": quick})
+    assert cli.main(["bench", "mlp", "--quick"]) == 0
+    (run,) = (tmp_path / "bench-out").iterdir()
+    assert [p.name for p in run.iterdir()] == ["mlp.json"]
+    assert str(run) in capsys.readouterr().out
+
+
+def test_bench_without_a_benchmarks_folder_says_where_it_looked(tmp_path, capsys, monkeypatch):
+    # an installed wheel: fused_quant/ in site-packages, no benchmarks/ beside it
+    monkeypatch.setattr(fused_quant, "__file__", str(tmp_path / "site-packages" / "fused_quant" / "__init__.py"))
+    assert cli.main(["bench", "act_quant", "--quick"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert str(tmp_path / "site-packages" / "benchmarks" / "bench.py") in lines[0]
+    assert "source checkout" in lines[0]
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_package_holds_no_benchmark_code():
+    import importlib.util
+
+    for name in ("fused_quant.bench", "fused_quant.bench_peers", "fused_quant.kernels.triton.peer_kernels"):
+        assert importlib.util.find_spec(name) is None, name
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        tree = ast.parse(path.read_text(), filename=str(path))
+        imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        imported += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+        benchmarks = [m for m in imported if m == "benchmarks" or m.startswith("benchmarks.")]
+        assert not benchmarks, f"fused_quant/{rel} imports {benchmarks}"
+        if rel != "cli.py":
+            assert "do_bench" not in path.read_text(), f"fused_quant/{rel} times code (triton.testing.do_bench)"
