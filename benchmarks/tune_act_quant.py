@@ -21,7 +21,8 @@ FLAT = [dict(flat=1, BLOCK=b, num_warps=w) for b, w in [(2048, 4), (4096, 4), (4
 FLAT_DIV = [dict(flat=1, BLOCK=4096, num_warps=4, fast_div=f) for f in (0, 1)]  # per-element div_rn vs _quotient
 TOKEN_ONE = [dict(variant="rows", ROWS=1, BLOCK_N=16384, num_warps=w) for w in (8, 16, 32)]
 TOKEN_CHUNKS = [dict(variant="chunks", CHUNK=c, num_warps=w) for c, w in [(2048, 8), (2048, 16), (2048, 32), (1024, 8)]]
-TOKEN_TWO = [dict(variant="two_pass", BLOCK_N=bn, num_warps=w, STAGES=st) for bn, w in [(1024, 4), (2048, 8)] for st in (1, 3)]
+TOKEN_TWO = [dict(variant="two_pass", BLOCK_N=bn, num_warps=w, STAGES=st)
+             for bn, w in [(1024, 4), (2048, 8)] for st in (1, 3)]
 TOKEN_PERSIST = [dict(variant="persistent", BLOCK_N=bn, num_warps=w, programs_per_sm=p, scratch=sc, STAGES=st)
                  for sc in (1, 0) for bn, w in [(1024, 4), (2048, 8)] for p in (4, 8) for st in (1, 2, 3)]
 

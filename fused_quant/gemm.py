@@ -86,11 +86,6 @@ def _disabled_gemms() -> frozenset[str]:
     return envs.disabled_gemms()
 
 
-@graph_constant
-def _current_backend_name() -> str:
-    return selection.current_backend().name
-
-
 def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
     """Providers serving ``backend`` in selection order, without the disabled ones."""
     disabled = _disabled_gemms()
@@ -106,7 +101,7 @@ _SELECTED = runtime.Cache("gemm_selection")
 def select_gemm_provider(problem: GemmProblem, backend: str | None = None) -> tuple[GemmProvider, str]:
     """The first provider that accepts ``problem``; with ``backend=None`` the current
     backend's providers, then the torch backend's. Raises BackendUnavailableError with every reason."""
-    current = _current_backend_name()
+    current = selection.current_backend_name()
     cache_key = (problem, backend, _disabled_gemms(), current)
     hit = _SELECTED.get(cache_key)
     if hit is not None:

@@ -16,6 +16,7 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from fused_quant import activations, envs, runtime, selection
+from fused_quant.selection import current_backend_name
 from fused_quant import keys as K
 from fused_quant import platforms as _platforms
 from fused_quant.tracing import graph_constant
@@ -147,11 +148,6 @@ def platform_has_fp8() -> bool:
 def platform_label() -> str:
     info = _platforms.current_platform()
     return info.arch or info.vendor
-
-
-@graph_constant
-def current_backend_name() -> str:
-    return selection.current_backend().name
 
 
 @graph_constant

@@ -86,14 +86,6 @@ class Cache:
                 self._data[key] = value
         return value
 
-    def get_or_make(self, key: Hashable, make: Callable[[], T]) -> T:
-        """The cached value of ``key``, else ``make()`` filed under the generation read first."""
-        value = self._data.get(key, _MISSING)
-        if value is _MISSING:
-            started = _generation
-            value = self.put(key, make(), started)
-        return value  # type: ignore[return-value]
-
     def __len__(self) -> int:
         return len(self._data)
 

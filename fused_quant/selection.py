@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fused_quant import envs, runtime
 from fused_quant.errors import BackendUnavailableError
 from fused_quant.platforms.info import PlatformInfo
+from fused_quant.tracing import graph_constant
 
 logger = logging.getLogger("fused_quant")
 
@@ -143,6 +144,12 @@ def _select_now() -> SelectedBackend:
 def current_backend() -> SelectedBackend:
     """The selected backend for this process (probe + env, decided once per runtime generation)."""
     return runtime.once("backend", _select_now)
+
+
+@graph_constant
+def current_backend_name() -> str:
+    """The selected backend's name (under torch.compile a graph constant, not traced selection)."""
+    return current_backend().name
 
 
 def reset_current_backend() -> None:

@@ -95,7 +95,8 @@ def _constexprs(act: str, key_name: str, x_dtype: torch.dtype, round_product: bo
     key = K.key_from_name(key_name)
     fp8 = K.is_fp8(key)
     out = dict(
-        ACT=activations.ACTIVATIONS[act].code, QUANT=K.KERNEL_CODES[key_name], T=tl_dtypes[x_dtype], ROUND_PRODUCT=round_product,
+        ACT=activations.ACTIVATIONS[act].code, QUANT=K.KERNEL_CODES[key_name], T=tl_dtypes[x_dtype],
+        ROUND_PRODUCT=round_product,
         M8=K.fp8_max(fp8_dtype) if fp8 else 127.0, FP8=tl_dtypes[fp8_dtype], NAN_CODE=FP8_NAN_CODE[fp8_dtype],
         SATFINITE=satfinite_ok and fp8 and fp8_dtype == torch.float8_e4m3fn,
         FAST_SILU=fast_silu_ok and act == "silu_and_mul" and x_dtype in FAST_SILU_DTYPES, FAST_DIV=fast_div,
@@ -172,7 +173,8 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
         elif variant == "rows":  # one pass, ROWS rows of one block each per program
             kernel, grid = kernels.act_quant_token_kernel, (triton_cdiv(m, cfg["ROWS"]),)
         else:
-            raise ValueError(f"per-token kernel variant {variant!r} is not one of {', '.join(heuristics.TOKEN_VARIANTS)}")
+            raise ValueError(f"per-token kernel variant {variant!r} is not one of "
+                             f"{', '.join(heuristics.TOKEN_VARIANTS)}")
     grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
     kwargs = {**common, **cfg}
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)

@@ -23,6 +23,7 @@ BACKENDS = ("hip_w8a8",)
 VENDOR_MODULES = ("lightop.gemm_ops", "lmslim.quant_ops")
 VENDOR_FN = "hipblaslt_w8a8_gemm"
 
+
 def _find_vendor_gemm() -> tuple[object | None, str]:
     fn, why = None, []
     for name in VENDOR_MODULES:
