@@ -56,9 +56,10 @@ def test_every_way_in_empties_every_cache(how, monkeypatch):
         p = registry._PRODUCERS["torch"][("relu2", "int8_dynamic_token")]
         fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch")(p.fn)
     elif how == "register_gemm_provider":
+        # on a copy of the provider table, restored after the test
+        monkeypatch.setattr(gemm, "_PROVIDERS", {name: list(chain) for name, chain in gemm._PROVIDERS.items()})
         fq.register_gemm_provider("test_runtime_noop", lambda *a: None, kind="int8", backends=("triton_fp8",),
                                   first=False)
-        monkeypatch.setattr(gemm, "_PROVIDERS", gemm._PROVIDERS)  # undone below
     elif how == "unregister_gemm_provider":
         gemm.unregister_gemm_provider("no_such_provider")
     else:
@@ -68,7 +69,6 @@ def test_every_way_in_empties_every_cache(how, monkeypatch):
     if how == "probe_refresh":  # probes again right away: only the platform is back
         assert filled.pop("platform")
     assert not any(filled.values()), filled
-    gemm.unregister_gemm_provider("test_runtime_noop")
     _warm()  # and everything works again from the fresh state
     assert all(_filled().values())
 

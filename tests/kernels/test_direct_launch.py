@@ -1,16 +1,14 @@
 """The direct launch's contract with the installed Triton: version range and launcher layout.
 
 ``fused_quant.kernels.direct_launch`` calls Triton's private compiled-kernel launcher with the
-arguments in ``LAUNCHER_PARAMS`` order, as Triton's own ``CompiledKernel.__getitem__`` runner does.
+arguments in ``RUNNER_ARGS`` order, as Triton's own ``CompiledKernel.__getitem__`` runner does.
 These tests read the installed Triton (no GPU needed), so a Triton upgrade that moves an argument
 fails here instead of in a launch; outside ``TESTED_TRITON`` the direct launch is off.
 """
 
 from __future__ import annotations
 
-import ast
 import inspect
-import textwrap
 
 import pytest
 
