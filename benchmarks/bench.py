@@ -1,6 +1,7 @@
-"""Benchmarks (GPU): act+quant producers (triton_fp8 and torch backends) and the Llama-3-8B MLP vs their peers.
+"""Benchmarks (GPU): act+quant producers (triton_fp8 and torch backends), and (``decode.py``) the W8A8 GEMMs
+and the Llama-3-8B MLP vs their peers.
 ``act_quant``: vs the eager and compiled chains, a bare Triton kernel and the copy ceiling, H = 14336, M in MS;
-``mlp``: D = 4096, H = 14336, bf16 vs W8A8. Medians of ``triton.testing.do_bench``; bytes = inputs read once +
+``gemm`` and ``mlp``: see ``benchmarks/decode.py``. Medians of ``triton.testing.do_bench``; bytes = inputs read once +
 outputs written once. ``main`` (``fused-quant bench``) writes JSON (+ PNG) to --out, by default a fresh folder.
 """
 
@@ -20,7 +21,6 @@ from fused_quant import keys as K
 BENCH_OUT = Path(__file__).resolve().parent.parent / "bench-out"
 H = 14336
 MS = (1, 16, 256, 2048, 8192, 32768)
-MLP_MS = (16, 256, 4096, 16384)
 OPS = (  # (label, act, key name, input dtype)
     ("relu2 -> fp8 static", "relu2", "fp8_static_tensor", torch.bfloat16),
     ("silu_mul -> fp8 static", "silu_and_mul", "fp8_static_tensor", torch.bfloat16),
@@ -164,49 +164,6 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
     return {"ceiling_GBps": ceiling, "versions": _versions(), "rows": rows}
 
 
-def bench_mlp(quick: bool = False, ms=MLP_MS, kinds=("fp8", "int8")) -> dict:
-    from torch import nn
-
-    from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
-    from fused_quant.contract import QuantizedActivation
-
-    d, h = 4096, 14336
-    torch.manual_seed(0)
-    gate_up = nn.Linear(d, 2 * h, bias=False).to("cuda", torch.bfloat16)
-    down = nn.Linear(h, d, bias=False).to("cuda", torch.bfloat16)
-    act = SiluAndMul()
-    rows = []
-
-    def bf16(x):
-        return down(act(gate_up(x)))
-
-    for kind in kinds:
-        key = K.kFp8StaticTensorSym if kind == "fp8" else K.kInt8DynamicTokenSym
-        scale = 0.05 if kind == "fp8" else None
-        qgu = QuantLinear.from_float(gate_up, key, scale, name="gate_up")
-        qdown = QuantLinear.from_float(down, key, scale, name="down")
-        chain = torch.compile(_eager_chain("silu_and_mul", key), dynamic=False)
-
-        def fused(x):
-            return qdown(maybe_fused_act_quant(act, qgu(x), qdown))
-
-        def compiled_chain(x):
-            h_ = qgu(x)
-            q, s = chain(h_, qdown.input_scale)
-            return qdown(QuantizedActivation(q, s, h_.dtype, q.shape, key))
-
-        for m in ms:
-            x = torch.randn(m, d, device="cuda").to(torch.bfloat16)
-            t = {"bf16": _bench(lambda: bf16(x), quick), "fused": _bench(lambda: fused(x), quick),
-                 "compiled_chain": _bench(lambda: compiled_chain(x), quick)}
-            row = {"kind": kind, "M": m, "us": t, "speedup_vs_bf16": t["bf16"] / t["fused"],
-                   "speedup_vs_compiled_chain": t["compiled_chain"] / t["fused"]}
-            rows.append(row)
-            print(f"MLP {kind} M={m:6d} bf16 {t['bf16']:9.1f}us fused {t['fused']:9.1f}us "
-                  f"compiled-chain {t['compiled_chain']:9.1f}us  x{row['speedup_vs_bf16']:.2f} vs bf16", flush=True)
-    return {"versions": _versions(), "rows": rows}
-
-
 def plot_act_quant(result: dict, path: str) -> bool:
     try:
         import matplotlib
@@ -250,7 +207,7 @@ def out_problem(out: Path, force: bool) -> str:
 
 
 def main(args) -> int:
-    """``fused-quant bench``: ``args.which`` in act_quant / mlp / all, ``args.quick``, ``args.out`` (None: a
+    """``fused-quant bench``: ``args.which`` in act_quant / gemm / host / mlp / all, ``args.quick``, ``args.out`` (None: a
     fresh ``default_out()``), ``args.force``. Returns 2, with one line on stderr, when it cannot run."""
     out = Path(args.out) if args.out else default_out()
     problem = out_problem(out, args.force)
@@ -267,8 +224,20 @@ def main(args) -> int:
         with open(out / "act_quant.json", "w") as f:
             json.dump(res, f, indent=1)
         plot_act_quant(res, str(out / "act_quant.png"))
+    from benchmarks import decode
+
+    if args.which in ("gemm", "all"):
+        res = decode.bench_gemm(args.quick)
+        with open(out / "gemm.json", "w") as f:
+            json.dump(res, f, indent=1)
+        decode.plot_gemm(res, str(out / "gemm.png"))
+    if args.which in ("host", "all"):
+        res = decode.bench_host(args.quick)
+        with open(out / "host.json", "w") as f:
+            json.dump(res, f, indent=1)
     if args.which in ("mlp", "all"):
-        res = bench_mlp(args.quick)
+        res = decode.bench_mlp(args.quick)
         with open(out / "mlp.json", "w") as f:
             json.dump(res, f, indent=1)
+        decode.plot_mlp(res, str(out / "mlp.png"))
     return 0

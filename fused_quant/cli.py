@@ -151,8 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", help="torch device (default: cpu for torch, cuda otherwise)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_selftest)
-    b = sub.add_parser("bench", help="act_quant and MLP benchmarks against the peers (GPU, source checkout)")
-    b.add_argument("which", nargs="?", choices=("act_quant", "mlp", "all"), default="all",
+    b = sub.add_parser("bench", help="act_quant, GEMM and MLP benchmarks against the peers (GPU, source checkout)")
+    b.add_argument("which", nargs="?", choices=("act_quant", "gemm", "host", "mlp", "all"), default="all",
                    help="which benchmark to run (default: all)")
     b.add_argument("--out", help="folder for the JSON and PNG output (default: a new bench-out/<UTC timestamp> "
                                  "in the checkout); an existing non-empty folder needs --force")

@@ -9,6 +9,10 @@ No provider, built-in or user-registered, can be reached with unchecked operands
 Provider call: ``fn(xq [M, K], xs [M, 1] | [1, 1], w [N, K], ws [N, 1] | [1, 1],
 bias [N] | None, out_dtype) -> out [M, N]`` with
 ``out = Tout(float(xq @ w.T) * xs * ws) + bias`` (docs/NUMERICS.md, consumer GEMMs).
+A provider may also have ``bind(problem, w, ws, bias) -> call(xq, xs) -> out``: ``fn``'s work for
+one layer's operands and one problem, resolved once (views of the weight and scales, the kernel
+launch). ``bind_gemm`` is the checked entry's bound form: it runs every check once and returns a
+``BoundGemm`` for every later call whose operands have the same metadata (a layer's fast path).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from fused_quant.validation import (  # noqa: F401  (GemmProblem: what providers
 
 GemmFn = Callable[..., torch.Tensor]
 GemmSupportFn = Callable[[GemmProblem], "tuple[bool, str]"]
+GemmBindFn = Callable[..., Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class GemmProvider:
     kind: str
     fn: GemmFn
     supported: GemmSupportFn | None = None
+    bind: GemmBindFn | None = None  # bind(problem, w, ws [N, 1] | [1, 1], bias) -> call(xq [M, K], xs)
 
     def check(self, problem: GemmProblem) -> tuple[bool, str]:
         if problem.kind != self.kind:
@@ -54,17 +60,17 @@ _PROVIDERS: dict[str | None, list[GemmProvider]] = {}
 
 def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
                            backends: tuple[str, ...] | None = None, supported: GemmSupportFn | None = None,
-                           first: bool = True):
+                           first: bool = True, bind: GemmBindFn | None = None):
     """Register a GEMM provider (as a call or a decorator) for some backends, or all (None).
 
     ``first`` puts it ahead of the providers already there. Re-registering a name
-    replaces the old entry (idempotent for plugins).
+    replaces the old entry (idempotent for plugins). ``bind``, optional: see the module docstring.
     """
     if kind not in ("int8", "fp8"):
         raise UnsupportedError(f"GEMM provider kind must be 'int8' or 'fp8', got {kind!r}")
 
     def add(f: GemmFn) -> GemmFn:
-        provider = GemmProvider(name, kind, f, supported)
+        provider = GemmProvider(name, kind, f, supported, bind)
         for backend in backends or (None,):
             chain = _PROVIDERS.setdefault(backend, [])
             chain[:] = [p for p in chain if p.name != name]
@@ -83,7 +89,8 @@ def unregister_gemm_provider(name: str) -> None:
 
 @graph_constant
 def _disabled_gemms() -> frozenset[str]:
-    return envs.disabled_gemms()
+    """FUSED_QUANT_DISABLED_GEMMS, read once per runtime generation (``fused_quant.reset()`` reads it again)."""
+    return runtime.once("disabled_gemms", envs.disabled_gemms)
 
 
 def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
@@ -115,7 +122,7 @@ def select_gemm_provider(problem: GemmProblem, backend: str | None = None) -> tu
             if ok:
                 return _SELECTED.put(cache_key, (provider, name), generation)
             reasons.append(f"{provider.name}: {why}")
-    disabled = sorted(envs.disabled_gemms())
+    disabled = sorted(_disabled_gemms())
     raise BackendUnavailableError(
         f"no {problem.kind} GEMM provider accepts M={problem.m} N={problem.n} K={problem.k} on "
         f"{problem.device} ({'; '.join(reasons) or 'none registered'})"
@@ -152,12 +159,60 @@ def checked_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight
     provider, _ = select_gemm_provider(p, backend or None)
     xs2 = xs.reshape(p.m, 1) if p.per_token else xs.reshape(1, 1)
     out = provider.fn(x.reshape(p.m, p.k), xs2, weight, weight_scale.reshape(-1, 1), bias, out_dtype)
-    if (not isinstance(out, torch.Tensor) or out.shape != (p.m, p.n) or out.dtype != out_dtype
-            or out.device != x.device):
+    _check_output(out, p, provider, layer, x.device)
+    return out.reshape(out_shape)
+
+
+def _check_output(out: object, p: GemmProblem, provider: GemmProvider, layer: str, device: torch.device) -> None:
+    if (not isinstance(out, torch.Tensor) or out.shape != (p.m, p.n) or out.dtype != p.out_dtype
+            or out.device != device):
         got = f"{tuple(out.shape)} {out.dtype} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
         raise GemmProviderError(f"{layer or 'quant_gemm'}: GEMM provider {provider.name} returned {got}, "
-                                f"expected ({p.m}, {p.n}) {out_dtype} on {x.device}")
-    return out.reshape(out_shape)
+                                f"expected ({p.m}, {p.n}) {p.out_dtype} on {device}")
+
+
+class BoundGemm:
+    """The checked entry for one layer's operands and one activation signature (dtype, shape, device,
+    and the scale's): the checks ran once, the provider is chosen and bound. ``__call__(x, xs)``
+    takes an activation with the metadata it was bound for (the caller keys on it) and returns
+    ``[*lead, N]``; the provider's first output is checked, later ones are not."""
+
+    __slots__ = ("call", "rows", "out_shape", "provider", "problem", "layer", "checked")
+
+    def __init__(self, call, rows, out_shape, provider, problem, layer):
+        self.call, self.rows, self.out_shape = call, rows, out_shape
+        self.provider, self.problem, self.layer, self.checked = provider, problem, layer, False
+
+    def __call__(self, x: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
+        rows = self.rows
+        if rows is None:  # 2-D activation with a [M, 1] or one-element [1, 1] scale: as the provider takes it
+            out = self.call(x, xs)
+        else:
+            out = self.call(x.view(rows[0]), xs.reshape(rows[1]))
+        if not self.checked:
+            _check_output(out, self.problem, self.provider, self.layer, x.device)
+            self.checked = True
+        return out if rows is None else out.view(self.out_shape)
+
+
+def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
+              bias: torch.Tensor | None, out_dtype: torch.dtype, key: K.QuantKey, layer: str | None = None,
+              backend: str | None = None) -> BoundGemm | None:
+    """Check ``x``'s call as the checked entry does and bind the chosen provider to these operands;
+    None for M = 0 (nothing to bind: ``quant_gemm`` answers it)."""
+    p = check_gemm_operands(x, xs, key, weight, weight_scale, bias, out_dtype, layer)
+    if p.m == 0:
+        return None
+    provider, _ = select_gemm_provider(p, backend)
+    ws2 = weight_scale.reshape(-1, 1)
+    if provider.bind is not None:
+        call = provider.bind(p, weight, ws2, bias)
+    else:
+        fn = provider.fn
+        call = lambda x2, xs2: fn(x2, xs2, weight, ws2, bias, out_dtype)  # noqa: E731
+    xs_rows = (p.m, 1) if p.per_token else (1, 1)
+    rows = None if x.dim() == 2 and tuple(xs.shape) == xs_rows else ((p.m, p.k), xs_rows)
+    return BoundGemm(call, rows, (*x.shape[:-1], p.n), provider, p, layer or "")
 
 
 def dequant_epilogue(acc: torch.Tensor, xs: torch.Tensor, ws: torch.Tensor, bias: torch.Tensor | None,

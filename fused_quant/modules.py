@@ -11,11 +11,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fused_quant import envs
+from fused_quant import envs, runtime
 from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (their long-standing import path)
 from fused_quant.contract import QuantizedActivation, as_quantized_activation, expose_input_quant_key
-from fused_quant.gemm import quant_gemm
+from fused_quant.gemm import bind_gemm, quant_gemm
 from fused_quant.reference import quantize_weight_ref
 from fused_quant.validation import (
     ACT_DTYPES,
@@ -58,6 +58,57 @@ def _default_name(k: int, n: int) -> str:
     return f"QuantLinear(in_features={k}, out_features={n})"
 
 
+# QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
+_BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
+_TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
+MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
+
+
+def _signature(x: object, pair: object) -> tuple | None:
+    """What a QuantLinear call's checks read (the input's form and its tensors' metadata); None when
+    the input is not plain tensors (the full checks run and name what is wrong)."""
+    if pair is None:
+        if type(x) is torch.Tensor:
+            return (_TENSOR, x.dtype, x.shape, x.stride(), x.device)
+        if type(x) is QuantizedActivation:
+            d, s = x.data, x.scale
+            if type(d) is torch.Tensor and type(s) is torch.Tensor:
+                return (_QUANTIZED, id(x.quant_key), d.dtype, d.shape, d.stride(), d.device,
+                        s.dtype, s.shape, s.stride(), s.device)
+        return None
+    if type(pair) is not tuple or len(pair) != 2:
+        return None
+    xq, xs = pair
+    if type(xq) is not torch.Tensor or type(xs) is not torch.Tensor:
+        return None
+    if x is None:
+        placeholder = None
+    elif type(x) is torch.Tensor:
+        placeholder = x.shape
+    else:
+        return None
+    return (_HCU_PAIR, placeholder, xq.dtype, xq.shape, xq.stride(), xq.device, xs.dtype, xs.shape, xs.stride(),
+            xs.device)
+
+
+class _BoundForward:
+    """One QuantLinear call signature, checked once: the quantizer (plain-tensor input) and the GEMM,
+    both bound, for the runtime generation they were bound in."""
+
+    __slots__ = ("generation", "form", "quant", "gemm", "pin")
+
+    def __init__(self, generation, form, quant, gemm, pin):
+        self.generation, self.form, self.quant, self.gemm, self.pin = generation, form, quant, gemm, pin
+
+    def __call__(self, x, pair, scale):
+        if self.form == _TENSOR:
+            q, s = self.quant(x, scale)
+            return self.gemm(q, s)
+        if self.form == _QUANTIZED:
+            return self.gemm(x.data, x.scale)
+        return self.gemm(pair[0], pair[1])
+
+
 class QuantLinear(nn.Module):
     """A W8A8 linear (int8 or FP8, per-output-channel weight scales) that consumes ``input_key``."""
 
@@ -65,6 +116,7 @@ class QuantLinear(nn.Module):
                  bias: torch.Tensor | None = None, input_scale: torch.Tensor | float | None = None,
                  out_dtype: torch.dtype = torch.bfloat16, name: str | None = None):
         super().__init__()
+        self._bound: dict[tuple, _BoundForward] = {}
         key = K.normalize_key(input_key)
         K.key_name(key)
         if out_dtype not in ACT_DTYPES:
@@ -104,9 +156,23 @@ class QuantLinear(nn.Module):
         return cls(wq, ws, input_key, bias=linear.bias, input_scale=input_scale,
                    out_dtype=linear.weight.dtype, name=name)
 
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)
+        if name in _BOUND_TO and "_bound" in self.__dict__:
+            self.__dict__["_bound"] = {}
+
+    def __getstate__(self):
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        return {**state, "_bound": {}}  # bound calls hold kernels and closures: rebuilt on first use
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        super()._load_from_state_dict(*args, **kwargs)
+        self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
+
     def _apply(self, fn, recurse=True):
         """``.to(device)`` moves everything; ``.to(dtype)`` sets the output dtype and the bias's,
         but never casts the quantized weight or the float32 scales (they would lose their meaning)."""
+        self.__dict__["_bound"] = {}
         probe = fn(torch.empty(0, dtype=self.out_dtype))
         out_dtype = probe.dtype if probe.dtype in ACT_DTYPES else self.out_dtype  # e.g. .double(): keep
         keep = {name: buf for name, buf in self._buffers.items() if buf is not None}
@@ -137,8 +203,42 @@ class QuantLinear(nn.Module):
 
     def forward(self, x: torch.Tensor | QuantizedActivation | None = None,
                 x_and_scale_quanted: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
-        qa = self._activation(x, x_and_scale_quanted)
-        return quant_gemm(qa, self.weight, self.weight_scale, self.bias, out_dtype=self.out_dtype, layer=self.name)
+        """In eager mode a call whose input has the metadata of an earlier checked call (same form,
+        dtypes, shapes, strides, devices) runs that call's bound quantizer and GEMM directly, in the
+        same runtime generation; the checks read metadata only, so they would pass again."""
+        if torch.compiler.is_compiling():
+            return self._checked_forward(x, x_and_scale_quanted, None)
+        sig = _signature(x, x_and_scale_quanted)
+        bound = self._bound.get(sig) if sig is not None else None
+        if bound is not None and bound.generation == runtime.generation():
+            return bound(x, x_and_scale_quanted, self.input_scale)
+        return self._checked_forward(x, x_and_scale_quanted, sig)
+
+    def _checked_forward(self, x, pair, sig: tuple | None) -> torch.Tensor:
+        generation = runtime.generation()
+        qa = self._activation(x, pair)
+        out = quant_gemm(qa, self.weight, self.weight_scale, self.bias, out_dtype=self.out_dtype, layer=self.name)
+        if sig is not None:
+            self._bind(sig, generation, x, qa)
+        return out
+
+    def _bind(self, sig: tuple, generation: int, x, qa: QuantizedActivation) -> None:
+        """Bind this call's quantizer and GEMM for its signature (after its checks passed)."""
+        quant = None
+        if sig[0] == _TENSOR:
+            from fused_quant.registry import bind_fused_act_quant
+
+            call = bind_fused_act_quant("identity", x, self.input_key, self.input_scale)
+            if call is None:  # the producer has no bound form: this signature keeps the checked path
+                return
+            quant = call.tensors
+        gemm = bind_gemm(qa.data, qa.scale, self.weight, self.weight_scale, self.bias, self.out_dtype,
+                         self.input_key, self.name)
+        if gemm is not None and generation == runtime.generation():
+            if len(self._bound) >= MAX_BOUND:
+                self._bound.clear()
+            pin = x.quant_key if sig[0] == _QUANTIZED else None  # keeps the key whose id is in sig alive
+            self._bound[sig] = _BoundForward(generation, sig[0], quant, gemm, pin)
 
     def _activation(self, x, x_and_scale_quanted) -> QuantizedActivation:
         if x_and_scale_quanted is not None:

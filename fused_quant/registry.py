@@ -170,6 +170,12 @@ class _BoundCall(NamedTuple):
         return QuantizedActivation(data=q, scale=s, orig_dtype=self.orig_dtype, orig_shape=q.shape,
                                    quant_key=self.key)
 
+    def tensors(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(q, scale)`` without the ``QuantizedActivation`` (a consumer that uses them at once)."""
+        out = self.fn(x, scale)
+        _COUNTS[self.count] += 1
+        return out
+
 
 # Calls whose checks passed, by signature: (form, activation, id of the key, numerics, backend, and the
 # metadata of the input and scale tensors). Every check of a producer call reads metadata only, so a
@@ -200,20 +206,27 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
     return (None if call is not None else (sig, runtime.generation())), call
 
 
+def _bind(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: NumericsProfile,
+          sig: tuple, pin: object) -> _BoundCall | None:
+    """File a checked call under its signature (``_checked_call``'s filing) when the producer has ``bind``."""
+    if prod.bind is None:
+        return None
+    bound = prod.bind(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
+    if bound is None:
+        return None
+    call = _BoundCall(bound, (prod.backend, prod.act, K.key_name(prod.key)), prod.key, pin, x.dtype)
+    signature, generation = sig
+    return _CALLS.put(signature, call, generation)  # dropped if a reset came since it was checked
+
+
 def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: NumericsProfile,
          sig: tuple | None = None, pin: object = None) -> QuantizedActivation:
     """Run a checked call; with ``sig`` (``_checked_call``'s filing) and a producer with ``bind``, file
     it so that the next call with its signature skips the checks."""
-    fp8_dtype = platform_fp8_dtype()
-    bound = None
-    if sig is not None and prod.bind is not None:
-        bound = prod.bind(x, scale, numerics=profile, fp8_dtype=fp8_dtype)
-    if bound is not None:
-        call = _BoundCall(bound, (prod.backend, prod.act, K.key_name(prod.key)), prod.key, pin, x.dtype)
-        signature, generation = sig
-        _CALLS.put(signature, call, generation)  # dropped if a reset came since it was checked
+    call = _bind(prod, x, scale, profile, sig, pin) if sig is not None else None
+    if call is not None:
         return call(x, scale)
-    q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=fp8_dtype)
+    q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
     if not torch.compiler.is_compiling():
         _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
     return QuantizedActivation(data=q, scale=s, orig_dtype=x.dtype, orig_shape=q.shape, quant_key=prod.key)
@@ -274,6 +287,24 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     sig, call = _checked_call("fused", act_id, key, numerics, backend, x, scale)
     if call is not None:
         return call(x, scale)
+    prod, profile = _resolve_fused(act, x, key, scale, numerics, backend)
+    return _run(prod, x, scale, profile, sig, key)
+
+
+def bind_fused_act_quant(act: str, x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,
+                         numerics: str | NumericsProfile | None = "default") -> _BoundCall | None:
+    """``fused_act_quant(act, x, key, scale)``'s checks run once, without running it: its bound call for
+    every input with ``x``'s and ``scale``'s metadata (a layer's fast path), or None when the producer
+    that would run has no ``bind`` (then call ``fused_act_quant``)."""
+    sig, call = _checked_call("fused", act, key, numerics, None, x, scale)
+    if call is not None or sig is None:
+        return call
+    prod, profile = _resolve_fused(act, x, key, scale, numerics, None)
+    return _bind(prod, x, scale, profile, sig, key)
+
+
+def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, NumericsProfile]:
+    """Every check of ``fused_act_quant`` and the producer that runs it."""
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
     check_activation_input(x, act_name)
     if not isinstance(key, K.QuantKey):
@@ -297,7 +328,7 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
         ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {name}")
         if not ok:
             raise BackendUnavailableError(f"backend {backend} cannot run {act_name} -> {name}: {reason}")
-    return _run(prod, x, scale, profile, sig, key)
+    return prod, profile
 
 
 def quantize(x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,

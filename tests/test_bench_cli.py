@@ -67,11 +67,12 @@ def test_bench_default_out_is_a_fresh_folder_not_the_committed_results():
 
 
 def test_bench_default_out_is_used_when_out_is_not_given(tmp_path, capsys, monkeypatch):
-    from benchmarks import bench
+    from benchmarks import bench, decode
 
     monkeypatch.setattr(bench, "BENCH_OUT", tmp_path / "bench-out")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(bench, "bench_mlp", lambda quick: {"rows": [], "quick": quick})
+    monkeypatch.setattr(decode, "bench_mlp", lambda quick: {"rows": [], "quick": quick})
+    monkeypatch.setattr(decode, "plot_mlp", lambda result, path: False)
     assert cli.main(["bench", "mlp", "--quick"]) == 0
     (run,) = (tmp_path / "bench-out").iterdir()
     assert [p.name for p in run.iterdir()] == ["mlp.json"]

@@ -1,16 +1,26 @@
 """Host side of the CUDA/ROCm GEMM providers: ``torch._scaled_mm`` (FP8), ``torch._int_mm`` +
-epilogue and the Triton scaled int8 GEMM, each with its ``(ok, reason)`` predicate.
+epilogue, the Triton scaled int8 GEMM and the small-M weight-streaming GEMM (FP8 and int8), each
+with its ``(ok, reason)`` predicate and a ``bind`` that resolves a layer's call once.
 
-Tile configs are data (``INT8_GEMM_CONFIGS``: first row whose max_m >= M).
+Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M) and, for the small-M
+GEMM, ``small_m_gemm_configs.json`` beside this file, written by ``benchmarks/sweep_small_m_gemm.py``
+on each arch: per (kind, N, K, M bucket) the fastest config and the best torch provider's time
+there. The small-M provider accepts a problem only where its config measured faster.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import math
+from pathlib import Path
 
 import torch
 
+from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, dequant_epilogue
+from fused_quant.kernels import direct_launch as dl
+from fused_quant.kernels import launch
 
 # (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)
 INT8_GEMM_CONFIGS = (
@@ -18,6 +28,12 @@ INT8_GEMM_CONFIGS = (
     (256, 64, 128, 128, 8, 4, 4),
     (1 << 62, 128, 256, 128, 8, 8, 3),
 )
+SMALL_M_CONFIG_FILE = Path(__file__).with_name("small_m_gemm_configs.json")
+M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # the small-M GEMM's token counts, as swept
+CONFIG_FIELDS = ("BLOCK_N", "BLOCK_M", "BLOCK_K", "splits", "num_warps", "num_stages")
+# fp8 MMAs on sm_90 accumulate with reduced precision inside one instruction chain; Triton adds the
+# chain into the fp32 accumulator every this many products (what keeps the float64 bound K-independent)
+FP8_IMPRECISE_ACC = 32
 
 
 def _on_gpu(p: GemmProblem) -> tuple[bool, str]:
@@ -36,20 +52,34 @@ def scaled_mm_supported(p: GemmProblem) -> tuple[bool, str]:
 
 
 def scaled_mm_fp8(xq, xs, w, ws, bias, out_dtype):
-    m, n = xq.shape[0], w.shape[0]
-    if ws.numel() == 1 and xs.numel() == 1:
-        out = torch._scaled_mm(xq, w.t(), scale_a=xs.reshape(()), scale_b=ws.reshape(()), out_dtype=out_dtype)
-    elif out_dtype == torch.bfloat16:
-        # row-wise scaling (the fast cuBLAS/CUTLASS path) needs both scales row-wise and bf16 out;
-        # [M, 1] and [N, 1] scales are already that layout as views, only per-tensor ones expand
-        scale_a = xs if xs.numel() == m else xs.expand(m, 1).contiguous()
-        scale_b = ws.reshape(1, -1) if ws.numel() == n else ws.reshape(1, 1).expand(1, n).contiguous()
-        out = torch._scaled_mm(xq, w.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
-    else:
-        one = torch.ones((), dtype=torch.float32, device=xq.device)
-        acc = torch._scaled_mm(xq, w.t(), scale_a=one, scale_b=one, out_dtype=torch.float32)
-        return dequant_epilogue(acc, xs, ws, bias, out_dtype)
-    return out if bias is None else out + bias
+    return bind_scaled_mm(_problem_of(xq, xs, w, ws, bias, out_dtype), w, ws, bias)(xq, xs)
+
+
+def bind_scaled_mm(p: GemmProblem, w, ws, bias):
+    """``torch._scaled_mm`` for a layer's weight: its transposed view and row-wise scale views made once."""
+    n, out_dtype = w.shape[0], p.out_dtype
+    wt = w.t()
+    tensor_wise = ws.numel() == 1
+    ws_row = ws.reshape(1, -1) if ws.numel() == n else ws.reshape(1, 1).expand(1, n).contiguous()
+    ws_scalar = ws.reshape(()) if tensor_wise else None
+    one = (torch.ones((), dtype=torch.float32, device=w.device)
+           if out_dtype != torch.bfloat16 and not tensor_wise else None)
+
+    def call(xq, xs):
+        m = xq.shape[0]
+        if tensor_wise and xs.numel() == 1:
+            out = torch._scaled_mm(xq, wt, scale_a=xs.reshape(()), scale_b=ws_scalar, out_dtype=out_dtype)
+        elif one is None:
+            # row-wise scaling (the fast cuBLAS/CUTLASS path) needs both scales row-wise and bf16 out;
+            # [M, 1] activation scales already are, a per-tensor one is expanded
+            scale_a = xs if xs.numel() == m else xs.expand(m, 1).contiguous()
+            out = torch._scaled_mm(xq, wt, scale_a=scale_a, scale_b=ws_row, out_dtype=out_dtype)
+        else:
+            acc = torch._scaled_mm(xq, wt, scale_a=one, scale_b=one, out_dtype=torch.float32)
+            return dequant_epilogue(acc, xs, ws, bias, out_dtype)
+        return out if bias is None else out + bias
+
+    return call
 
 
 def int_mm_supported(p: GemmProblem) -> tuple[bool, str]:
@@ -65,6 +95,11 @@ def int_mm_int8(xq, xs, w, ws, bias, out_dtype):
     return dequant_epilogue(torch._int_mm(xq, w.t()), xs, ws, bias, out_dtype)
 
 
+def bind_int_mm(p: GemmProblem, w, ws, bias):
+    wt, ws_row, out_dtype = w.t(), ws.reshape(1, -1), p.out_dtype
+    return lambda xq, xs: dequant_epilogue(torch._int_mm(xq, wt), xs, ws_row, bias, out_dtype)
+
+
 def triton_int8_supported(p: GemmProblem) -> tuple[bool, str]:
     return _on_gpu(p)
 
@@ -76,20 +111,210 @@ def _tl_out():
     return {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
-def triton_int8(xq, xs, w, ws, bias, out_dtype):
+class KernelCall:
+    """One Triton kernel launch for fixed operand metadata (sizes, strides, dtypes, device): through
+    Triton's JIT until it has compiled the kernel for 16-byte aligned operands, then directly
+    (``direct_launch``), like the producers' bound launches. Holds no tensors."""
+
+    __slots__ = ("plan", "index", "direct")
+
+    def __init__(self, plan, index: int):
+        self.plan, self.index, self.direct = plan, index, None
+
+    def __call__(self, args: tuple, fresh_ptrs: int) -> None:
+        """``fresh_ptrs``: the OR of the data pointers of the per-call tensors among ``args``."""
+        direct = self.direct
+        if direct is not None and not fresh_ptrs & 15 and dl.may_run_now(launch._tl()[2], self.index, None, None):
+            dl.run(direct, self.index, (*args, *self.plan.consts))
+            return
+        compiled = launch._launch(self.plan, args)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if (compiled is not None and not dl._HIP and self.index >= 0
+                and not any(t.data_ptr() & 15 for t in tensors)):
+            self.direct = (compiled.run, *self.plan.grid, compiled.function, compiled.packed_metadata)
+
+
+def _scale_flags(p: GemmProblem) -> dict:
+    # a one-element scale is read as a scalar unless it is the single row / column it stands for
+    return dict(XS_PER_TOKEN=p.per_token or p.m == 1, WS_PER_CHANNEL=p.per_channel or p.n == 1,
+                HAS_BIAS=p.has_bias, OUT=_tl_out()[p.out_dtype])
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.type == "cuda" else -1
+
+
+def _triton_int8_call(p: GemmProblem) -> KernelCall:
+    call = _GEMM_LAUNCHES.get(("triton_int8", p))
+    if call is not None:
+        return call
     from fused_quant.kernels.triton.int8_gemm import scaled_int8_gemm_kernel
 
-    m, k = xq.shape
-    n = w.shape[0]
-    out = torch.empty((m, n), dtype=out_dtype, device=xq.device)
+    generation = runtime.generation()
     for max_m, bm, bn, bk, gm, warps, stages in INT8_GEMM_CONFIGS:
-        if m <= max_m:
+        if p.m <= max_m:
             break
-    grid = (-(-m // bm) * -(-n // bn),)
-    scaled_int8_gemm_kernel[grid](
-        xq, w, xs, ws, bias if bias is not None else xs, out, m, n, k,
-        xq.stride(0), w.stride(0), out.stride(0),
-        XS_PER_TOKEN=xs.numel() != 1 or m == 1, WS_PER_CHANNEL=ws.numel() != 1 or n == 1,
-        HAS_BIAS=bias is not None, OUT=_tl_out()[out_dtype],
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, num_warps=warps, num_stages=stages)
-    return out
+    grid = (-(-p.m // bm) * -(-p.n // bn),)
+    kwargs = dict(_scale_flags(p), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, num_warps=warps,
+                  num_stages=stages)
+    call = KernelCall(launch.make_plan(scaled_int8_gemm_kernel, grid, kwargs, "int8_gemm"), _index(p.device))
+    return _GEMM_LAUNCHES.put(("triton_int8", p), call, generation)
+
+
+# GEMM kernel launches by (provider, problem[, config override]): metadata and compiled kernels only
+_GEMM_LAUNCHES = runtime.Cache("gemm_launches")
+
+
+def bind_triton_int8(p: GemmProblem, w, ws, bias):
+    bias_arg = bias if bias is not None else ws
+    m, n, k = p.m, p.n, p.k
+    shape, device, out_dtype = (m, n), w.device, p.out_dtype
+
+    kernel = _triton_int8_call(p)
+
+    def call(xq, xs):
+        xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
+        out = torch.empty(shape, dtype=out_dtype, device=device)
+        kernel((xq, w, xs, ws, bias_arg, out, m, n, k, k, w.stride(0), n),
+               xq.data_ptr() | xs.data_ptr() | out.data_ptr())
+        return out
+
+    return call
+
+
+def triton_int8(xq, xs, w, ws, bias, out_dtype):
+    return bind_triton_int8(_problem_of(xq, xs, w, ws, bias, out_dtype), w, ws, bias)(xq, xs)
+
+
+def _problem_of(xq, xs, w, ws, bias, out_dtype) -> GemmProblem:
+    """The problem of a provider call (``[M, K]`` operands, already checked by the entry)."""
+    kind = "int8" if xq.dtype == torch.int8 else "fp8"
+    return GemmProblem(xq.shape[0], w.shape[0], xq.shape[1], kind, xq.dtype, out_dtype, xq.device,
+                       xs.numel() != 1, ws.numel() != 1, bias is not None)
+
+
+# --- the small-M weight-streaming GEMM ------------------------------------------------------------
+
+def m_bucket(m: int) -> int | None:
+    """The swept token count a problem of M tokens uses (the next one up), None above the last."""
+    return next((b for b in M_BUCKETS if m <= b), None)
+
+
+@functools.cache
+def config_table(path: Path) -> dict:
+    """``{(arch, kind): {(n, k): {m_bucket: row}}}`` from the sweep's committed output."""
+    table: dict = {}
+    if not path.is_file():
+        return table
+    for row in json.loads(path.read_text())["rows"]:
+        table.setdefault((row["arch"], row["kind"]), {}).setdefault((row["n"], row["k"]), {})[row["m"]] = row
+    return table
+
+
+def _nearest(shapes, n: int, k: int) -> tuple[int, int]:
+    return min(shapes, key=lambda s: (abs(math.log2(s[0] / n)) + abs(math.log2(s[1] / k)), s))
+
+
+def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
+    """(config, "") where the sweep measured the small-M GEMM faster than the torch providers for
+    the nearest swept (N, K) at M's bucket on ``arch``; else (None, why not)."""
+    bucket = m_bucket(m)
+    if bucket is None:
+        return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
+    shapes = config_table(SMALL_M_CONFIG_FILE).get((arch, kind))
+    if not shapes:
+        return None, (f"no measured {kind} small-M configs for {arch} "
+                      "(run benchmarks/sweep_small_m_gemm.py on this arch)")
+    nk = _nearest(shapes, n, k)
+    row = shapes[nk].get(bucket)
+    if row is None:
+        return None, f"no config swept at M bucket {bucket} for N={nk[0]} K={nk[1]}"
+    if row["us"] >= row["torch_us"]:
+        return None, (f"{row['torch']} measured faster at M bucket {bucket} for N={nk[0]} K={nk[1]} "
+                      f"({row['torch_us']:.1f} vs {row['us']:.1f} us)")
+    return {f: row[f] for f in CONFIG_FIELDS}, ""
+
+
+def small_m_supported(p: GemmProblem) -> tuple[bool, str]:
+    ok, why = _on_gpu(p)
+    if not ok:
+        return ok, why
+    cfg, why = small_m_config(launch._cuda_arch(_index(p.device)), p.kind, p.n, p.k, p.m)
+    return cfg is not None, why
+
+
+class SmallMCall:
+    """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
+    sums the partials in order and applies the epilogue. Holds no tensors."""
+
+    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape")
+
+    def __init__(self, p: GemmProblem, cfg: dict):
+        from fused_quant.kernels.triton import small_m_gemm as kernels
+
+        bn, bm, bk, splits = cfg["BLOCK_N"], cfg["BLOCK_M"], cfg["BLOCK_K"], cfg["splits"]
+        k_blocks = -(-p.k // bk)
+        splits = max(1, min(splits, k_blocks))
+        int8 = p.kind == "int8"
+        flags = _scale_flags(p)
+        grid = (-(-p.n // bn), -(-p.m // bm), splits)
+        kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
+                      BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
+                      num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+        index = _index(p.device)
+        self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
+        self.splits = splits
+        self.acc_dtype = torch.int32 if int8 else torch.float32
+        self.part_shape = (splits, p.m, p.n)
+        self.reduce = None
+        if splits > 1:
+            rbn, rbm = 64, 16
+            rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4)
+            rgrid = (-(-p.n // rbn), -(-p.m // rbm))
+            self.reduce = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, rgrid, rkw, "split_k"), index)
+
+
+def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
+    key = ("small_m", p, config)
+    call = _GEMM_LAUNCHES.get(key)
+    if call is None:
+        generation = runtime.generation()
+        if config is None:
+            cfg, why = small_m_config(launch._cuda_arch(_index(p.device)) if p.device.type == "cuda" else None,
+                                      p.kind, p.n, p.k, p.m)
+            if cfg is None:
+                raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
+        else:
+            cfg = dict(config)
+        call = _GEMM_LAUNCHES.put(key, SmallMCall(p, cfg), generation)
+    return call
+
+
+def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
+    """The small-M GEMM for a layer's weight (``config`` overrides the sweep's table: sweeps, tests)."""
+    bias_arg = bias if bias is not None else ws
+    m, n, k = p.m, p.n, p.k
+    shape, device, out_dtype = (m, n), w.device, p.out_dtype
+    c = _small_m_call(p, tuple(sorted(config.items())) if config else None)
+
+    def call(xq, xs):
+        xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
+        out = torch.empty(shape, dtype=out_dtype, device=device)
+        if c.reduce is None:
+            c.main((xq, w, xs, ws, bias_arg, out, out, m, n, k, k, w.stride(0), n),
+                   xq.data_ptr() | xs.data_ptr() | out.data_ptr())
+            return out
+        part = torch.empty(c.part_shape, dtype=c.acc_dtype, device=device)
+        c.main((xq, w, xs, ws, bias_arg, out, part, m, n, k, k, w.stride(0), n),
+               xq.data_ptr() | xs.data_ptr() | out.data_ptr() | part.data_ptr())
+        c.reduce((part, xs, ws, bias_arg, out, m, n, c.splits, n),
+                 xs.data_ptr() | out.data_ptr() | part.data_ptr())
+        return out
+
+    return call
+
+
+def small_m_gemm(xq, xs, w, ws, bias, out_dtype, config: dict | None = None):
+    """Provider call of the small-M GEMM (``xq [M, K]``, ``xs [M, 1] | [1, 1]``, ``w [N, K]``, ``ws [N, 1] | [1, 1]``)."""
+    p = _problem_of(xq, xs, w, ws, bias, out_dtype)
+    return bind_small_m(p, w, ws, bias, config)(xq, xs)

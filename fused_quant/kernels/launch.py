@@ -321,18 +321,28 @@ def _direct_of(r: _Resolved) -> tuple | None:
 _COMPILED = runtime.Cache("compiled")
 
 
-def _launch(plan: _Plan, args: tuple) -> None:
+def _launch(plan: _Plan, args: tuple) -> object | None:
+    """Launch through Triton (its JIT on a miss); returns the compiled kernel when it may be launched
+    directly (``direct_launch.usable``), else None."""
     # Triton launches on the current device; a compiled kernel is loaded for the device it was first run on
     device = torch.cuda.current_device() if args[0].is_cuda else -1
     spec = (plan.kernel_id, device, *[dl.arg_spec(a) for a in args])
     compiled = _COMPILED.get(spec)
     if compiled is not None:
         compiled[plan.grid](*args, *plan.consts)
-        return
+        return compiled
     generation = runtime.generation()
     compiled = plan.kernel[plan.grid](*args, **plan.kwargs)
     if dl.usable(compiled):  # the Triton interpreter returns no compiled kernel
-        _COMPILED.put(spec, compiled, generation)
+        return _COMPILED.put(spec, compiled, generation)
+    return None
+
+
+def make_plan(kernel, grid: tuple, kwargs: dict, variant: str) -> _Plan:
+    """A launch of ``kernel`` with compile-time arguments and launch options ``kwargs`` (for kernels
+    other than the producers: the GEMMs)."""
+    consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
+    return _Plan(kernel, (*grid, 1, 1)[:3], kwargs, consts, variant, None, (kernel, *kwargs.items()))
 
 
 @functools.cache

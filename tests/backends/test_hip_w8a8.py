@@ -148,8 +148,11 @@ def test_wrong_k_never_reaches_the_vendor(fake_vendor):
 
 
 def test_hip_provider_order_and_disabling(monkeypatch):
-    assert [p.name for p in gemm_providers("hip_w8a8", "int8")] == ["hipblaslt_w8a8", "int_mm_int8", "triton_int8"]
-    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "hipblaslt_w8a8, int_mm_int8")
+    assert [p.name for p in gemm_providers("hip_w8a8", "int8")] == ["hipblaslt_w8a8", "small_m_int8", "int_mm_int8",
+                                                                   "triton_int8"]
+    assert [p.name for p in gemm_providers("hip_w8a8", "fp8")] == ["small_m_fp8", "scaled_mm_fp8"]
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "hipblaslt_w8a8, int_mm_int8, small_m_int8")
+    fq.reset()  # the variable is read once per runtime generation
     assert [p.name for p in gemm_providers("hip_w8a8", "int8")] == ["triton_int8"]
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+import fused_quant
 from fused_quant import QuantLinear, SiluAndMul, ReLUSquared, maybe_fused_act_quant
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
@@ -48,6 +49,7 @@ def test_every_provider_against_float64(backend, kind, out_dtype, per_token, bia
     ran = set()
     for name in providers:
         monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", ",".join(p for p in providers if p != name))
+        fused_quant.reset()  # read once per runtime generation
         for m, n, k in SHAPES:
             wq, ws = _weights(n, k, wdtype, seed=m)
             x = torch.randn(m, k, device=CUDA).to(out_dtype)
@@ -64,6 +66,7 @@ def test_every_provider_against_float64(backend, kind, out_dtype, per_token, bia
             assert_gemm_close(out, qa.data, qa.scale, wq, ws, b, exact_acc=kind == "int8", what=f"{name} {m}x{n}x{k}")
             ran.add(name)
     monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+    fused_quant.reset()
     assert ran, f"no {kind} provider of {backend} accepted any shape"
 
 

@@ -1,6 +1,7 @@
 """``hip_w8a8`` GEMM providers, in order: the vendor ``hipblaslt_w8a8_gemm`` (when a vendor
-module provides it), ``torch._int_mm`` (hipBLASLt on ROCm) + epilogue, the Triton scaled
-int8 GEMM; FP8 through ``torch._scaled_mm`` where the arch has FP8.
+module provides it), the small-M Triton GEMM (where this arch's sweep measured it faster),
+``torch._int_mm`` (hipBLASLt on ROCm) + epilogue, the Triton scaled int8 GEMM; FP8 the small-M
+GEMM, then ``torch._scaled_mm``, where the arch has FP8.
 
 Vendor call: ``hipblaslt_w8a8_gemm(xq [M,K], w [N,K], xs [M,1], ws [N,1], m, n, k, "NT",
 out_dtype) -> (status, out)``; success is ``status is True`` or ``status == 0``.
@@ -67,18 +68,25 @@ def _vendor(xq, xs, w, ws, bias, out_dtype):
 
 register_gemm_provider("hipblaslt_w8a8", _vendor, kind="int8", backends=BACKENDS,
                        supported=_vendor_supported, first=False)
+register_gemm_provider("small_m_int8", g.small_m_gemm, kind="int8", backends=BACKENDS,
+                       supported=g.small_m_supported, first=False, bind=g.bind_small_m)
 register_gemm_provider("int_mm_int8", g.int_mm_int8, kind="int8", backends=BACKENDS,
-                       supported=g.int_mm_supported, first=False)
+                       supported=g.int_mm_supported, first=False, bind=g.bind_int_mm)
 register_gemm_provider("triton_int8", g.triton_int8, kind="int8", backends=BACKENDS,
-                       supported=g.triton_int8_supported, first=False)
+                       supported=g.triton_int8_supported, first=False, bind=g.bind_triton_int8)
 
 
-def _fp8_supported(p: GemmProblem) -> tuple[bool, str]:
-    info = current_platform()
-    if not info.has_fp8:
-        return False, f"{info.arch or info.vendor} has no FP8 GEMM; use int8 keys"
-    return g.scaled_mm_supported(p)
+def _with_fp8(supported):
+    def fp8_supported(p: GemmProblem) -> tuple[bool, str]:
+        info = current_platform()
+        if not info.has_fp8:
+            return False, f"{info.arch or info.vendor} has no FP8 GEMM; use int8 keys"
+        return supported(p)
+
+    return fp8_supported
 
 
+register_gemm_provider("small_m_fp8", g.small_m_gemm, kind="fp8", backends=BACKENDS,
+                       supported=_with_fp8(g.small_m_supported), first=False, bind=g.bind_small_m)
 register_gemm_provider("scaled_mm_fp8", g.scaled_mm_fp8, kind="fp8", backends=BACKENDS,
-                       supported=_fp8_supported, first=False)
+                       supported=_with_fp8(g.scaled_mm_supported), first=False, bind=g.bind_scaled_mm)

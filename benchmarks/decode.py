@@ -1,0 +1,317 @@
+"""Decode-size benchmarks (GPU): the W8A8 GEMMs and the Llama-3-8B MLP at M = 1..16384, against their peers.
+
+``gemm``: every GEMM provider of the chain, the chain's own pick (``QuantLinear``), ``torch._scaled_mm``,
+``torch._int_mm`` + epilogue and bf16 ``F.linear`` for Llama-3-8B's four linears, FP8 and int8, at
+M in ``GEMM_MS``: GPU time per call replayed from a CUDA graph that cycles through enough copies of the
+weight to exceed L2 (so every call streams its weight from HBM, as in a model), weight TB/s and % of
+the copy ceiling.
+``mlp``: D = 4096, H = 14336, bf16 vs the three W8A8 keys, at M in ``MLP_MS``: ``eager`` is the wall
+time per call of back-to-back calls (host included, what a launch-bound caller sees), ``graph`` the
+GPU time per call replayed from a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from fused_quant import keys as K
+
+SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
+GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+MLP_MS = (1, 16, 64, 256, 1024, 4096, 16384)
+MLP_KEYS = {"fp8_static": K.kFp8StaticTensorSym, "fp8_token": K.kFp8DynamicTokenSym,
+            "int8_token": K.kInt8DynamicTokenSym}
+STREAM_BYTES = 256 << 20  # weights cycled per graph: five times the H200's L2
+
+
+def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
+    """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
+    the operands) replayed from one CUDA graph of ``calls`` calls; captured after a warm-up on a side
+    stream (compiles and first-call binding happen outside the capture)."""
+    calls = calls or max(len(fns), 8)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for fn in fns * 2:
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fns[i % len(fns)]()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(replays):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    del graph
+    return statistics.median(times)
+
+
+def loop_us(fns: dict, target_ms: float = 40.0, rounds: int = 7) -> dict[str, float]:
+    """Wall microseconds per call of back-to-back calls, host work included: best of ``rounds`` rounds
+    of about ``target_ms`` each, the peers taking turns within each round."""
+    n = {}
+    for name, fn in fns.items():
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        n[name] = int(min(1000, max(10, target_ms * 1e3 / ((time.perf_counter() - t0) / 5 * 1e6))))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(n[name]):
+                fn()
+            torch.cuda.synchronize()
+            best[name] = min(best[name], (time.perf_counter() - t0) / n[name] * 1e6)
+    return best
+
+
+def copies_for(nbytes: int) -> int:
+    return max(2, -(-STREAM_BYTES // nbytes))
+
+
+def _weights(kind: str, n: int, k: int, copies: int, fp8_dtype):
+    out = []
+    for _ in range(copies):
+        if kind == "int8":
+            w = torch.randint(-127, 128, (n, k), dtype=torch.int8, device="cuda")
+        else:
+            w = (torch.randn(n, k, device="cuda") * 4).to(fp8_dtype)
+        out.append((w, torch.rand(n, 1, device="cuda") * 0.01 + 1e-3))
+    return out
+
+
+def _providers(kind: str) -> dict:
+    """Peer name -> provider call ``fn(xq, xs, w, ws, bias, out_dtype)`` with the predicate that says where it runs."""
+    from fused_quant.kernels import gemm_launch as g
+
+    if kind == "fp8":
+        return {"small_m": (g.small_m_gemm, g.small_m_supported), "scaled_mm": (g.scaled_mm_fp8, g.scaled_mm_supported)}
+    return {"small_m": (g.small_m_gemm, g.small_m_supported), "int_mm": (g.int_mm_int8, g.int_mm_supported),
+            "triton_int8": (g.triton_int8, g.triton_int8_supported)}
+
+
+def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | None = None) -> dict:
+    from fused_quant import QuantLinear
+    from fused_quant.contract import QuantizedActivation
+    from fused_quant.gemm import GemmProblem, select_gemm_provider
+    from fused_quant.registry import platform_fp8_dtype
+
+    from benchmarks.bench import copy_ceiling, _versions
+
+    ceiling = ceiling or copy_ceiling(quick)
+    fp8 = platform_fp8_dtype()
+    rows = []
+    for label, (n, k) in shapes.items():
+        for kind in ("fp8", "int8"):
+            key = K.kFp8DynamicTokenSym if kind == "fp8" else K.kInt8DynamicTokenSym
+            wdtype = fp8 if kind == "fp8" else torch.int8
+            copies = copies_for(n * k)
+            weights = _weights(kind, n, k, copies, fp8)
+            layers = [QuantLinear(w, ws, key, out_dtype=torch.bfloat16, name=label) for w, ws in weights]
+            bf16 = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+                    for _ in range(copies_for(2 * n * k))] if kind == "fp8" else None
+            for m in ms:
+                if kind == "int8":
+                    xq = torch.randint(-127, 128, (m, k), dtype=torch.int8, device="cuda")
+                else:
+                    xq = (torch.randn(m, k, device="cuda") * 4).to(wdtype)
+                xs = torch.rand(m, 1, device="cuda") * 0.01 + 1e-3
+                qa = QuantizedActivation(xq, xs, torch.bfloat16, xq.shape, key)
+                p = GemmProblem(m, n, k, kind, wdtype, torch.bfloat16, xq.device, True, True, False)
+                t = {"ours": graph_us([lambda lay=lay: lay(qa) for lay in layers])}
+                picked = select_gemm_provider(p)[0].name
+                for name, (fn, supported) in _providers(kind).items():
+                    if supported(p)[0]:
+                        t[name] = graph_us([lambda w=w, ws=ws, fn=fn: fn(xq, xs, w, ws, None, torch.bfloat16)
+                                            for w, ws in weights])
+                if bf16 is not None:
+                    xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+                    t["bf16"] = graph_us([lambda wb=wb: F.linear(xb, wb) for wb in bf16])
+                wbytes = {name: n * k * (2 if name == "bf16" else 1) for name in t}
+                tbps = {name: wbytes[name] / (us * 1e-6) / 1e12 for name, us in t.items()}
+                row = {"shape": label, "kind": kind, "M": m, "N": n, "K": k, "picked": picked, "us": t,
+                       "weight_TBps": tbps, "pct_ceiling": {k_: 100 * v * 1e3 / ceiling for k_, v in tbps.items()}}
+                torch_peers = [v for name, v in t.items() if name in ("scaled_mm", "int_mm", "triton_int8")]
+                if torch_peers:
+                    row["speedup_vs_best_torch"] = min(torch_peers) / t["ours"]
+                rows.append(row)
+                print(f"gemm {kind:4s} {label:7s} M={m:4d} ours({picked}) {t['ours']:7.1f} us "
+                      f"{tbps['ours']:.2f} TB/s ({row['pct_ceiling']['ours']:.0f}% of copy)  "
+                      + "  ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "ours"), flush=True)
+            del layers, weights, bf16
+            torch.cuda.empty_cache()
+    return {"ceiling_GBps": ceiling, "versions": _versions(), "rows": rows}
+
+
+def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
+    """``copies`` MLPs (bf16 when ``key`` is None), each ``x -> down(silu_mul(gate_up(x)))``."""
+    from torch import nn
+
+    from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+
+    act = SiluAndMul()
+    fns = []
+    for _ in range(copies):
+        gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
+        down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
+        if key is None:
+            fns.append(lambda x, gate_up=gate_up, down=down: down(act(gate_up(x))))
+            continue
+        scale = 0.05 if K.is_static(key) else None
+        qgu = QuantLinear.from_float(gate_up, key, scale, name="gate_up")
+        qdown = QuantLinear.from_float(down, key, scale, name="down")
+        del gate_up, down
+        fns.append(lambda x, qgu=qgu, qdown=qdown: qdown(maybe_fused_act_quant(act, qgu(x), qdown)))
+    return fns
+
+
+def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
+    from benchmarks.bench import _versions
+
+    d, h = 4096, 14336
+    torch.manual_seed(0)
+    peers = {"bf16": _mlp(None, d, h, 2)}
+    for name, key in keys.items():
+        peers[name] = _mlp(key, d, h, 2)
+    rows = []
+    for m in ms:
+        x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
+        eager = loop_us({name: (lambda fns=fns: fns[0](x)) for name, fns in peers.items()},
+                        target_ms=20 if quick else 40, rounds=3 if quick else 7)
+        graph = {name: graph_us([lambda f=f: f(x) for f in fns], calls=4 if m >= 4096 else 8)
+                 for name, fns in peers.items()}
+        row = {"M": m, "eager_us": eager, "graph_us": graph,
+               "eager_vs_bf16": {k_: eager["bf16"] / v for k_, v in eager.items() if k_ != "bf16"},
+               "graph_vs_bf16": {k_: graph["bf16"] / v for k_, v in graph.items() if k_ != "bf16"}}
+        rows.append(row)
+        print(f"mlp M={m:6d} " + "  ".join(f"{k_} eager {eager[k_]:8.1f} graph {graph[k_]:8.1f}" for k_ in peers)
+              + "  | graph x" + "/".join(f"{v:.2f}" for v in row["graph_vs_bf16"].values())
+              + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values()), flush=True)
+    return {"versions": _versions(), "d": d, "h": h, "rows": rows}
+
+
+def plot_gemm(result: dict, path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(2, len(SHAPES), figsize=(5 * len(SHAPES), 8), sharey=True)
+    for row_axes, kind in zip(axes, ("fp8", "int8")):
+        for ax, label in zip(row_axes, SHAPES):
+            rows = [r for r in result["rows"] if r["shape"] == label and r["kind"] == kind]
+            peers = dict.fromkeys(p for r in rows for p in r["weight_TBps"])
+            for peer in peers:
+                timed = [r for r in rows if peer in r["weight_TBps"]]
+                ax.plot([r["M"] for r in timed], [r["weight_TBps"][peer] for r in timed], marker="o", label=peer)
+            ax.axhline(result["ceiling_GBps"] / 1e3, color="k", ls="--", label="copy ceiling")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{kind} {label} (N={rows[0]['N']}, K={rows[0]['K']})" if rows else label)
+            ax.set_xlabel("M (tokens)")
+        row_axes[0].set_ylabel("weight TB/s")
+        row_axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return True
+
+
+def plot_mlp(result: dict, path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, mode in zip(axes, ("graph", "eager")):
+        rows = result["rows"]
+        for peer in rows[0][f"{mode}_vs_bf16"]:
+            ax.plot([r["M"] for r in rows], [r[f"{mode}_vs_bf16"][peer] for r in rows], marker="o", label=peer)
+        ax.axhline(1.0, color="k", ls="--", label="bf16")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"Llama-3-8B MLP, {mode}: speedup vs bf16")
+        ax.set_xlabel("M (tokens)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return True
+
+
+def host_us(fn, calls: int = 1000, chunk: int = 100) -> float:
+    """Host microseconds per call to enqueue ``calls`` back-to-back calls: timed in chunks of ``chunk``
+    calls with a sync between chunks (outside the timing), so the launch queue never fills and the
+    GPU is never what is timed."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    total = 0.0
+    for _ in range(calls // chunk):
+        t0 = time.perf_counter()
+        for _ in range(chunk):
+            fn()
+        total += time.perf_counter() - t0
+        torch.cuda.synchronize()
+    return total / calls * 1e6
+
+
+def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
+    """Host cost per call at M = 1 (Llama-3-8B MLP shapes): each producer call, each QuantLinear call
+    (given a QuantizedActivation, and given the bf16 tensor: quantizer + GEMM), the whole MLP, the same
+    calls through the checked path (nothing bound: every check every call), and bf16's."""
+    from torch import nn
+
+    from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+
+    from benchmarks.bench import _versions
+
+    d, h = 4096, 14336
+    calls = 300 if quick else 1000
+    act = SiluAndMul()
+    torch.manual_seed(0)
+    gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
+    down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, d, device="cuda", dtype=torch.bfloat16)
+    hx = gate_up(x)
+    rows = {"bf16": {"linear gate_up": host_us(lambda: gate_up(x), calls),
+                     "mlp": host_us(lambda: down(act(gate_up(x))), calls)}}
+    for name, key in keys.items():
+        scale = 0.05 if K.is_static(key) else None
+        qgu = QuantLinear.from_float(gate_up, key, scale, name="gate_up")
+        qdown = QuantLinear.from_float(down, key, scale, name="down")
+        qa = maybe_fused_act_quant(act, hx, qdown)
+        qx = qgu._activation(x, None)
+        t = {
+            "producer silu_mul": host_us(lambda: maybe_fused_act_quant(act, hx, qdown), calls),
+            "QuantLinear(qa) down": host_us(lambda: qdown(qa), calls),
+            "QuantLinear(qa) gate_up": host_us(lambda: qgu(qx), calls),
+            "QuantLinear(x) gate_up": host_us(lambda: qgu(x), calls),
+            "mlp": host_us(lambda: qdown(maybe_fused_act_quant(act, qgu(x), qdown)), calls),
+            "checked QuantLinear(qa) down": host_us(lambda: qdown._checked_forward(qa, None, None), calls),
+            "checked QuantLinear(x) gate_up": host_us(lambda: qgu._checked_forward(x, None, None), calls),
+        }
+        t["providers"] = {"gate_up": next(iter(qgu._bound.values())).gemm.provider.name,
+                          "down": next(iter(qdown._bound.values())).gemm.provider.name}
+        rows[name] = t
+        print(f"host M=1 {name}: " + "  ".join(f"{k_} {v:.1f}" for k_, v in t.items() if k_ != "providers")
+              + f"  us/call  {t['providers']}", flush=True)
+    print(f"host M=1 bf16: " + "  ".join(f"{k_} {v:.1f}" for k_, v in rows["bf16"].items()) + " us/call", flush=True)
+    return {"versions": _versions(), "calls": calls, "M": 1, "us_per_call": rows}

@@ -1,0 +1,174 @@
+"""Sweep the small-M W8A8 GEMM's launch configs on this GPU and write the table its provider reads.
+
+For Llama-3-8B's four linears, FP8 and int8, and every M bucket of ``gemm_launch.M_BUCKETS``: each
+candidate tile config (x split-K counts) and the torch providers the chain would otherwise pick
+(``torch._scaled_mm`` with tensor-wise and row-wise scales; ``torch._int_mm`` + epilogue and the
+Triton scaled int8 GEMM): GPU time per call replayed from a CUDA graph cycling through copies of the
+weight that exceed L2 (``decode.graph_us``), so that every call streams its weight from HBM.
+The fastest config per (kind, N, K, M) is written with its time and the best torch time; the
+provider's predicate takes a problem only where ours measured faster (``gemm_launch.small_m_config``).
+
+``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then copy ``DIR/small_m_gemm_configs.json``
+to ``fused_quant/kernels/`` (``--install`` does that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from fused_quant.gemm import GemmProblem
+from fused_quant.kernels import gemm_launch as g
+
+from benchmarks.decode import copies_for, graph_us, _weights
+
+SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
+# (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
+TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
+                (64, 512, 4, 3), (64, 512, 4, 4), (128, 128, 4, 5), (128, 256, 4, 4), (128, 256, 8, 4),
+                (256, 128, 8, 4))
+TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 3))
+SPLITS = (1, 2, 4, 8)
+
+
+def block_m(m: int) -> int:
+    return 16 if m <= 16 else 32 if m <= 32 else 64
+
+
+def _each(weights, call) -> list:
+    """``call(w, ws)`` bound to each copy of the weight (the timer cycles through them: HBM, not L2)."""
+    return [lambda w=w, ws=ws: call(w, ws) for w, ws in weights]
+
+
+def _activation(kind: str, m: int, k: int):
+    if kind == "int8":
+        xq = torch.randint(-127, 128, (m, k), dtype=torch.int8, device="cuda")
+    else:
+        xq = (torch.randn(m, k, device="cuda") * 4).to(torch.float8_e4m3fn)
+    return xq, torch.rand(m, 1, device="cuda") * 0.01 + 1e-3, torch.full((1, 1), 0.005, device="cuda")
+
+
+def torch_times(kind, xq, xs_tok, xs_ten, weights) -> dict[str, float]:
+    out = torch.bfloat16
+    t = {}
+    if kind == "fp8":
+        t["scaled_mm_fp8 (tensor-wise)"] = graph_us(_each(weights, lambda w, ws: g.scaled_mm_fp8(
+            xq, xs_ten, w, ws[:1], None, out)))
+        t["scaled_mm_fp8 (row-wise)"] = graph_us(_each(weights, lambda w, ws: g.scaled_mm_fp8(
+            xq, xs_tok, w, ws, None, out)))
+    else:
+        if xq.shape[0] > 16:
+            t["int_mm_int8"] = graph_us(_each(weights, lambda w, ws: g.int_mm_int8(xq, xs_tok, w, ws, None, out)))
+        t["triton_int8"] = graph_us(_each(weights, lambda w, ws: g.triton_int8(xq, xs_tok, w, ws, None, out)))
+    return t
+
+
+def _error(out, xq, xs, w, ws) -> float:
+    ref = (xq.double() @ w.double().T) * xs.double() * ws.double().T
+    mag = (xq.double().abs() @ w.double().abs().T) * xs.double() * ws.double().T
+    return float(((out.double() - ref).abs() / (mag + 1e-30)).max())
+
+
+def sweep(kinds, shapes, ms, log, save) -> list[dict]:
+    from fused_quant.kernels import launch
+
+    arch = launch._cuda_arch(torch.cuda.current_device())
+    rows = []
+    for label, (n, k) in shapes.items():
+        for kind in kinds:
+            weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
+            for m in ms:
+                xq, xs_tok, xs_ten = _activation(kind, m, k)
+                w, ws = weights[0]
+                p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
+                tt = torch_times(kind, xq, xs_tok, xs_ten, weights)
+                best_torch = min(tt, key=tt.get)
+                tiles = TILES_NARROW if m <= 16 else TILES_WIDE
+                trials = []
+                for bn, bk, warps, stages in tiles:
+                    for splits in SPLITS:
+                        if splits > 1 and -(-k // bk) < 2 * splits:
+                            continue
+                        cfg = dict(BLOCK_N=bn, BLOCK_M=block_m(m), BLOCK_K=bk, splits=splits, num_warps=warps,
+                                   num_stages=stages)
+                        try:
+                            calls = [g.bind_small_m(p, w_, ws_, None, cfg) for w_, ws_ in weights]
+                            calls[0](xq, xs_tok)
+                            us = graph_us([lambda c=c: c(xq, xs_tok) for c in calls])
+                        except Exception as exc:  # a config the GPU cannot hold (shared memory, registers)
+                            log(f"  skip {cfg}: {type(exc).__name__}: {str(exc)[:120]}")
+                            continue
+                        trials.append((us, cfg))
+                us, cfg = min(trials, key=lambda t: t[0])
+                p32 = dataclasses.replace(p, out_dtype=torch.float32)
+                err = _error(g.bind_small_m(p32, w, ws, None, cfg)(xq, xs_tok), xq, xs_tok, w, ws)
+                row = dict(arch=arch, kind=kind, shape=label, n=n, k=k, m=m, **cfg, us=round(us, 2),
+                           torch_us=round(tt[best_torch], 2), torch=best_torch,
+                           weight_TBps=round(n * k / (us * 1e-6) / 1e12, 3), rel_err=err,
+                           torch_all={name: round(v, 2) for name, v in tt.items()})
+                rows.append(row)
+                save(rows)
+                log(f"{kind:4s} {label:7s} M={m:4d} ours {us:7.1f} us ({row['weight_TBps']:.2f} TB/s) "
+                    f"{best_torch} {tt[best_torch]:7.1f} us  x{tt[best_torch] / us:.2f}  {cfg}  err {err:.1e}")
+            del weights
+            torch.cuda.empty_cache()
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="folder for small_m_gemm_configs.json and the log")
+    ap.add_argument("--kinds", default="fp8,int8")
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--ms", default=",".join(map(str, g.M_BUCKETS)))
+    ap.add_argument("--install", action="store_true", help="also copy the table into fused_quant/kernels/")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("sweep: needs a GPU", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    logf = open(out / "sweep_small_m_gemm.log", "w")
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        logf.write(line + "\n")
+
+    import triton
+
+    t0 = time.time()
+    path = out / g.SMALL_M_CONFIG_FILE.name
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+            "cuda": str(torch.version.cuda), "date": time.strftime("%Y-%m-%d"),
+            "script": "benchmarks/sweep_small_m_gemm.py"}
+
+    def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured
+        meta["seconds"] = round(time.time() - t0)
+        path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+
+    rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")},
+                 [int(m) for m in args.ms.split(",")], log, save)
+    log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
+    if args.install:
+        install(path)
+    return 0
+
+
+def install(path: Path) -> None:
+    """Merge a sweep's rows into the package's table: its arch's rows replace that arch's, others stay."""
+    new = json.loads(path.read_text())
+    archs = {r["arch"] for r in new["rows"]}
+    old = json.loads(g.SMALL_M_CONFIG_FILE.read_text()) if g.SMALL_M_CONFIG_FILE.is_file() else {"rows": []}
+    kept = [r for r in old["rows"] if r["arch"] not in archs]
+    metas = {**old.get("metas", {}), **{a: new["meta"] for a in archs}}
+    g.SMALL_M_CONFIG_FILE.write_text(json.dumps({"metas": metas, "rows": kept + new["rows"]}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

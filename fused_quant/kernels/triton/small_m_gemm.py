@@ -1,0 +1,105 @@
+"""Triton device code: the small-M W8A8 GEMM (FP8 or int8), weight-streaming, swap-AB, optional split-K.
+
+At small M a W8A8 GEMM is a stream of the weight: each output tile reads a block of ``BLOCK_N``
+weight rows once. The MMA's wide (M) side takes those weight rows and the narrow side the tokens
+(``tl.dot(w_tile [BLOCK_N, BLOCK_K], x_tile.T [BLOCK_K, BLOCK_M])``), so a 16-token batch fills no
+more than one 16-wide MMA column block. Program (n, m, s) computes rows ``n*BLOCK_N..`` of the
+transposed output for tokens ``m*BLOCK_M..`` over its share of K: with ``SPLIT`` the share is one of
+``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]`` and summed, in slice
+order, by ``split_k_epilogue_kernel`` (a fixed order: the same bits on every run, captured or not).
+
+Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue``):
+``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]``, the bias added in Tout.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+              XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+              OUT: tl.constexpr):
+    """Scale, cast and store ``acc`` ([BLOCK_N, BLOCK_M]: output columns rn x tokens rm)."""
+    if XS_PER_TOKEN:
+        xs = tl.load(xs_ptr + rm, mask=rm < M, other=0.0)[None, :]
+    else:
+        xs = tl.load(xs_ptr)
+    if WS_PER_CHANNEL:
+        ws = tl.load(ws_ptr + rn, mask=rn < N, other=0.0)[:, None]
+    else:
+        ws = tl.load(ws_ptr)
+    out = (acc.to(tl.float32) * xs * ws).to(OUT)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + rn, mask=rn < N, other=0.0)[:, None]
+        out = (out.to(tl.float32) + bias.to(tl.float32)).to(OUT)
+    tl.store(out_ptr + rm[None, :] * stride_om + rn[:, None], out, mask=(rn[:, None] < N) & (rm[None, :] < M))
+
+
+@triton.jit
+def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, M, N, K,
+                        stride_xm, stride_wn, stride_om,
+                        XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+                        OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, EVEN_K: tl.constexpr,
+                        BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+                        IMPRECISE: tl.constexpr):
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rk = tl.arange(0, BLOCK_K)
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(k_blocks, tl.num_programs(2))
+    k_first = pid_s * per_split
+    k_last = tl.minimum(k_first + per_split, k_blocks)
+    # rows past N and tokens past M read row 0 instead of masking: their results are never stored
+    rn_safe = tl.where(rn < N, rn, 0)
+    rm_safe = tl.where(rm < M, rm, 0)
+    w_ptrs = w_ptr + rn_safe[:, None] * stride_wn + (k_first * BLOCK_K + rk)[None, :]
+    x_ptrs = x_ptr + rm_safe[:, None] * stride_xm + (k_first * BLOCK_K + rk)[None, :]
+    if INT8:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for kb in range(k_first, k_last):
+        if EVEN_K:
+            w = tl.load(w_ptrs)
+            x = tl.load(x_ptrs)
+        else:  # the K tail reads zeros (0 and +0.0 have the same bits in int8 and FP8)
+            k_left = K - kb * BLOCK_K
+            w = tl.load(w_ptrs, mask=rk[None, :] < k_left, other=0.0)
+            x = tl.load(x_ptrs, mask=rk[None, :] < k_left, other=0.0)
+        if INT8:
+            acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
+        else:
+            acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.float32, max_num_imprecise_acc=IMPRECISE)
+        w_ptrs += BLOCK_K
+        x_ptrs += BLOCK_K
+    if SPLIT:
+        part = part_ptr + (pid_s.to(tl.int64) * M + rm[None, :]) * N + rn[:, None]
+        tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
+    else:
+        _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+                  XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
+
+
+@triton.jit
+def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, SPLITS, stride_om,
+                            XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+                            OUT: tl.constexpr, INT8: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_M: tl.constexpr):
+    """Sum the split-K partials ``part[0..SPLITS-1, m, n]`` in order, then the epilogue."""
+    rn = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rm = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rn[:, None] < N) & (rm[None, :] < M)
+    ptrs = part_ptr + rm[None, :] * N + rn[:, None]
+    if INT8:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for _ in range(0, SPLITS):
+        acc += tl.load(ptrs, mask=mask, other=0)
+        ptrs += M * N
+    _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+              XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)

@@ -1,0 +1,191 @@
+"""The small-M weight-streaming GEMM: its config table and predicate (CPU), its kernels' logic under
+the Triton interpreter (CPU tensors, ``TRITON_INTERPRET=1``) and on the GPU against float64 (int8
+bitwise against the torch backend's exact GEMM: an int32 accumulator and the same epilogue order),
+split-K included, plus CUDA-graph capture (the split-K partials are summed in a fixed order)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from fused_quant.gemm import GemmProblem, dequant_epilogue
+from fused_quant.kernels import gemm_launch as g
+from tests.helpers import assert_bits_equal, assert_gemm_close
+
+FP8 = torch.float8_e4m3fn
+# (M, N, K, config): odd N and K, K not a multiple of BLOCK_K, M = 1, more tokens than BLOCK_M, split-K
+# (splits > K blocks is clamped), one K block
+CASES = [
+    (1, 33, 70, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
+    (5, 64, 256, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=2, num_warps=4, num_stages=2)),
+    (17, 40, 100, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
+    (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=16, splits=8, num_warps=4, num_stages=2)),
+]
+
+
+def _operands(kind, m, n, k, device, seed=0, adversarial=False):
+    gen = torch.Generator().manual_seed(seed)
+    if kind == "int8":
+        xq = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
+        w = torch.randint(-128, 128, (n, k), generator=gen, dtype=torch.int8)
+        if adversarial:  # extremes of the int8 range: the largest products the accumulator sums
+            xq[0] = -128
+            w[0] = -128
+            w[-1] = 127
+    else:
+        xq = (torch.randn(m, k, generator=gen) * 30).clamp(-448, 448).to(FP8)
+        w = (torch.randn(n, k, generator=gen) * 30).clamp(-448, 448).to(FP8)
+        if adversarial:  # max values, zeros and subnormals of e4m3fn
+            xq[0] = torch.tensor(448.0).to(FP8)
+            w[0, ::2] = torch.tensor(-448.0).to(FP8)
+            w[-1] = torch.tensor(2.0 ** -9).to(FP8)
+            xq[-1, 1::3] = 0
+    xs = torch.rand(m, 1, generator=gen) * 0.02 + 1e-4
+    ws = torch.rand(n, 1, generator=gen) * 0.02 + 1e-4
+    return xq.to(device), xs.to(device), w.to(device), ws.to(device)
+
+
+def _check(kind, m, n, k, cfg, device, out_dtype, bias, per_token, adversarial=False, seed=0):
+    xq, xs, w, ws = _operands(kind, m, n, k, device, seed, adversarial)
+    if not per_token:
+        xs = xs[:1, :1].contiguous()
+    b = (torch.randn(n, generator=torch.Generator().manual_seed(seed + 1)) * 3).to(out_dtype).to(device) if bias else None
+    out = g.small_m_gemm(xq, xs, w, ws, b, out_dtype, config=cfg)
+    assert out.shape == (m, n) and out.dtype == out_dtype
+    what = f"small-M {kind} {m}x{n}x{k} {cfg} {out_dtype} bias={bias} per_token={per_token}"
+    if kind == "int8":
+        # int32 accumulation is exact and the epilogue's order is the spec's: the same bits as the reference
+        ref = dequant_epilogue(xq.cpu().double() @ w.cpu().double().T, xs.cpu(), ws.cpu(),
+                               None if b is None else b.cpu(), out_dtype)
+        assert_bits_equal(out.cpu(), ref, what)
+    assert_gemm_close(out, xq, xs.expand(m, 1) if not per_token else xs, w, ws, b, exact_acc=kind == "int8",
+                      what=what)
+
+
+# --- config table and predicate (CPU) ------------------------------------------------------------
+
+def test_m_bucket_rounds_up_and_stops_at_the_last():
+    assert [g.m_bucket(m) for m in (1, 2, 3, 16, 17, 255, 256)] == [1, 2, 4, 16, 32, 256, 256]
+    assert g.m_bucket(257) is None
+
+
+def test_committed_table_is_well_formed():
+    data = json.loads(g.SMALL_M_CONFIG_FILE.read_text())
+    assert data["rows"], "no rows"
+    for row in data["rows"]:
+        assert row["arch"] in data["metas"], row["arch"]
+        assert row["kind"] in ("fp8", "int8") and row["m"] in g.M_BUCKETS
+        for field in g.CONFIG_FIELDS:
+            assert isinstance(row[field], int) and row[field] > 0, (field, row)
+        assert row["BLOCK_M"] >= 16 and row["BLOCK_N"] >= 16 and row["BLOCK_K"] >= 16  # tl.dot's minimum
+        assert row["us"] > 0 and row["torch_us"] > 0
+
+
+def test_config_is_taken_only_where_it_measured_faster(tmp_path, monkeypatch):
+    table = tmp_path / "t.json"
+    base = dict(arch="sm_90", kind="int8", n=4096, k=4096, BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1,
+                num_warps=4, num_stages=4, torch="triton_int8")
+    rows = [dict(base, m=1, us=8.0, torch_us=14.0), dict(base, m=16, us=15.0, torch_us=14.0),
+            dict(base, n=28672, m=1, us=30.0, torch_us=40.0, BLOCK_N=128)]
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 1)
+    assert cfg == {f: base[f] for f in g.CONFIG_FIELDS} and why == ""
+    cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 9)  # bucket 16: torch measured faster
+    assert cfg is None and "measured faster" in why and "14.0 vs 15.0" in why
+    cfg, _ = g.small_m_config("sm_90", "int8", 20000, 4096, 1)  # nearest swept shape: N = 28672
+    assert cfg["BLOCK_N"] == 128
+    cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 2)
+    assert cfg is None and "no config swept at M bucket 2" in why
+    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 1)
+    assert cfg is None and "no measured fp8 small-M configs for sm_90" in why and "sweep_small_m_gemm" in why
+    cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 300)
+    assert cfg is None and "above the small-M GEMM's largest bucket 256" in why
+
+
+def test_predicate_declines_cpu_tensors():
+    p = GemmProblem(1, 64, 64, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    assert g.small_m_supported(p) == (False, "needs a GPU tensor, got cpu")
+
+
+# --- the kernels under the interpreter (CPU) -----------------------------------------------------
+
+@pytest.mark.interpreter
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_interpreted_kernels_against_float64(kind, case):
+    m, n, k, cfg = CASES[case]
+    out_dtype, bias, per_token = [(torch.bfloat16, False, True), (torch.float16, True, True),
+                                  (torch.float32, True, False), (torch.bfloat16, True, False)][case]
+    _check(kind, m, n, k, cfg, torch.device("cpu"), out_dtype, bias, per_token, adversarial=case == 1, seed=case)
+
+
+# --- the GPU ------------------------------------------------------------------------------------
+
+GPU_CASES = CASES + [
+    (16, 4096, 4096, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=6)),
+    (1, 4096, 14336, dict(BLOCK_N=128, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=8, num_stages=4)),
+    (64, 1000, 1000, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=128, splits=4, num_warps=4, num_stages=4)),
+    (200, 72, 4104, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=3)),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+@pytest.mark.parametrize("case", range(len(GPU_CASES)))
+@pytest.mark.parametrize("out_dtype,bias,per_token", [(torch.bfloat16, False, True), (torch.float16, True, True),
+                                                      (torch.bfloat16, True, False), (torch.float32, False, True)])
+def test_gpu_kernels_against_float64(kind, case, out_dtype, bias, per_token):
+    m, n, k, cfg = GPU_CASES[case]
+    _check(kind, m, n, k, cfg, torch.device("cuda"), out_dtype, bias, per_token, adversarial=case % 2 == 0, seed=case)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+@pytest.mark.parametrize("splits", [1, 4])
+def test_gpu_graph_replay_is_bitwise_eager(kind, splits):
+    m, n, k = 8, 4096, 14336
+    xq, xs, w, ws = _operands(kind, m, n, k, torch.device("cuda"))
+    p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
+    call = g.bind_small_m(p, w, ws, None, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=splits, num_warps=4,
+                                                num_stages=4))
+    eager = call(xq, xs)
+    assert_bits_equal(call(xq, xs), eager, "a second eager run")  # the direct launch, same bits
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call(xq, xs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = call(xq, xs)
+    for _ in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_bits_equal(out, eager, f"replay, splits={splits}")
+
+
+@pytest.mark.gpu
+@pytest.mark.triton_fp8
+def test_chain_picks_small_m_where_the_table_says(backend_env):
+    from fused_quant.gemm import select_gemm_provider
+    from fused_quant.kernels import launch
+
+    backend_env("triton_fp8")
+    arch = launch._cuda_arch(torch.cuda.current_device())
+    rows = [r for r in json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"] if r["arch"] == arch]
+    if not rows:
+        pytest.skip(f"no sweep of {arch} in the committed table")
+    for row in rows:
+        for m in {row["m"], max(1, row["m"] // 2 + 1)}:
+            if g.m_bucket(m) != row["m"]:
+                continue
+            dtype = torch.int8 if row["kind"] == "int8" else FP8
+            p = GemmProblem(m, row["n"], row["k"], row["kind"], dtype, torch.bfloat16, torch.device("cuda"),
+                            True, True, False)
+            name = select_gemm_provider(p)[0].name
+            faster = row["us"] < row["torch_us"]
+            assert (name == f"small_m_{row['kind']}") == faster, (row, m, name)

@@ -1,0 +1,158 @@
+"""A QuantLinear binds its checked call once per input signature (the lean eager path): later calls
+with the same metadata skip the checks and give the same bits; anything the binding depends on
+(the runtime state, the layer's tensors, dtype or device, the input's form or metadata) binds again,
+and inputs the checks would refuse are still refused."""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+
+import pytest
+import torch
+from torch import nn
+
+import fused_quant
+from fused_quant import QuantLinear, ShapeMismatchError, gemm
+from fused_quant import keys as K
+from fused_quant.contract import QuantizedActivation
+from fused_quant.errors import QuantKeyMismatchError
+from fused_quant.modules import MAX_BOUND
+from fused_quant.registry import fused_act_quant, quantize
+from tests.helpers import assert_bits_equal
+
+pytestmark = pytest.mark.usefixtures("torch_backend")
+
+KEYS = [K.kInt8DynamicTokenSym, K.kInt8StaticTensorSym, K.kFp8DynamicTokenSym, K.kFp8StaticTensorSym]
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """How many times the checked entry's operand checks ran."""
+    count = [0]
+    real = gemm.check_gemm_operands
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gemm, "check_gemm_operands", counting)
+    return count
+
+
+def _layer(key, k=48, n=24, out_dtype=torch.bfloat16, seed=0):
+    torch.manual_seed(seed)
+    lin = nn.Linear(k, n).to(out_dtype)
+    return QuantLinear.from_float(lin, key, 0.05 if K.is_static(key) else None, name="proj")
+
+
+def _unbound(layer, x):
+    """What the checked path computes: the backend's quantizer, then the checked GEMM entry."""
+    qa = quantize(x, layer.input_key, layer.input_scale)
+    return gemm.quant_gemm(qa, layer.weight, layer.weight_scale, layer.bias, out_dtype=layer.out_dtype)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=K.key_name)
+def test_second_call_skips_the_checks_and_gives_the_same_bits(key, checks):
+    layer = _layer(key)
+    x = torch.randn(5, 48).to(torch.bfloat16)
+    first = layer(x)
+    ran = checks[0]
+    assert ran >= 1
+    for _ in range(3):
+        assert_bits_equal(layer(x), first, "bound call")
+    assert checks[0] == ran, "a bound call ran the checks again"
+    assert_bits_equal(first, _unbound(layer, x), "bound vs checked path")
+    x2 = torch.randn(5, 48).to(torch.bfloat16)  # new values, same metadata: still bound, new result
+    assert_bits_equal(layer(x2), _unbound(layer, x2), "bound call on new values")
+
+
+@pytest.mark.parametrize("shape", [(1, 48), (2, 3, 48), (48,)])
+def test_each_signature_binds_once(shape, checks):
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(shape).to(torch.bfloat16)
+    out = layer(x)
+    assert out.shape == (*shape[:-1], 24)
+    ran = checks[0]
+    assert_bits_equal(layer(x), out, "bound")
+    assert checks[0] == ran
+    layer(torch.randn(7, 48).to(torch.bfloat16))  # another token count: checked, then bound
+    assert checks[0] > ran
+
+
+def test_reset_and_layer_changes_bind_again(checks):
+    layer = _layer(K.kInt8StaticTensorSym)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+    layer(x)
+    ran = checks[0]
+    fused_quant.reset()
+    layer(x)
+    assert checks[0] > ran, "a reset must drop bound calls"
+    other = _layer(K.kInt8StaticTensorSym, seed=3)
+    layer.weight = other.weight.clone()  # a new tensor: the bound GEMM must not keep the old one
+    layer.weight_scale = other.weight_scale.clone()
+    assert_bits_equal(layer(x), _unbound(layer, x), "after new weights")
+    layer.set_input_scale(0.2)
+    assert_bits_equal(layer(x), _unbound(layer, x), "after set_input_scale")
+    with torch.no_grad():
+        layer.input_scale.copy_(torch.tensor([0.01]))  # in place: the bound call reads the tensor each call
+    assert_bits_equal(layer(x), _unbound(layer, x), "after an in-place scale update")
+
+
+def test_dtype_change_and_state_dict_assign_bind_again():
+    layer = _layer(K.kFp8DynamicTokenSym)
+    x = torch.randn(3, 48).to(torch.bfloat16)
+    layer(x)
+    layer.to(torch.float16)
+    out = layer(x)
+    assert out.dtype == torch.float16
+    src = _layer(K.kFp8DynamicTokenSym, seed=5).to(torch.float16)
+    layer.load_state_dict(src.state_dict(), assign=True)
+    assert_bits_equal(layer(x), src(x), "after load_state_dict(assign=True)")
+
+
+def test_bound_layer_copies_and_pickles():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(3, 48).to(torch.bfloat16)
+    out = layer(x)
+    assert layer._bound
+    for clone in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer))):
+        assert not clone._bound
+        assert_bits_equal(clone(x), out, "copy")
+    buf = io.BytesIO()
+    torch.save(layer, buf)
+    buf.seek(0)
+    assert_bits_equal(torch.load(buf, weights_only=False)(x), out, "torch.save / torch.load")
+
+
+def test_quantized_activation_and_hcu_pair_are_bound(checks):
+    key = K.kInt8DynamicTokenSym
+    layer = _layer(key)
+    x = torch.randn(6, 48).to(torch.bfloat16)
+    qa = fused_act_quant("identity", x, key)
+    out = layer(qa)
+    ran = checks[0]
+    assert_bits_equal(layer(qa), out, "QuantizedActivation, bound")
+    assert_bits_equal(layer(x, x_and_scale_quanted=(qa.data, qa.scale)), out, "HCU pair, first")
+    ran = checks[0]
+    assert_bits_equal(layer(x, x_and_scale_quanted=(qa.data, qa.scale)), out, "HCU pair, bound")
+    assert checks[0] == ran
+    # inputs the checks refuse are refused after binding too: the signature differs, so they are checked
+    other = fused_act_quant("identity", x, K.kInt8StaticTensorSym, torch.tensor([0.1]))
+    with pytest.raises(QuantKeyMismatchError):
+        layer(other)
+    with pytest.raises(ShapeMismatchError):
+        layer(torch.randn(6, 47).to(torch.bfloat16))
+    with pytest.raises(ShapeMismatchError, match="token-count mismatch"):
+        layer(torch.randn(5, 48), x_and_scale_quanted=(qa.data, qa.scale))
+    bad = QuantizedActivation(qa.data, qa.scale[:3], qa.orig_dtype, qa.orig_shape, key)
+    with pytest.raises(ShapeMismatchError):
+        layer(bad)
+
+
+def test_bound_calls_per_layer_are_capped():
+    layer = _layer(K.kInt8DynamicTokenSym, k=16, n=8)
+    for m in range(1, MAX_BOUND + 10):
+        layer(torch.randn(m, 16))
+        assert len(layer._bound) <= MAX_BOUND
