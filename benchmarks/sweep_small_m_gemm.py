@@ -35,6 +35,7 @@ TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 
                 (256, 128, 8, 4))
 TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 3))
 SPLITS = (1, 2, 4, 8)
+SPLIT_MARGIN = 0.03
 
 
 def block_m(m: int) -> int:
@@ -106,6 +107,11 @@ def sweep(kinds, shapes, ms, log, save) -> list[dict]:
                             continue
                         trials.append((us, cfg))
                 us, cfg = min(trials, key=lambda t: t[0])
+                # one launch (no split-K reduction, no partials to allocate) costs the host less: it wins
+                # unless split-K is more than SPLIT_MARGIN faster on the GPU
+                single = [t for t in trials if t[1]["splits"] == 1]
+                if single and min(single, key=lambda t: t[0])[0] <= us * (1 + SPLIT_MARGIN):
+                    us, cfg = min(single, key=lambda t: t[0])
                 p32 = dataclasses.replace(p, out_dtype=torch.float32)
                 err = _error(g.bind_small_m(p32, w, ws, None, cfg)(xq, xs_tok), xq, xs_tok, w, ws)
                 row = dict(arch=arch, kind=kind, shape=label, n=n, k=k, m=m, **cfg, us=round(us, 2),

@@ -215,9 +215,19 @@ def _nearest(shapes, n: int, k: int) -> tuple[int, int]:
     return min(shapes, key=lambda s: (abs(math.log2(s[0] / n)) + abs(math.log2(s[1] / k)), s))
 
 
-def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
+def torch_time(row: dict, tensor_wise: bool) -> tuple[str, float]:
+    """The best torch provider time the sweep measured for a problem with these scales: timings marked
+    "(tensor-wise)" (one scale for the activation and one for the weight) count only for such problems."""
+    times = {name: us for name, us in row["torch_all"].items() if tensor_wise or "(tensor-wise)" not in name}
+    name = min(times, key=times.get)
+    return name, times[name]
+
+
+def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
+                   tensor_wise: bool = False) -> tuple[dict | None, str]:
     """(config, "") where the sweep measured the small-M GEMM faster than the torch providers for
-    the nearest swept (N, K) at M's bucket on ``arch``; else (None, why not)."""
+    the nearest swept (N, K) at M's bucket on ``arch`` (for a problem with one activation and one
+    weight scale when ``tensor_wise``); else (None, why not)."""
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
@@ -229,9 +239,10 @@ def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple
     row = shapes[nk].get(bucket)
     if row is None:
         return None, f"no config swept at M bucket {bucket} for N={nk[0]} K={nk[1]}"
-    if row["us"] >= row["torch_us"]:
-        return None, (f"{row['torch']} measured faster at M bucket {bucket} for N={nk[0]} K={nk[1]} "
-                      f"({row['torch_us']:.1f} vs {row['us']:.1f} us)")
+    peer, peer_us = torch_time(row, tensor_wise)
+    if row["us"] >= peer_us:
+        return None, (f"{peer} measured faster at M bucket {bucket} for N={nk[0]} K={nk[1]} "
+                      f"({peer_us:.1f} vs {row['us']:.1f} us)")
     return {f: row[f] for f in CONFIG_FIELDS}, ""
 
 
@@ -239,8 +250,12 @@ def small_m_supported(p: GemmProblem) -> tuple[bool, str]:
     ok, why = _on_gpu(p)
     if not ok:
         return ok, why
-    cfg, why = small_m_config(launch._cuda_arch(_index(p.device)), p.kind, p.n, p.k, p.m)
+    cfg, why = small_m_config(launch._cuda_arch(_index(p.device)), p.kind, p.n, p.k, p.m, _tensor_wise(p))
     return cfg is not None, why
+
+
+def _tensor_wise(p: GemmProblem) -> bool:
+    return not p.per_token and not p.per_channel
 
 
 class SmallMCall:
@@ -281,7 +296,7 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
         generation = runtime.generation()
         if config is None:
             cfg, why = small_m_config(launch._cuda_arch(_index(p.device)) if p.device.type == "cuda" else None,
-                                      p.kind, p.n, p.k, p.m)
+                                      p.kind, p.n, p.k, p.m, _tensor_wise(p))
             if cfg is None:
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:

@@ -21,7 +21,7 @@ CASES = [
     (1, 33, 70, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
     (5, 64, 256, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=2, num_warps=4, num_stages=2)),
     (17, 40, 100, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
-    (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=16, splits=8, num_warps=4, num_stages=2)),
+    (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=32, splits=8, num_warps=4, num_stages=2)),
 ]
 
 
@@ -79,7 +79,8 @@ def test_committed_table_is_well_formed():
         assert row["kind"] in ("fp8", "int8") and row["m"] in g.M_BUCKETS
         for field in g.CONFIG_FIELDS:
             assert isinstance(row[field], int) and row[field] > 0, (field, row)
-        assert row["BLOCK_M"] >= 16 and row["BLOCK_N"] >= 16 and row["BLOCK_K"] >= 16  # tl.dot's minimum
+        # tl.dot's minimum tile (int8 and FP8 MMAs need K >= 32 on the GPU)
+        assert row["BLOCK_M"] >= 16 and row["BLOCK_N"] >= 16 and row["BLOCK_K"] >= 32
         assert row["us"] > 0 and row["torch_us"] > 0
 
 
@@ -87,8 +88,11 @@ def test_config_is_taken_only_where_it_measured_faster(tmp_path, monkeypatch):
     table = tmp_path / "t.json"
     base = dict(arch="sm_90", kind="int8", n=4096, k=4096, BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1,
                 num_warps=4, num_stages=4, torch="triton_int8")
-    rows = [dict(base, m=1, us=8.0, torch_us=14.0), dict(base, m=16, us=15.0, torch_us=14.0),
-            dict(base, n=28672, m=1, us=30.0, torch_us=40.0, BLOCK_N=128)]
+    rows = [dict(base, m=1, us=8.0, torch_us=14.0, torch_all={"triton_int8": 14.0}),
+            dict(base, m=16, us=15.0, torch_us=14.0, torch_all={"triton_int8": 14.0}),
+            dict(base, n=28672, m=1, us=30.0, torch_us=40.0, BLOCK_N=128, torch_all={"triton_int8": 40.0}),
+            dict(base, kind="fp8", m=4, us=9.0, torch_us=8.0, torch="scaled_mm_fp8 (tensor-wise)",
+                 torch_all={"scaled_mm_fp8 (tensor-wise)": 8.0, "scaled_mm_fp8 (row-wise)": 12.0})]
     table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
     monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
     cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 1)
@@ -99,8 +103,15 @@ def test_config_is_taken_only_where_it_measured_faster(tmp_path, monkeypatch):
     assert cfg["BLOCK_N"] == 128
     cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 2)
     assert cfg is None and "no config swept at M bucket 2" in why
-    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 1)
-    assert cfg is None and "no measured fp8 small-M configs for sm_90" in why and "sweep_small_m_gemm" in why
+    # FP8: the tensor-wise timing counts only for tensor-wise problems, row-wise for every problem
+    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 3, tensor_wise=True)
+    assert cfg is None and "scaled_mm_fp8 (tensor-wise) measured faster" in why
+    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 3, tensor_wise=False)
+    assert cfg is not None and why == ""
+    cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 1, tensor_wise=True)
+    assert cfg is not None
+    cfg, why = g.small_m_config("sm_100", "int8", 4096, 4096, 1)
+    assert cfg is None and "no measured int8 small-M configs for sm_100" in why and "sweep_small_m_gemm" in why
     cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 300)
     assert cfg is None and "above the small-M GEMM's largest bucket 256" in why
 
@@ -187,5 +198,5 @@ def test_chain_picks_small_m_where_the_table_says(backend_env):
             p = GemmProblem(m, row["n"], row["k"], row["kind"], dtype, torch.bfloat16, torch.device("cuda"),
                             True, True, False)
             name = select_gemm_provider(p)[0].name
-            faster = row["us"] < row["torch_us"]
+            faster = row["us"] < g.torch_time(row, tensor_wise=False)[1]
             assert (name == f"small_m_{row['kind']}") == faster, (row, m, name)
