@@ -158,7 +158,11 @@ def checked_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight
         return torch.empty(out_shape, dtype=out_dtype, device=x.device)
     provider, _ = select_gemm_provider(p, backend or None)
     xs2 = xs.reshape(p.m, 1) if p.per_token else xs.reshape(1, 1)
-    out = provider.fn(x.reshape(p.m, p.k), xs2, weight, weight_scale.reshape(-1, 1), bias, out_dtype)
+    ws2 = weight_scale.reshape(-1, 1)
+    if provider.bind is not None:  # the checked problem decides, as on the bound path
+        out = provider.bind(p, weight, ws2, bias)(x.reshape(p.m, p.k), xs2)
+    else:
+        out = provider.fn(x.reshape(p.m, p.k), xs2, weight, ws2, bias, out_dtype)
     _check_output(out, p, provider, layer, x.device)
     return out.reshape(out_shape)
 

@@ -95,10 +95,18 @@ class _BoundForward:
     """One QuantLinear call signature, checked once: the quantizer (plain-tensor input) and the GEMM,
     both bound, for the runtime generation they were bound in."""
 
-    __slots__ = ("generation", "form", "quant", "gemm", "pin")
+    __slots__ = ("generation", "form", "quant", "gemm", "pin", "tensors")
 
-    def __init__(self, generation, form, quant, gemm, pin):
+    def __init__(self, generation, form, quant, gemm, pin, tensors):
         self.generation, self.form, self.quant, self.gemm, self.pin = generation, form, quant, gemm, pin
+        self.tensors = tensors  # the layer's (weight, weight_scale, bias, input_scale) it was bound to
+
+    def current(self, buffers: dict) -> bool:
+        """Bound to the layer's tensors still (a tensor put in place without setattr, as offloading
+        hooks do through ``_buffers``, binds again)."""
+        w, ws, b, s = self.tensors
+        return (buffers["weight"] is w and buffers["weight_scale"] is ws and buffers["bias"] is b
+                and buffers["input_scale"] is s)
 
     def __call__(self, x, pair, scale):
         if self.form == _TENSOR:
@@ -205,12 +213,15 @@ class QuantLinear(nn.Module):
                 x_and_scale_quanted: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """In eager mode a call whose input has the metadata of an earlier checked call (same form,
         dtypes, shapes, strides, devices) runs that call's bound quantizer and GEMM directly, in the
-        same runtime generation; the checks read metadata only, so they would pass again."""
+        same runtime generation and with the same weight, scale and bias tensors; the checks read
+        metadata only, so they would pass again. Values may change in place (``copy_``,
+        ``load_state_dict``); a tensor's storage or shape changed in place (``.data = ...``,
+        ``t_()``) is not seen: assign a new tensor instead, or call ``fused_quant.reset()``."""
         if torch.compiler.is_compiling():
             return self._checked_forward(x, x_and_scale_quanted, None)
         sig = _signature(x, x_and_scale_quanted)
         bound = self._bound.get(sig) if sig is not None else None
-        if bound is not None and bound.generation == runtime.generation():
+        if bound is not None and bound.generation == runtime.generation() and bound.current(self._buffers):
             return bound(x, x_and_scale_quanted, self.input_scale)
         return self._checked_forward(x, x_and_scale_quanted, sig)
 
@@ -238,7 +249,8 @@ class QuantLinear(nn.Module):
             if len(self._bound) >= MAX_BOUND:
                 self._bound.clear()
             pin = x.quant_key if sig[0] == _QUANTIZED else None  # keeps the key whose id is in sig alive
-            self._bound[sig] = _BoundForward(generation, sig[0], quant, gemm, pin)
+            tensors = (self.weight, self.weight_scale, self.bias, self.input_scale)
+            self._bound[sig] = _BoundForward(generation, sig[0], quant, gemm, pin, tensors)
 
     def _activation(self, x, x_and_scale_quanted) -> QuantizedActivation:
         if x_and_scale_quanted is not None:

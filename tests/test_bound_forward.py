@@ -100,6 +100,19 @@ def test_reset_and_layer_changes_bind_again(checks):
     assert_bits_equal(layer(x), _unbound(layer, x), "after an in-place scale update")
 
 
+def test_tensors_put_in_place_without_setattr_bind_again():
+    # offloading hooks (accelerate's set_module_tensor_to_device) write module._buffers directly
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+    layer(x)
+    other = _layer(K.kInt8DynamicTokenSym, seed=7)
+    layer._buffers["weight"] = other.weight.clone()
+    layer._buffers["weight_scale"] = other.weight_scale.clone()
+    layer._buffers["bias"] = other.bias.clone()
+    assert_bits_equal(layer(x), _unbound(layer, x), "after _buffers writes")
+    assert_bits_equal(layer(x), other(x), "the new weights are used")
+
+
 def test_dtype_change_and_state_dict_assign_bind_again():
     layer = _layer(K.kFp8DynamicTokenSym)
     x = torch.randn(3, 48).to(torch.bfloat16)

@@ -62,8 +62,7 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias):
     tensor_wise = ws.numel() == 1
     ws_row = ws.reshape(1, -1) if ws.numel() == n else ws.reshape(1, 1).expand(1, n).contiguous()
     ws_scalar = ws.reshape(()) if tensor_wise else None
-    one = (torch.ones((), dtype=torch.float32, device=w.device)
-           if out_dtype != torch.bfloat16 and not tensor_wise else None)
+    one = torch.ones((), dtype=torch.float32, device=w.device) if out_dtype != torch.bfloat16 else None
 
     def call(xq, xs):
         m = xq.shape[0]
@@ -122,14 +121,16 @@ class KernelCall:
         self.plan, self.index, self.direct = plan, index, None
 
     def __call__(self, args: tuple, fresh_ptrs: int) -> None:
-        """``fresh_ptrs``: the OR of the data pointers of the per-call tensors among ``args``."""
+        """``fresh_ptrs``: the OR of the data pointers of every tensor among ``args`` (the direct launch
+        runs the kernel compiled for 16-byte aligned operands; this object is shared by every layer of
+        the problem's shape)."""
         direct = self.direct
         if direct is not None and not fresh_ptrs & 15 and dl.may_run_now(launch._tl()[2], self.index, None, None):
             dl.run(direct, self.index, (*args, *self.plan.consts))
             return
         compiled = launch._launch(self.plan, args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if (compiled is not None and not dl._HIP and self.index >= 0
+        if (compiled is not None and not dl._HIP and self.index >= 0 and dl._current_device() == self.index
                 and not any(t.data_ptr() & 15 for t in tensors)):
             self.direct = (compiled.run, *self.plan.grid, compiled.function, compiled.packed_metadata)
 
@@ -165,8 +166,17 @@ def _triton_int8_call(p: GemmProblem) -> KernelCall:
 _GEMM_LAUNCHES = runtime.Cache("gemm_launches")
 
 
-def bind_triton_int8(p: GemmProblem, w, ws, bias):
+def _fixed_operands(w, ws, bias):
+    """A layer's scale and bias as the Triton GEMMs read them (contiguous, ``ws[n]`` at ``ws_ptr + n``), the
+    bias argument (the scale stands in for a missing bias), and the OR of the fixed operands' pointers."""
+    ws = ws if ws.is_contiguous() else ws.contiguous()
+    bias = bias if bias is None or bias.is_contiguous() else bias.contiguous()
     bias_arg = bias if bias is not None else ws
+    return ws, bias_arg, w.data_ptr() | ws.data_ptr() | bias_arg.data_ptr()
+
+
+def bind_triton_int8(p: GemmProblem, w, ws, bias):
+    ws, bias_arg, fixed = _fixed_operands(w, ws, bias)
     m, n, k = p.m, p.n, p.k
     shape, device, out_dtype = (m, n), w.device, p.out_dtype
 
@@ -176,7 +186,7 @@ def bind_triton_int8(p: GemmProblem, w, ws, bias):
         xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
         out = torch.empty(shape, dtype=out_dtype, device=device)
         kernel((xq, w, xs, ws, bias_arg, out, m, n, k, k, w.stride(0), n),
-               xq.data_ptr() | xs.data_ptr() | out.data_ptr())
+               fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr())
         return out
 
     return call
@@ -200,9 +210,13 @@ def m_bucket(m: int) -> int | None:
     return next((b for b in M_BUCKETS if m <= b), None)
 
 
-@functools.cache
 def config_table(path: Path) -> dict:
-    """``{(arch, kind): {(n, k): {m_bucket: row}}}`` from the sweep's committed output."""
+    """``{(arch, kind): {(n, k): {m_bucket: row}}}`` from the sweep's committed output (read once per
+    runtime generation)."""
+    return runtime.once(f"small_m_configs:{path}", lambda: _read_table(path))
+
+
+def _read_table(path: Path) -> dict:
     table: dict = {}
     if not path.is_file():
         return table
@@ -246,11 +260,23 @@ def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
     return {f: row[f] for f in CONFIG_FIELDS}, ""
 
 
+def _device_arch(device: torch.device) -> str | None:
+    """The arch the config table is keyed on: ``sm_XY`` of a CUDA device; on ROCm the platform's gfx
+    name (torch reports NVIDIA-like capabilities there, which must not pick an NVIDIA sweep)."""
+    if device.type != "cuda":
+        return None
+    if dl._HIP:
+        from fused_quant.platforms import current_platform
+
+        return current_platform().arch
+    return launch._cuda_arch(_index(device))
+
+
 def small_m_supported(p: GemmProblem) -> tuple[bool, str]:
     ok, why = _on_gpu(p)
     if not ok:
         return ok, why
-    cfg, why = small_m_config(launch._cuda_arch(_index(p.device)), p.kind, p.n, p.k, p.m, _tensor_wise(p))
+    cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
     return cfg is not None, why
 
 
@@ -295,8 +321,7 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
     if call is None:
         generation = runtime.generation()
         if config is None:
-            cfg, why = small_m_config(launch._cuda_arch(_index(p.device)) if p.device.type == "cuda" else None,
-                                      p.kind, p.n, p.k, p.m, _tensor_wise(p))
+            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
             if cfg is None:
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:
@@ -307,7 +332,7 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
 
 def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
     """The small-M GEMM for a layer's weight (``config`` overrides the sweep's table: sweeps, tests)."""
-    bias_arg = bias if bias is not None else ws
+    ws, bias_arg, fixed = _fixed_operands(w, ws, bias)
     m, n, k = p.m, p.n, p.k
     shape, device, out_dtype = (m, n), w.device, p.out_dtype
     c = _small_m_call(p, tuple(sorted(config.items())) if config else None)
@@ -317,13 +342,13 @@ def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
         out = torch.empty(shape, dtype=out_dtype, device=device)
         if c.reduce is None:
             c.main((xq, w, xs, ws, bias_arg, out, out, m, n, k, k, w.stride(0), n),
-                   xq.data_ptr() | xs.data_ptr() | out.data_ptr())
+                   fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr())
             return out
         part = torch.empty(c.part_shape, dtype=c.acc_dtype, device=device)
         c.main((xq, w, xs, ws, bias_arg, out, part, m, n, k, k, w.stride(0), n),
-               xq.data_ptr() | xs.data_ptr() | out.data_ptr() | part.data_ptr())
+               fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr() | part.data_ptr())
         c.reduce((part, xs, ws, bias_arg, out, m, n, c.splits, n),
-                 xs.data_ptr() | out.data_ptr() | part.data_ptr())
+                 fixed | xs.data_ptr() | out.data_ptr() | part.data_ptr())
         return out
 
     return call
