@@ -202,3 +202,31 @@ def test_chain_picks_small_m_where_the_table_says(backend_env):
             name = select_gemm_provider(p)[0].name
             faster = row["us"] < g.torch_time(row, tensor_wise=False)[1]
             assert (name == f"small_m_{row['kind']}") == faster, (row, m, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.triton_fp8
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+def test_gpu_checked_entry_with_odd_layer_operands(kind, backend_env):
+    """Through the checked entry and the bound path alike: a bias that is not 16-byte aligned and a
+    weight scale that is not contiguous (the launch is shared by every layer of a shape), and M = 1
+    with a per-token key and one weight scale."""
+    from fused_quant import keys as K
+    from fused_quant.contract import QuantizedActivation
+    from fused_quant.gemm import bind_gemm, quant_gemm
+
+    backend_env("triton_fp8")
+    m, n, k = 1, 4096, 4096
+    key = K.kInt8DynamicTokenSym if kind == "int8" else K.kFp8DynamicTokenSym
+    xq, xs, w, ws = _operands(kind, m, n, k, torch.device("cuda"))
+    qa = QuantizedActivation(xq, xs, torch.bfloat16, xq.shape, key)
+    aligned = quant_gemm(qa, w, ws, None, out_dtype=torch.bfloat16)
+    assert_gemm_close(aligned, xq, xs, w, ws, exact_acc=kind == "int8", what="aligned")
+    bias = (torch.randn(n + 1, device="cuda") * 3).to(torch.bfloat16)[1:]  # 2-byte offset
+    ws_strided = torch.cat([ws, ws], dim=1)[:, :1]  # [N, 1] with row stride 2
+    for what, (s, b) in {"unaligned bias": (ws, bias), "strided scale": (ws_strided, None),
+                         "one weight scale": (ws[:1].contiguous(), bias)}.items():
+        out = quant_gemm(qa, w, s, b, out_dtype=torch.bfloat16)
+        assert_gemm_close(out, xq, xs, w, s.expand(n, 1), b, exact_acc=kind == "int8", what=what)
+        bound = bind_gemm(xq, xs, w, s, b, torch.bfloat16, key)
+        assert_bits_equal(bound(xq, xs), out, f"{what}: bound vs checked")
