@@ -8,7 +8,6 @@ outputs written once. ``main`` (``fused-quant bench``) writes JSON (+ PNG) to --
 from __future__ import annotations
 
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,8 @@ from pathlib import Path
 import torch
 
 from fused_quant import keys as K
+
+from benchmarks.timing import bench_graph_us, bench_us, copy_ceiling, loop_us, versions
 
 # fused-quant bench's default output: a fresh folder per run, never the committed benchmarks/results
 BENCH_OUT = Path(__file__).resolve().parent.parent / "bench-out"
@@ -32,60 +33,6 @@ OPS = (  # (label, act, key name, input dtype)
     # fp16 input: FAST_SILU with two patched gates on sm_90 (act_quant._silu), the exact silu elsewhere
     ("fp16 silu_mul -> int8 per-token", "silu_and_mul", "int8_dynamic_token", torch.float16),
 )
-
-
-def _bench(fn, quick: bool) -> float:
-    """Median microseconds of ``fn`` (triton.testing.do_bench)."""
-    import triton
-
-    return 1e3 * triton.testing.do_bench(fn, warmup=10 if quick else 25, rep=30 if quick else 100,
-                                         return_mode="median")
-
-
-def _bench_graph(fn) -> float:
-    """Median microseconds of ``fn`` replayed from a CUDA graph (no host launch cost)."""
-    import triton
-
-    return 1e3 * triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
-
-
-def _loop_us(fns: dict, quick: bool) -> dict[str, float]:
-    """Per-call wall time of back-to-back calls, host work included (what a launch-bound caller
-    sees without CUDA graphs), for each of ``fns``: best of 7 rounds of 1000 calls (200 with
-    ``quick``), the peers taking turns within each round so that a busy spell of the host hits
-    them alike."""
-    import time
-
-    n = 200 if quick else 1000
-    for fn in fns.values():
-        for _ in range(50):
-            fn()
-    torch.cuda.synchronize()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(7):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            torch.cuda.synchronize()
-            best[name] = min(best[name], (time.perf_counter() - t0) / n * 1e6)
-    return best
-
-
-def copy_ceiling(quick: bool) -> float:
-    """Device-to-device copy bandwidth in GB/s (bytes read + written), on a 2 GiB buffer."""
-    src = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
-    dst = torch.empty_like(src)
-    us = _bench(lambda: dst.copy_(src), quick)
-    return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
-
-
-def _versions() -> dict[str, str]:
-    import triton
-
-    return {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "device": torch.cuda.get_device_name(), "cuda": str(torch.version.cuda),
-            "date": time.strftime("%Y-%m-%d")}
 
 
 def _eager_chain(act: str, key: K.QuantKey):
@@ -123,30 +70,31 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
             src = torch.empty(nbytes // 4, dtype=torch.int16, device="cuda")  # copy moves 2x its size
             dst = torch.empty_like(src)
             t = {
-                "ours": _bench(lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8"), quick),
-                "ours_op": _bench(lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn, "triton"),
+                "ours": bench_us(lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8"), quick),
+                "ours_op": bench_us(lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn, "triton"),
                                   quick),
-                "eager": _bench(lambda: eager(x, scale), quick),
-                "compiled": _bench(lambda: compiled(x, scale), quick),
-                "copy": _bench(lambda: dst.copy_(src), quick),
+                "eager": bench_us(lambda: eager(x, scale), quick),
+                "compiled": bench_us(lambda: compiled(x, scale), quick),
+                "copy": bench_us(lambda: dst.copy_(src), quick),
             }
             # timed at every M: on CUDA tensors the torch backend's producers launch the same Triton kernels
             # as triton_fp8 (same bits), so this is that backend's call path here, never slow; torch math is "eager"
-            t["torch_backend"] = _bench(lambda: fused_act_quant(act, x, key, scale, backend="torch"), quick)
+            t["torch_backend"] = bench_us(lambda: fused_act_quant(act, x, key, scale, backend="torch"), quick)
             if act == "relu2" and key_name == "fp8_static_tensor":
-                t["bare_triton"] = _bench(lambda: bare_relu2_fp8_static(x, scale), quick)
+                t["bare_triton"] = bench_us(lambda: bare_relu2_fp8_static(x, scale), quick)
             if m <= 256:  # launch-bound sizes: the GPU time alone (CUDA graph replay) and the host-inclusive time
                 ours_fn = lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8")  # noqa: E731
-                t["ours_graph"] = _bench_graph(ours_fn)
-                t["compiled_graph"] = _bench_graph(lambda: compiled(x, scale))
+                t["ours_graph"] = bench_graph_us(ours_fn)
+                t["compiled_graph"] = bench_graph_us(lambda: compiled(x, scale))
                 xb, sb = x[:, :H].contiguous(), torch.ones(1, device="cuda")  # a [M, H] relu2 -> fp8 launch
-                loops = _loop_us({"ours": ours_fn,
-                                  "ours_op": lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn, "triton"),
-                                  "compiled": lambda: compiled(x, scale),
-                                  "bare_triton": lambda: bare_relu2_fp8_static(xb, sb)}, quick)
+                loops = loop_us({"ours": ours_fn,
+                                 "ours_op": lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn, "triton"),
+                                 "compiled": lambda: compiled(x, scale),
+                                 "bare_triton": lambda: bare_relu2_fp8_static(xb, sb)},
+                                target_ms=10 if quick else 40)
                 t.update({f"{k}_loop": v for k, v in loops.items()})
                 if "bare_triton" in t:
-                    t["bare_triton_graph"] = _bench_graph(lambda: bare_relu2_fp8_static(x, scale))
+                    t["bare_triton_graph"] = bench_graph_us(lambda: bare_relu2_fp8_static(x, scale))
             timed = {k: v for k, v in t.items() if not k.endswith("_loop")}
             row = {"op": label, "M": m, "H": H, "bytes": nbytes, "us": t,
                    "GBps": {k: nbytes / (v * 1e-6) / 1e9 for k, v in timed.items()}}
@@ -161,7 +109,7 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
                   f"torch backend {t['torch_backend']:8.1f}us "
                   f"{row['GBps']['ours']:7.0f} GB/s ({row['pct_ceiling']['ours']:5.1f}% of copy) "
                   f"x{row['speedup_vs']['compiled']:.2f} vs compiled", flush=True)
-    return {"ceiling_GBps": ceiling, "versions": _versions(), "rows": rows}
+    return {"ceiling_GBps": ceiling, "versions": versions(), "rows": rows}
 
 
 def plot_act_quant(result: dict, path: str) -> bool:

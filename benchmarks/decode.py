@@ -12,13 +12,12 @@ GPU time per call replayed from a CUDA graph.
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import torch
 import torch.nn.functional as F
 
 from fused_quant import keys as K
+
+from benchmarks.timing import copy_ceiling, graph_us, host_us, loop_us, versions
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -26,59 +25,6 @@ MLP_MS = (1, 16, 64, 256, 1024, 4096, 16384)
 MLP_KEYS = {"fp8_static": K.kFp8StaticTensorSym, "fp8_token": K.kFp8DynamicTokenSym,
             "int8_token": K.kInt8DynamicTokenSym}
 STREAM_BYTES = 256 << 20  # weights cycled per graph: five times the H200's L2
-
-
-def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
-    """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
-    the operands) replayed from one CUDA graph of ``calls`` calls; captured after a warm-up on a side
-    stream (compiles and first-call binding happen outside the capture)."""
-    calls = calls or max(len(fns), 8)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for fn in fns * 2:
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(calls):
-            fns[i % len(fns)]()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    del graph
-    return statistics.median(times)
-
-
-def loop_us(fns: dict, target_ms: float = 40.0, rounds: int = 7) -> dict[str, float]:
-    """Wall microseconds per call of back-to-back calls, host work included: best of ``rounds`` rounds
-    of about ``target_ms`` each, the peers taking turns within each round."""
-    n = {}
-    for name, fn in fns.items():
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        n[name] = int(min(1000, max(10, target_ms * 1e3 / ((time.perf_counter() - t0) / 5 * 1e6))))
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(n[name]):
-                fn()
-            torch.cuda.synchronize()
-            best[name] = min(best[name], (time.perf_counter() - t0) / n[name] * 1e6)
-    return best
 
 
 def copies_for(nbytes: int) -> int:
@@ -111,8 +57,6 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
     from fused_quant.contract import QuantizedActivation
     from fused_quant.gemm import GemmProblem, select_gemm_provider
     from fused_quant.registry import platform_fp8_dtype
-
-    from benchmarks.bench import copy_ceiling, _versions
 
     ceiling = ceiling or copy_ceiling(quick)
     fp8 = platform_fp8_dtype()
@@ -156,7 +100,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
                       + "  ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "ours"), flush=True)
             del layers, weights, bf16
             torch.cuda.empty_cache()
-    return {"ceiling_GBps": ceiling, "versions": _versions(), "rows": rows}
+    return {"ceiling_GBps": ceiling, "versions": versions(), "rows": rows}
 
 
 def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
@@ -182,8 +126,6 @@ def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
 
 
 def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
-    from benchmarks.bench import _versions
-
     d, h = 4096, 14336
     torch.manual_seed(0)
     peers = {"bf16": _mlp(None, d, h, 2)}
@@ -203,7 +145,7 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
         print(f"mlp M={m:6d} " + "  ".join(f"{k_} eager {eager[k_]:8.1f} graph {graph[k_]:8.1f}" for k_ in peers)
               + "  | graph x" + "/".join(f"{v:.2f}" for v in row["graph_vs_bf16"].values())
               + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values()), flush=True)
-    return {"versions": _versions(), "d": d, "h": h, "rows": rows}
+    return {"versions": versions(), "d": d, "h": h, "rows": rows}
 
 
 def plot_gemm(result: dict, path: str) -> bool:
@@ -256,23 +198,6 @@ def plot_mlp(result: dict, path: str) -> bool:
     return True
 
 
-def host_us(fn, calls: int = 1000, chunk: int = 100) -> float:
-    """Host microseconds per call to enqueue ``calls`` back-to-back calls: timed in chunks of ``chunk``
-    calls with a sync between chunks (outside the timing), so the launch queue never fills and the
-    GPU is never what is timed."""
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    total = 0.0
-    for _ in range(calls // chunk):
-        t0 = time.perf_counter()
-        for _ in range(chunk):
-            fn()
-        total += time.perf_counter() - t0
-        torch.cuda.synchronize()
-    return total / calls * 1e6
-
-
 def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
     """Host cost per call at M = 1 (Llama-3-8B MLP shapes): each producer call, each QuantLinear call
     (given a QuantizedActivation, and given the bf16 tensor: quantizer + GEMM), the whole MLP, the same
@@ -280,8 +205,6 @@ def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
     from torch import nn
 
     from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
-
-    from benchmarks.bench import _versions
 
     d, h = 4096, 14336
     calls = 300 if quick else 1000
@@ -313,5 +236,5 @@ def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
         rows[name] = t
         print(f"host M=1 {name}: " + "  ".join(f"{k_} {v:.1f}" for k_, v in t.items() if k_ != "providers")
               + f"  us/call  {t['providers']}", flush=True)
-    print(f"host M=1 bf16: " + "  ".join(f"{k_} {v:.1f}" for k_, v in rows["bf16"].items()) + " us/call", flush=True)
-    return {"versions": _versions(), "calls": calls, "M": 1, "us_per_call": rows}
+    print("host M=1 bf16: " + "  ".join(f"{k_} {v:.1f}" for k_, v in rows["bf16"].items()) + " us/call", flush=True)
+    return {"versions": versions(), "calls": calls, "M": 1, "us_per_call": rows}

@@ -8,7 +8,8 @@ import os
 import torch
 import torch._inductor.config
 
-from benchmarks.bench import _bench, _eager_chain, _versions, copy_ceiling
+from benchmarks.bench import _eager_chain
+from benchmarks.timing import bench_us as _bench, copy_ceiling, versions as _versions
 from fused_quant import keys as K
 from fused_quant.registry import current_backend_name, fused_act_quant
 

@@ -10,7 +10,7 @@ import sys
 import torch
 import triton
 
-from benchmarks.bench import copy_ceiling
+from benchmarks.timing import copy_ceiling
 from fused_quant import keys as K
 from fused_quant.kernels.launch import launch_act_quant
 

@@ -1,0 +1,112 @@
+"""Timers shared by the benchmarks (GPU): medians of ``triton.testing.do_bench`` (L2 flushed), GPU time
+replayed from a CUDA graph, wall time of back-to-back calls (host included), host enqueue time, the
+device copy ceiling and the versions a result is recorded with."""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+
+import torch
+
+
+def bench_us(fn, quick: bool) -> float:
+    """Median microseconds of ``fn`` (triton.testing.do_bench)."""
+    import triton
+
+    return 1e3 * triton.testing.do_bench(fn, warmup=10 if quick else 25, rep=30 if quick else 100,
+                                         return_mode="median")
+
+
+def bench_graph_us(fn) -> float:
+    """Median microseconds of ``fn`` replayed from a CUDA graph (no host launch cost)."""
+    import triton
+
+    return 1e3 * triton.testing.do_bench_cudagraph(fn, rep=50, return_mode="median")
+
+
+def copy_ceiling(quick: bool) -> float:
+    """Device-to-device copy bandwidth in GB/s (bytes read + written), on a 2 GiB buffer."""
+    src = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
+    dst = torch.empty_like(src)
+    us = bench_us(lambda: dst.copy_(src), quick)
+    return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
+
+
+def versions() -> dict[str, str]:
+    import triton
+
+    return {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+            "device": torch.cuda.get_device_name(), "cuda": str(torch.version.cuda),
+            "date": time.strftime("%Y-%m-%d")}
+
+
+def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
+    """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
+    the operands) replayed from one CUDA graph of ``calls`` calls; captured after a warm-up on a side
+    stream (compiles and first-call binding happen outside the capture)."""
+    calls = calls or max(len(fns), 8)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for fn in fns * 2:
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fns[i % len(fns)]()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(replays):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    del graph
+    return statistics.median(times)
+
+
+def loop_us(fns: dict, target_ms: float = 40.0, rounds: int = 7) -> dict[str, float]:
+    """Wall microseconds per call of back-to-back calls, host work included: best of ``rounds`` rounds
+    of about ``target_ms`` each, the peers taking turns within each round."""
+    n = {}
+    for name, fn in fns.items():
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        n[name] = int(min(1000, max(10, target_ms * 1e3 / ((time.perf_counter() - t0) / 5 * 1e6))))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(n[name]):
+                fn()
+            torch.cuda.synchronize()
+            best[name] = min(best[name], (time.perf_counter() - t0) / n[name] * 1e6)
+    return best
+
+
+def host_us(fn, calls: int = 1000, chunk: int = 100) -> float:
+    """Host microseconds per call to enqueue ``calls`` back-to-back calls: timed in chunks of ``chunk``
+    calls with a sync between chunks (outside the timing), so the launch queue never fills and the
+    GPU is never what is timed."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    total = 0.0
+    for _ in range(calls // chunk):
+        t0 = time.perf_counter()
+        for _ in range(chunk):
+            fn()
+        total += time.perf_counter() - t0
+        torch.cuda.synchronize()
+    return total / calls * 1e6
