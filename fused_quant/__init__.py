@@ -15,6 +15,7 @@ from fused_quant.keys import (
     GroupShape,
     QuantKey,
     ScaleDesc,
+    key_from_name,
     kFp8DynamicTokenSym,
     kFp8StaticTensorSym,
     kInt8DynamicTokenSym,
@@ -23,12 +24,23 @@ from fused_quant.keys import (
 from fused_quant.activations import ReLUSquared, SiluAndMul
 from fused_quant.modules import FusedSiluAndMulAndQuant, QuantLinear, name_quant_linears
 from fused_quant.numerics import NumericsProfile, get_profile
-from fused_quant.registry import fused_act_quant, maybe_fused_act_quant, quantize, register_producer
+from fused_quant.registry import (
+    fused_act_quant,
+    fusion_counts,
+    maybe_fused_act_quant,
+    quantize,
+    register_producer,
+    reset_fusion_counts,
+)
 from fused_quant.runtime import reset
 from fused_quant.selection import current_backend, select_backend
-from fused_quant.validation import (
+from fused_quant.errors import (
     BackendUnavailableError,
+    DeviceMismatchError,
     FusedQuantError,
+    GemmProviderError,
+    LayoutError,
+    NumericsProfileError,
     QuantDTypeError,
     QuantKeyMismatchError,
     ScaleError,
@@ -45,11 +57,12 @@ _load_backends()
 __version__ = "0.1.0"
 
 __all__ = [
-    "BackendUnavailableError", "FusedQuantError", "FusedSiluAndMulAndQuant", "GroupShape", "NumericsProfile", "QuantDTypeError",
-    "QuantKey", "QuantKeyMismatchError", "QuantLinear", "QuantizedActivation", "ReLUSquared", "ScaleDesc",
-    "ScaleError", "ShapeMismatchError", "SiluAndMul", "UnsupportedError", "__version__", "as_quantized_activation",
-    "current_backend", "expose_input_quant_key", "fused_act_quant", "get_input_quant_key", "get_profile",
-    "kFp8DynamicTokenSym", "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym",
-    "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize", "register_gemm_provider",
-    "register_producer", "reset", "select_backend",
+    "BackendUnavailableError", "DeviceMismatchError", "FusedQuantError", "FusedSiluAndMulAndQuant", "GemmProviderError",
+    "GroupShape", "LayoutError", "NumericsProfile", "NumericsProfileError", "QuantDTypeError", "QuantKey",
+    "QuantKeyMismatchError", "QuantLinear", "QuantizedActivation", "ReLUSquared", "ScaleDesc", "ScaleError",
+    "ShapeMismatchError", "SiluAndMul", "UnsupportedError", "__version__", "as_quantized_activation",
+    "current_backend", "expose_input_quant_key", "fused_act_quant", "fusion_counts", "get_input_quant_key",
+    "get_profile", "kFp8DynamicTokenSym", "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym",
+    "key_from_name", "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize",
+    "register_gemm_provider", "register_producer", "reset", "reset_fusion_counts", "select_backend",
 ]

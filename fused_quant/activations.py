@@ -50,6 +50,14 @@ def out_features(act: str, in_features: int) -> int:
     return in_features // ACTIVATIONS[act].width_factor
 
 
+# Other libraries' activation modules that compute one of ours with the same torch ops (so the same
+# bits), by qualified class name: nothing is imported to recognize them. Hugging Face's SiLU is not here:
+# it is silu(gate) alone, the product with up happens outside it (only a gated MLP module fuses it).
+ALIASES = {
+    "transformers.activations.ReLUSquaredActivation": "relu2",  # square(relu(x)), as ReLUSquared
+}
+
+
 @functools.lru_cache(maxsize=1024)  # a pure function of the type: a class's forward is fixed once defined
 def name_of_type(act_type: type) -> str | None:
     """The activation a module type computes, or None. A subclass counts only if it computes the
@@ -57,4 +65,4 @@ def name_of_type(act_type: type) -> str | None:
     for a in ACTIVATIONS.values():
         if issubclass(act_type, a.module_type) and act_type.forward is a.module_type.forward:
             return a.name
-    return None
+    return ALIASES.get(f"{act_type.__module__}.{act_type.__qualname__}")

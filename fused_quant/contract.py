@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fused_quant.keys import QuantKey, normalize_key
+from fused_quant.keys import QuantKey, normalize_key, to_quant_key
 from fused_quant.validation import QuantKeyMismatchError
 
 
@@ -35,15 +35,14 @@ class QuantizedActivation:
 def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> None:
     """Record on ``layer`` the pre-quantized input key it can consume.
 
-    Accepts a ``QuantKey`` or, like vLLM, a kernel object with ``input_quant_key()``;
-    a kernel that returns None (it quantizes its own input) leaves the layer unset.
+    Accepts a ``QuantKey``, a key name, a key of another library with the same fields, or, like
+    vLLM, a kernel object with ``input_quant_key()``; a kernel that returns None (it quantizes its
+    own input) leaves the layer unset.
     """
     key = key_or_kernel.input_quant_key() if hasattr(key_or_kernel, "input_quant_key") else key_or_kernel
     if key is None:
         return
-    if not isinstance(key, QuantKey):
-        raise TypeError(f"expose_input_quant_key expects a QuantKey or a kernel, got {type(key).__name__}")
-    layer._input_quant_key = key
+    layer._input_quant_key = to_quant_key(key, "expose_input_quant_key: key")  # producers may lack it: fall back
 
 
 def get_input_quant_key(layer: torch.nn.Module | None) -> QuantKey | None:
@@ -62,7 +61,8 @@ def as_quantized_activation(x: torch.Tensor | QuantizedActivation,
     """
     if not isinstance(x, QuantizedActivation):
         return None
-    if expected_key is None or normalize_key(x.quant_key) != normalize_key(expected_key):
+    carried = to_quant_key(x.quant_key, "QuantizedActivation.quant_key")
+    if expected_key is None or normalize_key(carried) != normalize_key(to_quant_key(expected_key, "consumer key")):
         raise QuantKeyMismatchError(
             f"QuantizedActivation carries key {x.quant_key}, but its consumer accepts {expected_key}"
         )

@@ -140,7 +140,7 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     """
     if not isinstance(qa, QuantizedActivation):
         raise TypeError(f"{layer or 'quant_gemm'}: expected a QuantizedActivation, got {type(qa).__name__}")
-    key = K.key_name(qa.quant_key)
+    key = K.key_name(K.as_key(qa.quant_key, f"{layer or 'quant_gemm'}: QuantizedActivation.quant_key"))
     if backend is not None:
         selection.get_backend(backend)  # an unknown name raises, listing the valid ones
     if torch.compiler.is_compiling():

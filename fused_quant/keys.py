@@ -135,6 +135,40 @@ def key_name_or_none(key: QuantKey) -> str | None:
     return _NAMES.get(normalize_key(key))
 
 
+def to_quant_key(key: object, what: str = "key") -> QuantKey:
+    """A ``QuantKey`` from a ``QuantKey`` (itself), a key name (``"int8_dynamic_token"``) or a key object
+    of another library with the same fields (vLLM's ``QuantKey``, by value), supported or not; anything
+    else raises naming what came and what is accepted."""
+    if isinstance(key, QuantKey):
+        return key
+    if isinstance(key, str):
+        if key not in KEYS:
+            raise UnsupportedError(f"{what}: unknown quant key name {key!r}; expected one of {', '.join(KEYS)}")
+        return KEYS[key]
+    return _by_value(key, what)
+
+
+def as_key(key: object, what: str = "key") -> QuantKey:
+    """``to_quant_key`` for one of the four supported keys: that key's own object (``KEYS``)."""
+    found = key_name_or_none(to_quant_key(key, what))
+    if found is None:
+        raise UnsupportedError(f"{what}: unsupported quant key {key}; supported: {', '.join(KEYS)}")
+    return KEYS[found]
+
+
+def _by_value(key: object, what: str) -> QuantKey:
+    """A key object of another class with QuantKey's fields (dtype, scale: dtype, static, group_shape)."""
+    qualname = f"{type(key).__module__}.{type(key).__qualname__}"
+    try:
+        scale = key.scale
+        shape = GroupShape(*tuple(scale.group_shape))
+        return QuantKey(key.dtype, ScaleDesc(scale.dtype, bool(scale.static), shape),
+                        None if getattr(key, "scale2", None) is None else key.scale2, bool(key.symmetric))
+    except (AttributeError, TypeError) as exc:
+        raise TypeError(f"{what} must be a fused_quant QuantKey, a key name ({', '.join(KEYS)}) or a key with "
+                        f"the same fields (dtype, scale, symmetric), got {qualname}") from exc
+
+
 def normalize_key(key: QuantKey) -> QuantKey:
     """Map a key whose dtype is a concrete FP8 dtype (e.g. fnuz) to the logical key."""
     if key.dtype == FP8_FNUZ_DTYPE:

@@ -125,8 +125,7 @@ class QuantLinear(nn.Module):
                  out_dtype: torch.dtype = torch.bfloat16, name: str | None = None):
         super().__init__()
         self._bound: dict[tuple, _BoundForward] = {}
-        key = K.normalize_key(input_key)
-        K.key_name(key)
+        key = K.as_key(input_key, f"{name or 'QuantLinear'}: input_key")
         if out_dtype not in ACT_DTYPES:
             raise QuantDTypeError(f"QuantLinear output dtype must be one of bf16, fp16, fp32; got {out_dtype}")
         self.input_key = key
@@ -150,8 +149,7 @@ class QuantLinear(nn.Module):
         """Quantize ``linear``'s weight per output channel for ``input_key`` (int8 or FP8)."""
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"from_float expects torch.nn.Linear, got {type(linear).__name__}")
-        if not isinstance(input_key, K.QuantKey):
-            raise TypeError(f"input_key must be a QuantKey, got {type(input_key).__name__}")
+        input_key = K.as_key(input_key, f"{name or 'from_float'}: input_key")
         if K.is_fp8(input_key):
             if fp8_dtype is None:
                 from fused_quant.registry import platform_fp8_dtype
@@ -176,6 +174,39 @@ class QuantLinear(nn.Module):
     def _load_from_state_dict(self, *args, **kwargs):
         super()._load_from_state_dict(*args, **kwargs)
         self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
+
+    @classmethod
+    def from_linears(cls, linears, input_key: K.QuantKey, input_scale=None, *, name: str | None = None,
+                     fp8_dtype: torch.dtype | None = None) -> "QuantLinear":
+        """One QuantLinear for several ``nn.Linear`` of the same input (e.g. gate and up of a gated MLP):
+        their weights stacked along the output dim in order and quantized per output channel (each
+        row's scale is its own, as if quantized apart), biases stacked (all or none). A static key's
+        ``input_scale`` may be one scale or one per linear; the layer takes their max (as vLLM does
+        when it merges layers), so no input clips more than in any of them."""
+        linears = list(linears) if isinstance(linears, (list, tuple)) else linears
+        if not isinstance(linears, list) or not linears or not all(isinstance(m, nn.Linear) for m in linears):
+            got = type(linears).__name__ if not isinstance(linears, list) else [type(m).__name__ for m in linears]
+            raise TypeError(f"{name or 'from_linears'}: expects a non-empty list of torch.nn.Linear, got {got}")
+        k = {m.in_features for m in linears}
+        if len(k) != 1:
+            raise ShapeMismatchError(f"{name or 'from_linears'}: the linears must share in_features, got "
+                                     f"{[m.in_features for m in linears]}")
+        has_bias = {m.bias is not None for m in linears}
+        if len(has_bias) != 1:
+            raise ShapeMismatchError(f"{name or 'from_linears'}: either every linear has a bias or none has")
+        if isinstance(input_scale, (list, tuple)):
+            if len(input_scale) != len(linears):
+                raise ScaleError(f"{name or 'from_linears'}: {len(input_scale)} input scales for "
+                                 f"{len(linears)} linears")
+            input_scale = max(float(s) for s in input_scale)
+        dtypes = {m.weight.dtype for m in linears}
+        merged = nn.Linear(k.pop(), sum(m.out_features for m in linears), bias=has_bias.pop(),
+                           device=linears[0].weight.device, dtype=dtypes.pop() if len(dtypes) == 1 else torch.float32)
+        with torch.no_grad():
+            merged.weight.copy_(torch.cat([m.weight.detach() for m in linears]))
+            if merged.bias is not None:
+                merged.bias.copy_(torch.cat([m.bias.detach() for m in linears]))
+        return cls.from_float(merged, input_key, input_scale, name=name, fp8_dtype=fp8_dtype)
 
     def _apply(self, fn, recurse=True):
         """``.to(device)`` moves everything; ``.to(dtype)`` sets the output dtype and the bias's,

@@ -92,8 +92,7 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
     the registry then runs the checks once per call signature and afterwards calls it directly
     (launch-bound sizes). A producer with ``bind`` must have a ``supported`` that reads metadata only.
     """
-    key = K.normalize_key(key)
-    K.key_name(key)
+    key = K.as_key(key, "register_producer: key")
 
     def deco(fn: ProducerFn) -> ProducerFn:
         table = _PRODUCERS.setdefault(backend, {})
@@ -262,6 +261,12 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     backend = current_backend_name()
     prod = lookup(type(act_fn), key, backend)
     if prod is None:
+        if _act_name_or_none(type(act_fn)) is None:
+            _debug("fused-quant: %s is not a known activation (%s); running it unfused", type(act_fn).__qualname__,
+                   ", ".join(activations.NAMES))
+        else:
+            _debug("fused-quant: %s has no producer for %s -> %s; running it unfused", backend,
+                   _act_name_or_none(type(act_fn)), key)
         return act_fn(x)
     check_activation_input(x, prod.act)  # malformed input raises; unsupported input falls back
     why = _scale_problem(key, scale, x)
@@ -307,8 +312,7 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
     """Every check of ``fused_act_quant`` and the producer that runs it."""
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
     check_activation_input(x, act_name)
-    if not isinstance(key, K.QuantKey):
-        raise TypeError(f"key must be a QuantKey, got {type(key).__name__}")
+    key = K.as_key(key, "fused_act_quant: key")
     name = K.key_name(key)
     if K.is_static(key):
         check_scale_tensor(scale, device=x.device, what=_SCALE_WHAT[name])

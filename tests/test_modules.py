@@ -312,8 +312,9 @@ def test_quantized_activation_of_rank3_into_the_layer():
 def test_from_float_rejects_non_linear_and_non_key():
     with pytest.raises(TypeError, match="expects torch.nn.Linear, got Conv1d"):
         QuantLinear.from_float(nn.Conv1d(4, 4, 1), K.kInt8DynamicTokenSym)
-    with pytest.raises(TypeError, match="input_key must be a QuantKey, got str"):
-        QuantLinear.from_float(nn.Linear(4, 4), "int8_dynamic_token")
+    with pytest.raises(TypeError, match="input_key must be a fused_quant QuantKey, a key name .* got builtins.int"):
+        QuantLinear.from_float(nn.Linear(4, 4), 8)
+    assert QuantLinear.from_float(nn.Linear(4, 4), "int8_dynamic_token").input_key is K.kInt8DynamicTokenSym
 
 
 @pytest.mark.parametrize("key_name", list(K.KEYS))

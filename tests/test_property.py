@@ -99,7 +99,7 @@ def fused_cases(draw):
     x = draw(tensors(X_DTYPES if _sometimes(draw, 25) else ACT_DTYPES)) if not _sometimes(draw, 3) else [1.0, 2.0]
     key = draw(st.sampled_from((*K.KEYS.values(), FNUZ_TOKEN_KEY)))
     if _sometimes(draw, 8):
-        key = draw(st.sampled_from((GROUP_KEY, "int8_dynamic_token")))
+        key = draw(st.sampled_from((GROUP_KEY, "int8_dynamic_token", "int8", None)))
     static = isinstance(key, K.QuantKey) and key != GROUP_KEY and K.is_static(key)
     v = draw(st.sampled_from(SCALE_VALUES))
     one_element = draw(st.sampled_from((torch.tensor([v]), torch.tensor(v), torch.full((1, 1), v))))
@@ -127,6 +127,9 @@ def test_fused_act_quant_equals_the_reference_or_raises_a_library_error(case):
     act, x, key, scale, numerics = case
     name = _act_name(act)
     is_tensor = isinstance(x, torch.Tensor)
+    given_key = key
+    if isinstance(key, str) and key in K.KEYS:  # key names are accepted wherever a key is taken
+        key = K.KEYS[key]
     key_ok = isinstance(key, K.QuantKey) and key != GROUP_KEY
     static = key_ok and K.is_static(key)
     valid = (
@@ -138,7 +141,7 @@ def test_fused_act_quant_equals_the_reference_or_raises_a_library_error(case):
         and (numerics is None or isinstance(numerics, NumericsProfile) or numerics in ("default", "hcu"))
     )
     try:
-        qa = fused_act_quant(act, x, key, scale, numerics=numerics)
+        qa = fused_act_quant(act, x, given_key, scale, numerics=numerics)
     except FusedQuantError as exc:
         event(type(exc).__name__)
         assert not valid, "a valid call was rejected"

@@ -71,8 +71,10 @@ def test_expose_with_a_kernel_object():
     assert get_input_quant_key(linear) is None
     expose_input_quant_key(linear, Kernel(K.kFp8DynamicTokenSym))
     assert get_input_quant_key(linear) == K.kFp8DynamicTokenSym
-    with pytest.raises(TypeError, match="expects a QuantKey or a kernel, got str"):
-        expose_input_quant_key(linear, "fp8_dynamic_token")
+    expose_input_quant_key(linear, "fp8_dynamic_token")  # a key name
+    assert get_input_quant_key(linear) is K.kFp8DynamicTokenSym
+    with pytest.raises(TypeError, match="must be a fused_quant QuantKey, a key name .* got builtins.int"):
+        expose_input_quant_key(linear, 3)
 
 
 def test_maybe_fused_falls_back_to_the_plain_activation():

@@ -98,8 +98,10 @@ def test_zero_width_last_dim(act, shape):
 def test_non_tensor_input_is_a_type_error():
     with pytest.raises(TypeError, match="must be a torch.Tensor, got list"):
         fused_act_quant("relu2", [1.0, 2.0], K.kInt8DynamicTokenSym)
-    with pytest.raises(TypeError, match="key must be a QuantKey, got str"):
-        fused_act_quant("relu2", torch.randn(2, 4), "int8_dynamic_token")
+    with pytest.raises(TypeError, match="key must be a fused_quant QuantKey, a key name .* got builtins.NoneType"):
+        fused_act_quant("relu2", torch.randn(2, 4), None)
+    with pytest.raises(fused_quant.UnsupportedError, match="unknown quant key name 'int8'"):
+        fused_act_quant("relu2", torch.randn(2, 4), "int8")
 
 
 # --- keys, backends, profiles -----------------------------------------------------------------
