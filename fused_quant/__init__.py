@@ -41,6 +41,7 @@ from fused_quant.errors import (
     GemmProviderError,
     LayoutError,
     NumericsProfileError,
+    ProducerError,
     QuantDTypeError,
     QuantKeyMismatchError,
     ScaleError,
@@ -57,12 +58,13 @@ _load_backends()
 __version__ = "0.1.0"
 
 __all__ = [
-    "BackendUnavailableError", "DeviceMismatchError", "FusedQuantError", "FusedSiluAndMulAndQuant", "GemmProviderError",
-    "GroupShape", "LayoutError", "NumericsProfile", "NumericsProfileError", "QuantDTypeError", "QuantKey",
-    "QuantKeyMismatchError", "QuantLinear", "QuantizedActivation", "ReLUSquared", "ScaleDesc", "ScaleError",
-    "ShapeMismatchError", "SiluAndMul", "UnsupportedError", "__version__", "as_quantized_activation",
-    "current_backend", "expose_input_quant_key", "fused_act_quant", "fusion_counts", "get_input_quant_key",
-    "get_profile", "kFp8DynamicTokenSym", "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym",
-    "key_from_name", "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize",
-    "register_gemm_provider", "register_producer", "reset", "reset_fusion_counts", "select_backend",
+    "BackendUnavailableError", "DeviceMismatchError", "FusedQuantError", "FusedSiluAndMulAndQuant",
+    "GemmProviderError", "GroupShape", "LayoutError", "NumericsProfile", "NumericsProfileError",
+    "ProducerError", "QuantDTypeError", "QuantKey", "QuantKeyMismatchError", "QuantLinear",
+    "QuantizedActivation", "ReLUSquared", "ScaleDesc", "ScaleError", "ShapeMismatchError", "SiluAndMul",
+    "UnsupportedError", "__version__", "as_quantized_activation", "current_backend", "expose_input_quant_key",
+    "fused_act_quant", "fusion_counts", "get_input_quant_key", "get_profile", "kFp8DynamicTokenSym",
+    "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym", "key_from_name",
+    "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize", "register_gemm_provider",
+    "register_producer", "reset", "reset_fusion_counts", "select_backend",
 ]

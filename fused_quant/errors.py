@@ -60,3 +60,7 @@ class UnsupportedError(FusedQuantError, ValueError):
 
 class GemmProviderError(FusedQuantError, RuntimeError):
     """A GEMM provider failed or returned something other than what it must."""
+
+
+class ProducerError(FusedQuantError, RuntimeError):
+    """A registered producer or its support predicate returned something other than what its contract says."""

@@ -31,7 +31,9 @@ from fused_quant.validation import (  # noqa: F401  (GemmProblem: what providers
     GemmProblem,
     GemmProviderError,
     UnsupportedError,
+    check_backend_names,
     check_gemm_operands,
+    check_predicate_answer,
 )
 
 
@@ -51,7 +53,9 @@ class GemmProvider:
     def check(self, problem: GemmProblem) -> tuple[bool, str]:
         if problem.kind != self.kind:
             return False, f"{self.name} is a {self.kind} GEMM"
-        return (True, "") if self.supported is None else self.supported(problem)
+        if self.supported is None:
+            return True, ""
+        return check_predicate_answer(self.supported(problem), f"GEMM provider {self.name}")
 
 
 # backend name -> providers in selection order; key None: providers for every backend, tried first
@@ -66,10 +70,20 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
     ``first`` puts it ahead of the providers already there. Re-registering a name
     replaces the old entry (idempotent for plugins). ``bind``, optional: see the module docstring.
     """
+    who = f"register_gemm_provider({name!r})"
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_gemm_provider: name must be a non-empty string, got {name!r}")
     if kind not in ("int8", "fp8"):
-        raise UnsupportedError(f"GEMM provider kind must be 'int8' or 'fp8', got {kind!r}")
+        raise UnsupportedError(f"{who}: kind must be 'int8' or 'fp8', got {kind!r}")
+    if backends is not None:
+        backends = check_backend_names(backends, who, selection.BACKENDS)
+    for what, f in (("supported", supported), ("bind", bind)):
+        if f is not None and not callable(f):
+            raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")
 
     def add(f: GemmFn) -> GemmFn:
+        if not callable(f):
+            raise TypeError(f"{who}: the provider must be callable, got {type(f).__name__}")
         provider = GemmProvider(name, kind, f, supported, bind)
         for backend in backends or (None,):
             chain = _PROVIDERS.setdefault(backend, [])

@@ -8,6 +8,8 @@ match. Every path ends in the checked GEMM entry, never in a provider directly.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import nn
 
@@ -19,10 +21,13 @@ from fused_quant.gemm import bind_gemm, quant_gemm
 from fused_quant.reference import quantize_weight_ref
 from fused_quant.validation import (
     ACT_DTYPES,
+    FP8_DTYPES,
+    DeviceMismatchError,
     QuantDTypeError,
     QuantKeyMismatchError,
     ScaleError,
     ShapeMismatchError,
+    UnsupportedError,
     check_scale_tensor,
     check_static_scale_value,
 )
@@ -58,6 +63,33 @@ def _default_name(k: int, n: int) -> str:
     return f"QuantLinear(in_features={k}, out_features={n})"
 
 
+def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> None:
+    """What a QuantLinear is built from, checked when it is built (not at its first forward)."""
+    for what, t in (("weight", weight), ("weight_scale", weight_scale)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}: {what} must be a torch.Tensor, got {type(t).__name__}")
+    if weight.dim() != 2 or 0 in weight.shape:
+        raise ShapeMismatchError(f"{where}: weight must be 2-D [N, K] with N, K > 0, got shape {tuple(weight.shape)}",
+                                 layer=where, w_shape=weight.shape)
+    kind, want = ("fp8", FP8_DTYPES) if K.is_fp8(key) else ("int8", (torch.int8,))
+    if weight.dtype not in want:
+        raise QuantDTypeError(f"{where}: key {K.key_name(key)} needs {kind} weights "
+                              f"({', '.join(str(d) for d in want)}), got {weight.dtype}; "
+                              "QuantLinear.from_float quantizes a float weight")
+    n = weight.shape[0]
+    if weight_scale.numel() not in (n, 1) or not weight_scale.is_floating_point():
+        raise ScaleError(f"{where}: weight_scale must be floating point with N={n} (per channel) or 1 element, got "
+                         f"{weight_scale.dtype} of shape {tuple(weight_scale.shape)}")
+    if weight_scale.device != weight.device:
+        raise DeviceMismatchError(f"{where}: weight_scale is on {weight_scale.device}, weight on {weight.device}")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (n,):
+            got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
+            raise ShapeMismatchError(f"{where}: bias must be [N={n}], got {got}", layer=where, n=n)
+        if bias.device != weight.device:
+            raise DeviceMismatchError(f"{where}: bias is on {bias.device}, weight on {weight.device}")
+
+
 # QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
 _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
@@ -69,7 +101,7 @@ def _signature(x: object, pair: object) -> tuple | None:
     the input is not plain tensors (the full checks run and name what is wrong)."""
     if pair is None:
         if type(x) is torch.Tensor:
-            return (_TENSOR, x.dtype, x.shape, x.stride(), x.device)
+            return (_TENSOR, x.dtype, x.shape, x.stride(), x.device, x.requires_grad)
         if type(x) is QuantizedActivation:
             d, s = x.data, x.scale
             if type(d) is torch.Tensor and type(s) is torch.Tensor:
@@ -125,9 +157,12 @@ class QuantLinear(nn.Module):
                  out_dtype: torch.dtype = torch.bfloat16, name: str | None = None):
         super().__init__()
         self._bound: dict[tuple, _BoundForward] = {}
-        key = K.as_key(input_key, f"{name or 'QuantLinear'}: input_key")
+        self._scale_seen: tuple | None = None  # (id, version) of the input_scale whose value was checked
+        where = name or "QuantLinear"
+        key = K.as_key(input_key, f"{where}: input_key")
         if out_dtype not in ACT_DTYPES:
-            raise QuantDTypeError(f"QuantLinear output dtype must be one of bf16, fp16, fp32; got {out_dtype}")
+            raise QuantDTypeError(f"{where}: output dtype must be one of bf16, fp16, fp32; got {out_dtype}")
+        _check_weights(weight, weight_scale, bias, key, where)
         self.input_key = key
         self.out_dtype = out_dtype
         self.name = name or _default_name(weight.shape[-1], weight.shape[0])
@@ -149,20 +184,36 @@ class QuantLinear(nn.Module):
         """Quantize ``linear``'s weight per output channel for ``input_key`` (int8 or FP8)."""
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"from_float expects torch.nn.Linear, got {type(linear).__name__}")
-        input_key = K.as_key(input_key, f"{name or 'from_float'}: input_key")
+        where = name or "from_float"
+        input_key = K.as_key(input_key, f"{where}: input_key")
+        if 0 in linear.weight.shape:
+            raise ShapeMismatchError(f"{where}: nn.Linear({linear.in_features}, {linear.out_features}) has no weights "
+                                     "to quantize; in_features and out_features must be > 0")
+        if not linear.weight.is_floating_point():
+            raise QuantDTypeError(f"{where}: from_float quantizes a floating point weight, got {linear.weight.dtype}")
         if K.is_fp8(input_key):
             if fp8_dtype is None:
                 from fused_quant.registry import platform_fp8_dtype
 
                 fp8_dtype = platform_fp8_dtype()
+            if fp8_dtype not in FP8_DTYPES:  # another FP8 format is unsupported, a non-FP8 dtype a wrong type
+                error = UnsupportedError if isinstance(fp8_dtype, torch.dtype) and fp8_dtype.is_floating_point \
+                    else QuantDTypeError
+                raise error(f"{where}: fp8_dtype must be one of {', '.join(str(d) for d in FP8_DTYPES)} "
+                            f"for key {K.key_name(input_key)}, got {fp8_dtype}")
             wdtype = fp8_dtype
         else:
+            if fp8_dtype is not None:
+                raise QuantDTypeError(f"{where}: fp8_dtype is for FP8 keys; key {K.key_name(input_key)} has int8 "
+                                      f"weights, got fp8_dtype={fp8_dtype}")
             wdtype = torch.int8
         wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype)
         return cls(wq, ws, input_key, bias=linear.bias, input_scale=input_scale,
                    out_dtype=linear.weight.dtype, name=name)
 
     def __setattr__(self, name: str, value) -> None:
+        if name == "input_scale" and "input_key" in self.__dict__:
+            self._check_input_scale(value, "set")
         super().__setattr__(name, value)
         if name in _BOUND_TO and "_bound" in self.__dict__:
             self.__dict__["_bound"] = {}
@@ -171,9 +222,11 @@ class QuantLinear(nn.Module):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
         return {**state, "_bound": {}}  # bound calls hold kernels and closures: rebuilt on first use
 
-    def _load_from_state_dict(self, *args, **kwargs):
-        super()._load_from_state_dict(*args, **kwargs)
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
+        if self.input_scale is not None and f"{prefix}input_scale" in state_dict:
+            self._check_input_scale(self.input_scale, "state dict")
 
     @classmethod
     def from_linears(cls, linears, input_key: K.QuantKey, input_scale=None, *, name: str | None = None,
@@ -214,6 +267,9 @@ class QuantLinear(nn.Module):
         self.__dict__["_bound"] = {}
         probe = fn(torch.empty(0, dtype=self.out_dtype))
         out_dtype = probe.dtype if probe.dtype in ACT_DTYPES else self.out_dtype  # e.g. .double(): keep
+        if probe.dtype.is_floating_point and probe.dtype not in ACT_DTYPES:
+            warnings.warn(f"{self.name}: QuantLinear outputs bf16, fp16 or fp32; .to({probe.dtype}) keeps its "
+                          f"{self.out_dtype} output (its weights and scales are never cast)", stacklevel=3)
         keep = {name: buf for name, buf in self._buffers.items() if buf is not None}
         super()._apply(fn, recurse)
         for name, old in keep.items():
@@ -233,12 +289,31 @@ class QuantLinear(nn.Module):
         return self.weight.shape[0]
 
     def set_input_scale(self, scale: torch.Tensor | float) -> None:
-        """Set the static input scale; its value is checked here once (finite, > 0), never per call."""
+        """Set the static input scale (a copy on the weight's device); its value is checked here once
+        (finite, >= ``validation.MIN_STATIC_SCALE``), never per call."""
         if not isinstance(scale, torch.Tensor):
-            scale = torch.tensor([float(scale)], dtype=torch.float32)
-        scale = check_scale_tensor(scale, device=scale.device, what="input_scale", layer=self.name)
-        check_static_scale_value(scale, what="input_scale", layer=self.name)
+            try:
+                scale = torch.tensor([float(scale)], dtype=torch.float32)
+            except (TypeError, ValueError):
+                raise TypeError(f"{self.name}: input_scale must be a number or a one-element float32 tensor, "
+                                f"got {type(scale).__name__}") from None
+        check_scale_tensor(scale, device=scale.device, what="input_scale", layer=self.name)
+        if scale.device.type == "meta" and self.weight.device.type != "meta":
+            raise DeviceMismatchError(f"{self.name}: input_scale is on the meta device (no value) but the weights "
+                                      f"are on {self.weight.device}; pass a real scale, or build the layer on meta")
         self.input_scale = scale.detach().reshape(1).to(self.weight.device).clone()
+
+    def _check_input_scale(self, scale: object, how: str) -> None:
+        """Every way a static input scale comes in (attribute, set_input_scale, state dict, first call
+        after ``to_empty``): metadata, then the value once per tensor and version."""
+        if not K.is_static(self.input_key):
+            if scale is not None:
+                raise ScaleError(f"{self.name}: {K.key_name(self.input_key)} computes its scale per token; "
+                                 f"input_scale must be None ({how})")
+            return
+        check_scale_tensor(scale, device=self.weight.device, what=f"input_scale ({how})", layer=self.name)
+        check_static_scale_value(scale, what=f"input_scale ({how})", layer=self.name)
+        self._scale_seen = (id(scale), scale._version)
 
     def forward(self, x: torch.Tensor | QuantizedActivation | None = None,
                 x_and_scale_quanted: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
@@ -258,6 +333,14 @@ class QuantLinear(nn.Module):
 
     def _checked_forward(self, x, pair, sig: tuple | None) -> torch.Tensor:
         generation = runtime.generation()
+        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in (x, *(pair if isinstance(pair, (tuple, list)) else ()))):
+            raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
+                                   "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
+        scale = self.input_scale
+        if (scale is not None and not torch.compiler.is_compiling() and (id(scale), scale._version) != self._scale_seen
+                and not (scale.is_cuda and torch.cuda.is_current_stream_capturing())):
+            self._check_input_scale(scale, "first use")  # e.g. after to_empty(): values nobody checked
         qa = self._activation(x, pair)
         out = quant_gemm(qa, self.weight, self.weight_scale, self.bias, out_dtype=self.out_dtype, layer=self.name)
         if sig is not None:
@@ -296,6 +379,9 @@ class QuantLinear(nn.Module):
             return qa
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{self.name}: x must be a tensor or QuantizedActivation, got {type(x).__name__}")
+        if x.dtype not in ACT_DTYPES:
+            raise QuantDTypeError(f"{self.name}: a plain input is quantized to {K.key_name(self.input_key)} here and "
+                                  f"must be bfloat16, float16 or float32, got {x.dtype}")
         from fused_quant.registry import quantize
 
         return quantize(x, self.input_key, self.input_scale)
@@ -303,8 +389,9 @@ class QuantLinear(nn.Module):
     def _from_hcu_tuple(self, placeholder, pair) -> QuantizedActivation:
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2
                 and all(isinstance(t, torch.Tensor) for t in pair)):
-            raise TypeError(f"{self.name}: x_and_scale_quanted must be a (xq, xs) pair of tensors, "
-                            f"got {type(pair).__name__}")
+            got = (f"({', '.join(type(t).__name__ for t in pair)})" if isinstance(pair, (tuple, list))
+                   else type(pair).__name__)
+            raise TypeError(f"{self.name}: x_and_scale_quanted must be a (xq, xs) pair of tensors, got {got}")
         xq, xs = pair
         if isinstance(placeholder, QuantizedActivation):
             raise TypeError(f"{self.name}: pass either a QuantizedActivation or x_and_scale_quanted, not both")

@@ -24,10 +24,13 @@ from fused_quant.contract import QuantizedActivation, get_input_quant_key
 from fused_quant.numerics import NumericsProfile, get_profile
 from fused_quant.validation import (
     BackendUnavailableError,
+    ProducerError,
     ScaleError,
     UnsupportedError,
     check_activation,
     check_activation_input,
+    check_backend_names,
+    check_predicate_answer,
     check_scale_tensor,
 )
 
@@ -50,7 +53,34 @@ class Producer(NamedTuple):
     bind: BindFn | None = None  # optional: fn's work resolved once per input signature
 
     def check(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
-        return (True, "") if self.supported is None else self.supported(x, scale)
+        if self.supported is None:
+            return True, ""
+        return check_predicate_answer(self.supported(x, scale), f"producer {self.label}")
+
+    @property
+    def label(self) -> str:
+        return f"{getattr(self.fn, '__qualname__', self.fn)!s} ({self.backend}: {self.act} -> {K.key_name(self.key)})"
+
+    def check_outputs(self, x: torch.Tensor, out: object, fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """What a producer returned: ``(q, scale)`` with q of the key's storage dtype and the activation's
+        output shape, a float32 scale of the key's granularity, both on x's device."""
+        if not (type(out) is tuple and len(out) == 2 and all(isinstance(t, torch.Tensor) for t in out)):
+            got = type(out).__name__ if type(out) is not tuple else f"({', '.join(type(t).__name__ for t in out)})"
+            raise ProducerError(f"producer {self.label} must return a (q, scale) pair of tensors, got {got}")
+        q, s = out
+        want_shape = (*x.shape[:-1], activations.out_features(self.act, x.shape[-1]))
+        want_dtype = K.storage_dtype(self.key, fp8_dtype)
+        problems = []
+        if q.dtype != want_dtype or tuple(q.shape) != want_shape:
+            problems.append(f"q must be {want_dtype} {want_shape}, got {q.dtype} {tuple(q.shape)}")
+        want_s = (*want_shape[:-1], 1) if K.is_per_token(self.key) else None
+        if s.dtype != torch.float32 or (tuple(s.shape) != want_s if want_s else s.numel() != 1):
+            problems.append(f"scale must be float32 {want_s or 'with one element'}, got {s.dtype} {tuple(s.shape)}")
+        if q.device != x.device or s.device != x.device:
+            problems.append(f"outputs must be on {x.device}, got {q.device} and {s.device}")
+        if problems:
+            raise ProducerError(f"producer {self.label}: " + "; ".join(problems))
+        return out
 
 
 # backend -> (activation name, key name) -> producer. String keys keep lookups cheap and
@@ -92,9 +122,20 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
     the registry then runs the checks once per call signature and afterwards calls it directly
     (launch-bound sizes). A producer with ``bind`` must have a ``supported`` that reads metadata only.
     """
-    key = K.as_key(key, "register_producer: key")
+    who = "register_producer"
+    if not isinstance(act_type, type):
+        raise TypeError(f"{who}: act_type must be an activation module class ({', '.join(t.__name__ for t in act_types().values())}), "
+                        f"got {type(act_type).__name__}")
+    key = K.as_key(key, f"{who}: key")
+    check_backend_names((backend,) if isinstance(backend, str) else backend, f"{who}: backend",
+                        selection.BACKENDS)
+    for what, f in (("supported", supported), ("bind", bind)):
+        if f is not None and not callable(f):
+            raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")
 
     def deco(fn: ProducerFn) -> ProducerFn:
+        if not callable(fn):
+            raise TypeError(f"{who}: the producer must be callable, got {type(fn).__name__}")
         table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
         table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported, bind)
@@ -154,26 +195,33 @@ def _env_numerics() -> str:
     return envs.numerics()
 
 
-class _BoundCall(NamedTuple):
-    """A validated call, for every input with the same metadata: the producer bound to it."""
+class _BoundCall:
+    """A validated call, for every input with the same metadata: the producer bound to it. Its first
+    output is checked against the producer's contract (``Producer.check_outputs``), later ones are not."""
 
-    fn: Callable  # (x, scale) -> (q, scale)
-    count: tuple[str, str, str]
-    key: K.QuantKey  # the producer's key, carried by its output
-    pin: object  # the caller's key object: kept alive, so its id in the call signature stays its own
-    orig_dtype: torch.dtype
+    __slots__ = ("fn", "count", "key", "pin", "orig_dtype", "producer", "unchecked")
 
-    def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> QuantizedActivation:
-        q, s = self.fn(x, scale)
-        _COUNTS[self.count] += 1
-        return QuantizedActivation(data=q, scale=s, orig_dtype=self.orig_dtype, orig_shape=q.shape,
-                                   quant_key=self.key)
+    def __init__(self, fn: Callable, producer: Producer, pin: object, orig_dtype: torch.dtype):
+        self.fn = fn  # (x, scale) -> (q, scale)
+        self.count = (producer.backend, producer.act, K.key_name(producer.key))
+        self.key = producer.key  # carried by its output
+        self.pin = pin  # the caller's key object: kept alive, so its id in the call signature stays its own
+        self.orig_dtype = orig_dtype
+        self.producer, self.unchecked = producer, True
 
     def tensors(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(q, scale)`` without the ``QuantizedActivation`` (a consumer that uses them at once)."""
         out = self.fn(x, scale)
+        if self.unchecked:
+            self.producer.check_outputs(x, out, platform_fp8_dtype())
+            self.unchecked = False
         _COUNTS[self.count] += 1
         return out
+
+    def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> QuantizedActivation:
+        q, s = self.tensors(x, scale)
+        return QuantizedActivation(data=q, scale=s, orig_dtype=self.orig_dtype, orig_shape=q.shape,
+                                   quant_key=self.key)
 
 
 # Calls whose checks passed, by signature: (form, activation, id of the key, numerics, backend, and the
@@ -213,7 +261,7 @@ def _bind(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: 
     bound = prod.bind(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
     if bound is None:
         return None
-    call = _BoundCall(bound, (prod.backend, prod.act, K.key_name(prod.key)), prod.key, pin, x.dtype)
+    call = _BoundCall(bound, prod, pin, x.dtype)
     signature, generation = sig
     return _CALLS.put(signature, call, generation)  # dropped if a reset came since it was checked
 
@@ -225,7 +273,8 @@ def _run(prod: Producer, x: torch.Tensor, scale: torch.Tensor | None, profile: N
     call = _bind(prod, x, scale, profile, sig, pin) if sig is not None else None
     if call is not None:
         return call(x, scale)
-    q, s = prod.fn(x, scale, numerics=profile, fp8_dtype=platform_fp8_dtype())
+    fp8_dtype = platform_fp8_dtype()
+    q, s = prod.check_outputs(x, prod.fn(x, scale, numerics=profile, fp8_dtype=fp8_dtype), fp8_dtype)
     if not torch.compiler.is_compiling():
         _COUNTS[(prod.backend, prod.act, K.key_name(prod.key))] += 1
     return QuantizedActivation(data=q, scale=s, orig_dtype=x.dtype, orig_shape=q.shape, quant_key=prod.key)
@@ -258,6 +307,10 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     sig, call = _checked_call("maybe", type(act_fn), key, numerics, None, x, scale)
     if call is not None:
         return call(x, scale)
+    if not isinstance(act_fn, torch.nn.Module) and (isinstance(act_fn, (str, type)) or not callable(act_fn)):
+        raise TypeError(f"maybe_fused_act_quant: act_fn must be the model's activation module (e.g. "
+                        f"fused_quant.SiluAndMul()), got {type(act_fn).__name__} {act_fn!r}; "
+                        "fused_act_quant takes activation names")
     backend = current_backend_name()
     prod = lookup(type(act_fn), key, backend)
     if prod is None:
@@ -286,6 +339,11 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     ``backend=None`` the current backend runs it and an input its kernels cannot
     take is computed by the ``torch`` backend instead (same bits); a named
     ``backend`` never falls back and raises ``BackendUnavailableError``.
+
+    A static ``scale``'s metadata is checked (float32, one element, x's device) but its value is
+    trusted: reading it would cost a host-device sync per call. It must be finite and
+    >= ``validation.MIN_STATIC_SCALE`` (0, NaN, Inf or a smaller value give saturated or NaN codes);
+    ``QuantLinear`` checks its own ``input_scale`` once on every way it is set.
     """
     # a name by its value (type str exactly: a str subclass may compare or hash otherwise), a module by its type
     act_id = act if type(act) is str else type(act) if isinstance(act, torch.nn.Module) else None
@@ -310,6 +368,9 @@ def bind_fused_act_quant(act: str, x: torch.Tensor, key: K.QuantKey, scale: torc
 
 def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, NumericsProfile]:
     """Every check of ``fused_act_quant`` and the producer that runs it."""
+    if isinstance(act, type):
+        raise TypeError(f"fused_act_quant: act must be an activation name ({', '.join(activations.NAMES)}) or "
+                        f"module instance, got the class {act.__name__}; pass {act.__name__}()")
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
     check_activation_input(x, act_name)
     key = K.as_key(key, "fused_act_quant: key")
@@ -325,7 +386,12 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
         ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act_name} -> {name}")
         if not ok:
             _debug("fused-quant: %s; computing with the torch backend", reason)
-            prod = _lookup_names(act_name, name, selection.FALLBACK)
+            fallback = _lookup_names(act_name, name, selection.FALLBACK)
+            ok, why = fallback.check(x, scale) if fallback else (False, f"no producer for {act_name} -> {name}")
+            if not ok:  # the torch backend's own answer counts too: nothing may run an input it declines
+                raise BackendUnavailableError(f"no producer accepts {act_name} -> {name} for this input: "
+                                              f"{reason}; {selection.FALLBACK}: {why}")
+            prod = fallback
     else:
         selection.get_backend(backend)
         prod = _lookup_names(act_name, name, backend)

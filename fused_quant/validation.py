@@ -27,6 +27,7 @@ from fused_quant.errors import (  # noqa: F401  (re-exported: the checks and the
     NumericsProfileError,
     UnsupportedError,
     GemmProviderError,
+    ProducerError,
 )
 
 ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -88,9 +89,15 @@ def check_scale_tensor(scale: object, *, device: torch.device, what: str = "stat
     return scale
 
 
+# The smallest static scale: the smallest normal float32, whose reciprocal (what quantizing divides
+# by, and what the kernels may multiply by) is finite; below it 1 / scale is +Inf and q = x / scale NaN at 0.
+MIN_STATIC_SCALE = torch.finfo(torch.float32).tiny
+
+
 def check_static_scale_value(scale: torch.Tensor, *, what: str = "static scale",
                              layer: str | None = None) -> None:
-    """Once, when a static scale is set: finite and > 0 (this reads the value).
+    """Once, when a static scale is set: finite and >= MIN_STATIC_SCALE (this reads the value: a
+    host-device sync, never per call).
 
     A scale on the meta device has no value (a layer built for deferred initialization);
     it is accepted here, and the real value is checked when it is set on a real device.
@@ -98,8 +105,9 @@ def check_static_scale_value(scale: torch.Tensor, *, what: str = "static scale",
     if scale.device.type == "meta":
         return
     value = float(scale.detach().reshape(-1)[0].item())
-    if not (value > 0.0 and value != float("inf")):
-        raise ScaleError(f"{_where(layer)}{what} must be finite and > 0, got {value!r}")
+    if not (MIN_STATIC_SCALE <= value < float("inf")):
+        raise ScaleError(f"{_where(layer)}{what} must be finite and >= {MIN_STATIC_SCALE:.8g} (the smallest "
+                         f"normal float32: its reciprocal is finite), got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -188,3 +196,28 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
     if not w.is_contiguous():
         raise LayoutError(f"{name}: weight must be contiguous [N, K], got strides {w.stride()}")
     return GemmProblem(m, n, kw, kind, x.dtype, out_dtype, x.device, per_token, ws.numel() == n, bias is not None)
+
+
+def check_predicate_answer(answer: object, who: str) -> tuple[bool, str]:
+    """A support predicate's answer: exactly ``(ok: bool, reason: str)``."""
+    if not (type(answer) is tuple and len(answer) == 2 and isinstance(answer[0], bool)
+            and isinstance(answer[1], str)):
+        shown = repr(answer)
+        raise TypeError(f"{who}: a support predicate must return (ok: bool, reason: str), got "
+                        f"{type(answer).__name__} {shown[:80]}")
+    return answer
+
+
+def check_backend_names(names: object, who: str, valid) -> tuple[str, ...]:
+    """A tuple (or list) of known backend names; a bare string is refused (it would be read as its letters)."""
+    if isinstance(names, str):
+        raise TypeError(f"{who}: backends must be a tuple of backend names, got the string {names!r}; "
+                        f"write ({names!r},)")
+    if not isinstance(names, (tuple, list)) or not names:
+        raise TypeError(f"{who}: backends must be a non-empty tuple of backend names or None (all), got "
+                        f"{type(names).__name__}")
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        raise BackendUnavailableError(f"{who}: unknown backend {', '.join(map(repr, unknown))}; valid names: "
+                                      f"{', '.join(valid)}")
+    return tuple(names)

@@ -101,8 +101,7 @@ def test_register_producer(fake_backend):
     assert len(calls) == 2
 
 
-def test_register_producer_rejects_unknown_activation_and_key(monkeypatch):
-    monkeypatch.setattr(registry, "_PRODUCERS", {**registry._PRODUCERS})
+def test_register_producer_rejects_unknown_activation_and_key(fake_backend):
     with pytest.raises(ValueError, match="GELU is not a known activation"):
         register_producer(nn.GELU, K.kInt8DynamicTokenSym, backend=TEST_BACKEND)(lambda *a, **k: None)
     bad_key = K.QuantKey(torch.int8, K.kDynamicTokenScale, symmetric=False)

@@ -1,0 +1,255 @@
+"""Every value is checked where it enters, registration mistakes are loud, and messages name what
+was expected and what came: static scales on every way into a QuantLinear, key objects and names,
+construction, gradients, backend names, predicate answers, producer outputs, exported errors."""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import fused_quant as fq
+from fused_quant import keys as K
+from fused_quant import registry
+from fused_quant.contract import QuantizedActivation, as_quantized_activation
+from fused_quant.gemm import register_gemm_provider, unregister_gemm_provider
+from fused_quant.validation import MIN_STATIC_SCALE
+from tests.registry_fixtures import TEST_BACKEND, fake_backend  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("torch_backend")
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+BAD_SCALES = [0.0, -1.0, float("nan"), float("inf"), float("-inf"), 1e-40]
+STATIC = [K.kInt8StaticTensorSym, K.kFp8StaticTensorSym]
+
+
+def _layer(key, k=16, n=8, name="blk.0.proj"):
+    torch.manual_seed(0)
+    return fq.QuantLinear.from_float(nn.Linear(k, n).to(torch.bfloat16), key, 0.05 if K.is_static(key) else None,
+                                     name=name)
+
+
+# --- 1, 2: static scales on every way in -------------------------------------------------------
+
+@pytest.mark.parametrize("key", STATIC, ids=K.key_name)
+@pytest.mark.parametrize("value", BAD_SCALES, ids=str)
+def test_bad_static_scale_is_refused_on_every_way_in(key, value):
+    layer = _layer(key)
+    bad = torch.tensor([value])
+    bound = f"{MIN_STATIC_SCALE:.8g}"
+    with pytest.raises(fq.ScaleError, match=re.escape(bound)):
+        layer.input_scale = bad
+    with pytest.raises(fq.ScaleError, match=re.escape(bound)):
+        layer.set_input_scale(value)
+    state = layer.state_dict()
+    state["input_scale"] = bad
+    with pytest.raises(fq.ScaleError, match="blk.0.proj: input_scale \\(state dict\\)"):
+        layer.load_state_dict(state)
+    # to_empty(): values nobody set; the first call checks them (here: made bad on purpose)
+    empty = _layer(key).to("meta").to_empty(device="cpu")
+    with torch.no_grad():
+        empty.weight_scale.fill_(1.0)
+        empty.input_scale.fill_(value)
+    with pytest.raises(fq.ScaleError, match="first use"):
+        empty(torch.randn(2, 16).to(torch.bfloat16))
+
+
+def test_good_scales_still_work_everywhere():
+    layer = _layer(K.kInt8StaticTensorSym)
+    layer.input_scale = torch.tensor([MIN_STATIC_SCALE])  # the bound itself is fine
+    layer.set_input_scale(0.25)
+    state = layer.state_dict()
+    other = _layer(K.kInt8StaticTensorSym)
+    other.load_state_dict(state)
+    x = torch.randn(3, 16).to(torch.bfloat16)
+    assert torch.equal(other(x), layer(x))
+    with pytest.raises(fq.ScaleError, match="computes its scale per token"):
+        _layer(K.kInt8DynamicTokenSym).input_scale = torch.tensor([0.1])
+
+
+# --- 3: the functional form trusts the value (documented) --------------------------------------
+
+def test_functional_form_documents_that_it_trusts_the_scale_value():
+    doc = fq.fused_act_quant.__doc__
+    assert "value is" in doc and "trusted" in doc and "MIN_STATIC_SCALE" in doc
+    assert "trust its value" in README
+    # and it indeed does not read it: a zero scale is not an error there (a layer refuses it)
+    qa = fq.fused_act_quant("identity", torch.ones(2, 8), K.kInt8StaticTensorSym, torch.tensor([0.0]))
+    assert qa.data.dtype == torch.int8
+
+
+# --- 4: keys -----------------------------------------------------------------------------------
+
+def test_keys_by_object_name_or_value_else_a_clear_error():
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8), "int8_dynamic_token", name="p")
+    x = torch.randn(2, 16)
+    for carried in (K.kInt8DynamicTokenSym, "int8_dynamic_token"):
+        qa = fq.fused_act_quant("identity", x, K.kInt8DynamicTokenSym)
+        qa = QuantizedActivation(qa.data, qa.scale, qa.orig_dtype, qa.orig_shape, carried)
+        assert layer(qa).shape == (2, 8)
+    for bad, error, words in ((None, TypeError, "got builtins.NoneType"), ("int8", fq.UnsupportedError, "'int8'"),
+                              (3.0, TypeError, "got builtins.float")):
+        qa = QuantizedActivation(qa.data, qa.scale, qa.orig_dtype, qa.orig_shape, bad)
+        with pytest.raises(error, match=words):
+            layer(qa)
+        with pytest.raises(error, match=words):
+            as_quantized_activation(qa, K.kInt8DynamicTokenSym)
+        with pytest.raises(error, match=words):
+            fq.register_producer(fq.SiluAndMul, bad, backend="torch")
+
+    class ForeignKey:  # another library's key class with the same fields (vLLM's QuantKey)
+        def __init__(self, key):
+            self.dtype, self.scale, self.scale2, self.symmetric = key.dtype, key.scale, None, key.symmetric
+
+    assert K.as_key(ForeignKey(K.kFp8StaticTensorSym)) is K.kFp8StaticTensorSym
+    with pytest.raises(TypeError, match="got tests.test_hardening.test_keys_by_object_name_or_value_else_a_clear"):
+        K.as_key(object.__new__(type("test_keys_by_object_name_or_value_else_a_clear_error", (), {})))
+
+
+# --- 5: construction ---------------------------------------------------------------------------
+
+def test_construction_checks():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own "Initializing zero-element tensors is a no-op"
+        empty = nn.Linear(0, 8)
+    with pytest.raises(fq.ShapeMismatchError, match="in_features and out_features must be > 0"):
+        fq.QuantLinear.from_float(empty, K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.DeviceMismatchError, match="meta device"):
+        fq.QuantLinear.from_float(nn.Linear(8, 8), K.kInt8StaticTensorSym, torch.tensor([0.1], device="meta"))
+    with pytest.raises(fq.QuantDTypeError, match="fp8_dtype must be one of"):
+        fq.QuantLinear.from_float(nn.Linear(8, 8), K.kFp8DynamicTokenSym, fp8_dtype=torch.int8)
+    with pytest.raises(fq.QuantDTypeError, match="fp8_dtype is for FP8 keys"):
+        fq.QuantLinear.from_float(nn.Linear(8, 8), K.kInt8DynamicTokenSym, fp8_dtype=torch.float8_e4m3fn)
+    w = torch.randint(-127, 128, (8, 16), dtype=torch.int8)
+    with pytest.raises(fq.QuantDTypeError, match="needs int8 weights .* got torch.float32"):
+        fq.QuantLinear(w.float(), torch.ones(8), K.kInt8DynamicTokenSym, name="q")
+    with pytest.raises(fq.QuantDTypeError, match="needs fp8 weights"):
+        fq.QuantLinear(w, torch.ones(8), K.kFp8DynamicTokenSym)
+    with pytest.raises(fq.ScaleError, match="N=8 .* got torch.float32 of shape \\(7,\\)"):
+        fq.QuantLinear(w, torch.ones(7), K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.ShapeMismatchError, match="bias must be \\[N=8\\], got \\(9,\\)"):
+        fq.QuantLinear(w, torch.ones(8), K.kInt8DynamicTokenSym, bias=torch.zeros(9))
+    with pytest.raises(fq.ShapeMismatchError, match="2-D"):
+        fq.QuantLinear(w[0], torch.ones(8), K.kInt8DynamicTokenSym)
+
+
+# --- 6: inference only -------------------------------------------------------------------------
+
+def test_gradient_is_an_error_never_a_wrong_one():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(2, 16, requires_grad=True)
+    layer(x.detach())  # binds the signature of a plain input
+    with pytest.raises(fq.UnsupportedError, match="inference only"):
+        layer(x)
+    with torch.no_grad():
+        assert layer(x).shape == (2, 8)
+    with torch.inference_mode():
+        assert layer(x.detach()).shape == (2, 8)
+
+
+# --- 7, 8, 9: registration -----------------------------------------------------------------------
+
+def test_backend_names_are_checked_and_a_bare_string_refused():
+    fn = lambda *a: None  # noqa: E731
+    with pytest.raises(TypeError, match="got the string 'torch'; write \\('torch',\\)"):
+        register_gemm_provider("x", fn, kind="int8", backends="torch")
+    with pytest.raises(fq.BackendUnavailableError, match="unknown backend 'tritn'; valid names: torch"):
+        register_gemm_provider("x", fn, kind="int8", backends=("tritn",))
+    with pytest.raises(fq.BackendUnavailableError, match="unknown backend 'tritn'"):
+        fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend="tritn")
+    with pytest.raises(TypeError, match="backends must be a non-empty tuple"):
+        fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend=None)
+    with pytest.raises(TypeError, match="supported must be callable"):
+        register_gemm_provider("x", fn, kind="int8", backends=("torch",), supported=True)
+    assert all(p.name != "x" for chain in fq.gemm._PROVIDERS.values() for p in chain)
+
+
+@pytest.mark.parametrize("answer", [True, None, (1, ""), (True,), "ok"], ids=repr)
+def test_predicate_answers_must_be_ok_reason_pairs(answer, fake_backend):  # noqa: F811
+    @fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend=TEST_BACKEND,
+                          supported=lambda x, s: answer)
+    def prod(x, scale, *, numerics, fp8_dtype):
+        raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="support predicate must return \\(ok: bool, reason: str\\)"):
+        fq.fused_act_quant("relu2", torch.randn(2, 8), K.kInt8DynamicTokenSym)
+    register_gemm_provider("bad_predicate", lambda *a: None, kind="int8", backends=("torch",),
+                           supported=lambda p: answer)
+    try:
+        layer = _layer(K.kInt8DynamicTokenSym)
+        with pytest.raises(TypeError, match="GEMM provider bad_predicate: a support predicate must return"):
+            layer(torch.randn(2, 16))
+    finally:
+        unregister_gemm_provider("bad_predicate")
+
+
+def test_a_torch_backend_producer_that_declines_is_not_run(monkeypatch):
+    monkeypatch.setattr(registry, "_PRODUCERS", {k: dict(v) for k, v in registry._PRODUCERS.items()})
+
+    @fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch",
+                          supported=lambda x, s: (False, "only even rows"))
+    def prod(x, scale, *, numerics, fp8_dtype):
+        raise AssertionError("a declining producer ran")
+
+    with pytest.raises(fq.BackendUnavailableError, match="only even rows"):
+        fq.fused_act_quant("relu2", torch.randn(3, 8), K.kInt8DynamicTokenSym)
+
+
+@pytest.mark.parametrize("case", ["float_q", "wrong_shape", "fp16_scale", "bare_tensor", "scale_shape"])
+def test_producer_outputs_are_checked(case, fake_backend):  # noqa: F811
+    def prod(x, scale, *, numerics, fp8_dtype):
+        q = torch.zeros(x.shape, dtype=torch.int8)
+        s = torch.ones(*x.shape[:-1], 1)
+        return {"float_q": (q.float(), s), "wrong_shape": (q[:, :-1], s), "fp16_scale": (q, s.half()),
+                "bare_tensor": q, "scale_shape": (q, s[:1])}[case]
+
+    fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend=TEST_BACKEND)(prod)
+    with pytest.raises(fq.ProducerError, match="producer .*prod \\(test_backend: relu2 -> int8_dynamic_token\\)"):
+        fq.fused_act_quant("relu2", torch.randn(4, 8), K.kInt8DynamicTokenSym)
+
+
+# --- 10: exports ---------------------------------------------------------------------------------
+
+def test_every_error_type_is_exported_and_in_readme():
+    from fused_quant import errors
+
+    types = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, errors.FusedQuantError)}
+    assert types <= set(fq.__all__), types - set(fq.__all__)
+    listed = set(re.findall(r"`([A-Za-z]+Error)\(", README))
+    assert types - {"FusedQuantError"} == listed, listed ^ (types - {"FusedQuantError"})
+    for name in ("fusion_counts", "reset_fusion_counts", "key_from_name"):
+        assert name in fq.__all__ and callable(getattr(fq, name))
+
+
+# --- 11, 12: messages ------------------------------------------------------------------------------
+
+def test_messages_name_the_layer_or_argument_and_what_came():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.QuantDTypeError, match="blk.0.proj: a plain input .* got torch.float64"):
+        layer(torch.randn(2, 16).double())
+    with pytest.raises(TypeError, match="got the class SiluAndMul; pass SiluAndMul\\(\\)"):
+        fq.fused_act_quant(fq.SiluAndMul, torch.randn(2, 8), K.kInt8DynamicTokenSym)
+    xq = torch.zeros(2, 16, dtype=torch.int8)
+    with pytest.raises(TypeError, match="blk.0.proj: x_and_scale_quanted .* got \\(Tensor, float\\)"):
+        layer(x_and_scale_quanted=(xq, 0.1))
+    with pytest.raises(TypeError, match="act_fn must be the model's activation module .* got str 'silu_and_mul'"):
+        fq.maybe_fused_act_quant("silu_and_mul", torch.randn(2, 32), layer)
+
+
+def test_double_warns_that_the_output_stays():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    with pytest.warns(UserWarning, match="keeps its torch.bfloat16 output"):
+        layer.double()
+    assert layer.out_dtype == torch.bfloat16
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        layer.half()  # a dtype it outputs: no warning
+    assert layer.out_dtype == torch.float16
+    buf = io.BytesIO()
+    torch.save(layer.state_dict(), buf)  # still a plain state dict
+
