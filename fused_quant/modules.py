@@ -63,6 +63,11 @@ def _default_name(k: int, n: int) -> str:
     return f"QuantLinear(in_features={k}, out_features={n})"
 
 
+def _version(t: torch.Tensor) -> int:
+    """A tensor's in-place version (inference-mode tensors keep none: -1)."""
+    return -1 if t.is_inference() else t._version
+
+
 def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> None:
     """What a QuantLinear is built from, checked when it is built (not at its first forward)."""
     for what, t in (("weight", weight), ("weight_scale", weight_scale)):
@@ -313,7 +318,7 @@ class QuantLinear(nn.Module):
             return
         check_scale_tensor(scale, device=self.weight.device, what=f"input_scale ({how})", layer=self.name)
         check_static_scale_value(scale, what=f"input_scale ({how})", layer=self.name)
-        self._scale_seen = (id(scale), scale._version)
+        self._scale_seen = (id(scale), _version(scale))
 
     def forward(self, x: torch.Tensor | QuantizedActivation | None = None,
                 x_and_scale_quanted: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
@@ -338,7 +343,7 @@ class QuantLinear(nn.Module):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
         scale = self.input_scale
-        if (scale is not None and not torch.compiler.is_compiling() and (id(scale), scale._version) != self._scale_seen
+        if (scale is not None and not torch.compiler.is_compiling() and (id(scale), _version(scale)) != self._scale_seen
                 and not (scale.is_cuda and torch.cuda.is_current_stream_capturing())):
             self._check_input_scale(scale, "first use")  # e.g. after to_empty(): values nobody checked
         qa = self._activation(x, pair)

@@ -150,6 +150,8 @@ def test_gradient_is_an_error_never_a_wrong_one():
         assert layer(x).shape == (2, 8)
     with torch.inference_mode():
         assert layer(x.detach()).shape == (2, 8)
+        built_here = _layer(K.kInt8StaticTensorSym)  # inference tensors keep no version counter
+        assert built_here(torch.randn(2, 16).to(torch.bfloat16)).shape == (2, 8)
 
 
 # --- 7, 8, 9: registration -----------------------------------------------------------------------
