@@ -37,12 +37,30 @@ class HcuMLP(nn.Module):
         return self.down_proj(fq.SiluAndMul()(self.gate_up_proj(x)))
 
 
+def _count(minimum: int):
+    """An argparse type: an integer >= ``minimum``, else a usage error saying so."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+    return parse
+
+
+def _max(t: torch.Tensor) -> float:
+    return float(t.max()) if t.numel() else 0.0  # no tokens: nothing differs
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=32)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--intermediate", type=int, default=512)
-    parser.add_argument("--numerics", default=None, choices=("default", "hcu"))
+    parser.add_argument("--tokens", type=_count(0), default=32, help="rows of x (0 is valid: an empty batch)")
+    parser.add_argument("--hidden", type=_count(1), default=256, help="the MLP's hidden size")
+    parser.add_argument("--intermediate", type=_count(1), default=512, help="the MLP's intermediate size")
+    parser.add_argument("--numerics", default=None, choices=("default", "hcu"),
+                        help="numerics profile (default: FUSED_QUANT_NUMERICS)")
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)
@@ -53,8 +71,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     xq, xs = mlp.act_fn(gate_up)
     f64 = ((xq.double() @ mlp.down_proj.weight.double().T) * xs.double() * mlp.down_proj.weight_scale.double().T)
     result = {
-        "fused_vs_unfused_max_abs": float((out.float() - ref.float()).abs().max()),
-        "gemm_vs_float64_max_rel": float(((out.double() - f64).abs() / f64.abs().clamp_min(1e-6)).max()),
+        "fused_vs_unfused_max_abs": _max((out.float() - ref.float()).abs()),
+        "gemm_vs_float64_max_rel": _max((out.double() - f64).abs() / f64.abs().clamp_min(1e-6)),
     }
     print(f"backend {fq.current_backend().name} ({fq.current_backend().reason}); device {device}")
     print(f"out {tuple(out.shape)} {out.dtype}; fused vs unfused max |diff| = {result['fused_vs_unfused_max_abs']}; "

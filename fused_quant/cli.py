@@ -1,12 +1,54 @@
-"""``fused-quant probe | selftest | bench``: what a cluster operator runs on each node."""
+"""The ``fused-quant`` command (probe, selftest, bench): what a cluster operator runs on each node.
+
+Text output is for people (wrapped to ``WIDTH`` columns); ``--json`` output is for programs and
+only ever gains keys. Bad flags and environment values exit 2 with one line naming what was
+expected and what came.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import textwrap
 
 from fused_quant import envs
+
+WIDTH = 100  # columns of the text output
+INDENT = " " * 11  # under the "platform : " labels
+
+DESCRIPTION = """\
+Check one node of a mixed GPU cluster: what the platform probe sees and which backend
+fused-quant selects (probe), whether that backend's producers are bit-exact here
+(selftest), and how fast its kernels are (bench)."""
+
+EXAMPLES = """\
+examples:
+  fused-quant probe                           what this node has and which backend runs
+  fused-quant probe --json                    the same, for programs
+  fused-quant selftest                        conformance of the selected backend
+  fused-quant selftest --backend triton_fp8   conformance of one backend
+  fused-quant bench gemm --quick              the GEMM benchmarks (GPU, source checkout)"""
+
+
+def _wrap(prefix: str, text: str, hang: int = 2) -> str:
+    """``prefix + text`` wrapped to WIDTH; continuation lines under the text, ``hang`` further in."""
+    return textwrap.fill(text, WIDTH, initial_indent=prefix, subsequent_indent=" " * (len(prefix) + hang),
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _section(label: str, rows: list[str], hang: int = 2) -> list[str]:
+    """``label    : row`` for the first row, the others under it, each row wrapped."""
+    return [_wrap(f"{label:<9}: " if i == 0 else INDENT, row, hang) for i, row in enumerate(rows)]
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"{command}: {message}", file=sys.stderr)
+    return 2
+
+
+# --- probe ------------------------------------------------------------------------------------
 
 
 def _producer_table() -> dict[str, list[str]]:
@@ -26,87 +68,231 @@ def _gemm_table() -> dict[str, list[str]]:
     return {name: [f"{p.name} ({p.kind})" for p in gemm_providers(name)] for name in BACKENDS}
 
 
-def cmd_probe(args) -> int:
-    from fused_quant.selection import current_backend
+def _known_gemm_names() -> set[str]:
+    from fused_quant import gemm
+
+    # every registered provider, the disabled ones included (gemm_providers leaves those out)
+    return gemm.provider_names()
+
+
+def _backend_table(info, selected: str | None, requested: str) -> dict[str, dict[str, str]]:
+    """Backend name -> status (selected, available, if forced, unavailable) and the reason."""
+    from fused_quant.selection import BACKENDS
+
+    table = {}
+    for name, row in BACKENDS.items():
+        ok, why = row.is_available(info, explicit=name == requested)
+        if name == selected:
+            status = "selected"
+        elif ok:
+            status = "available"
+        else:
+            forced, forced_why = row.is_available(info, explicit=True)
+            status = "if forced" if forced else "unavailable"
+            why = f"{forced_why} (auto mode: {why})" if forced else why
+        table[name] = {"status": status, "reason": why}
+    return table
+
+
+def _grouped(rows: list[str]) -> list[str]:
+    """``act -> key`` rows as ``act, act -> key, key``: activations with the same keys share a row."""
+    keys_of: dict[str, list[str]] = {}
+    for row in rows:
+        act, _, key = row.partition(" -> ")
+        keys_of.setdefault(act, []).append(key)
+    acts_of: dict[tuple[str, ...], list[str]] = {}
+    for act, keys in keys_of.items():
+        acts_of.setdefault(tuple(keys), []).append(act)
+    return [f"{', '.join(acts)} -> {', '.join(keys)}" for keys, acts in acts_of.items()]
+
+
+def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
+    """(the report ``fused-quant probe --json`` prints, its exit status)."""
+    import fused_quant
+    from fused_quant.errors import BackendUnavailableError
     from fused_quant.platforms import probe
-    from fused_quant.validation import BackendUnavailableError
+    from fused_quant.selection import current_backend
 
     info = probe()
-    report: dict[str, object] = {"platform": info.as_dict(), "env": envs.snapshot()}
+    report: dict[str, object] = {"version": fused_quant.__version__, "platform": info.as_dict(),
+                                 "env": envs.snapshot()}
     code = 0
     try:
         selected = current_backend()
-        report["backend"] = {"name": selected.name, "reason": selected.reason, "requested": selected.requested}
+        reason = selected.reason
+        if selected.backend.any_device:  # "runs on every device" does not say what this node has
+            reason += f"; {info.summary()}"
+        report["backend"] = {"name": selected.name, "reason": reason, "requested": selected.requested}
     except BackendUnavailableError as exc:
         report["backend"] = {"name": None, "error": str(exc), "requested": envs.backend()}
         code = 2
+    report["backends"] = _backend_table(info, report["backend"]["name"], report["backend"]["requested"])
+    report["env_errors"] = envs.errors()
+    unknown = envs.unknown_disabled_gemms(_known_gemm_names())
+    # a warning, not an error: a provider the application registers is unknown to this command
+    report["env_warnings"] = {"FUSED_QUANT_DISABLED_GEMMS": unknown} if unknown else {}
+    if report["env_errors"]:
+        code = 2
     report["producers"] = _producer_table()
     report["gemm_providers"] = _gemm_table()
-    if args.vllm:
+    if vllm:
         from fused_quant.integrations.vllm import describe
 
         report["vllm_plugin"] = describe()
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
-        return code
-    p = report["platform"]
-    print(f"platform : {p['vendor']} {p['arch'] or ''} {p['device_name'] or ''} x{p['device_count']}".rstrip())
-    print(f"           torch {p['torch_build']}, triton {p['triton_version'] or 'not installed'}, "
-          f"fp8 {p['fp8_dtype'] or 'none'}")
-    print(f"           found by: {p['reason']}")
-    b = report["backend"]
-    if b["name"]:
-        print(f"backend  : {b['name']}  ({b['reason']})")
-    else:
-        print(f"backend  : UNAVAILABLE  ({b['error']})")
-    for name, value in report["env"].items():
-        print(f"env      : {name}={value if value is not None else '(unset)'}")
-    for backend, rows in report["producers"].items():
-        print(f"producers[{backend}]: {', '.join(rows)}")
-    for backend, rows in report["gemm_providers"].items():
-        print(f"gemms[{backend}]: {', '.join(rows) or '(none)'}")
+    return report, code
+
+
+def render_probe(report: dict[str, object]) -> str:
+    """The text form of ``probe_report``."""
+    import torch
+
+    p, b = report["platform"], report["backend"]
+    lines = _section("platform", [
+        p["summary"],
+        f"torch {torch.__version__} ({p['torch_build']} build), triton {p['triton_version'] or 'not installed'}, "
+        f"fp8 {p['fp8_dtype'] or 'none'}",
+        f"probed: {p['reason']}",
+    ])
+    lines += _section("backend", [f"{b['name']}  ({b['reason']})" if b["name"] else f"UNAVAILABLE  ({b['error']})"])
+    width = max(map(len, report["backends"]))
+    lines += _section("backends", [f"{name:<{width}}  {row['status']:<11}  {row['reason']}"
+                                   for name, row in report["backends"].items()], hang=width + 15)
+    env_width = max(map(len, report["env"]))
+    lines += _section("env", [f"{name:<{env_width}}  " + (repr(value) if value is not None else
+                                                          f"(unset: {envs.VARIABLES[name][0] or 'empty'})")
+                              for name, value in report["env"].items()])
+    lines += _section("producers", [f"{backend:<{width}}  {row}" for backend, rows in report["producers"].items()
+                                    for row in _grouped(rows)], hang=width + 4)
+    lines += _section("gemms", [f"{backend:<{width}}  {', '.join(rows) or '(none)'}"
+                                for backend, rows in report["gemm_providers"].items()], hang=width + 4)
     if "vllm_plugin" in report:
         v = report["vllm_plugin"]
-        print(f"vllm     : {v['vllm'] or 'not installed'} (tested {v['tested']}); would register: "
-              f"{v['would_register']}{' - ' + v['reason'] if v['reason'] else ''}")
+        lines += _section("vllm", [f"{v['vllm'] or 'not installed'} (tested {v['tested']}); would register: "
+                                   f"{v['would_register']}{' - ' + v['reason'] if v['reason'] else ''}"])
         for row in v.get("rows", []):
-            print(f"vllm row : {row['activation']} -> {row['key']}: {row['action']}")
+            lines += _section("vllm row", [f"{row['activation']} -> {row['key']}: {row['action']}"])
         if "kernel" in v:
-            print(f"vllm     : int8 kernel {v['kernel']}; fusion {v['fusion']}")
+            lines += _section("vllm", [f"int8 kernel {v['kernel']}; fusion {v['fusion']}"])
+    for message in report["env_errors"].values():
+        lines += _section("error", [message])
+    for message in report["env_warnings"].values():
+        lines += _section("warning", [message])
+    return "\n".join(lines)
+
+
+def cmd_probe(args) -> int:
+    report, code = probe_report(args.vllm)
+    print(json.dumps(report, indent=2, default=str) if args.json else render_probe(report))
     return code
 
 
-def cmd_selftest(args) -> int:
+# --- selftest ---------------------------------------------------------------------------------
+
+
+def _cannot_run(row, info, why: str) -> str:
+    """``why`` a backend cannot run, saying what hardware it is for when the reason does not."""
+    if info.vendor in row.vendors or row.any_device or row.hardware in why:
+        return why
+    return f"{why}; {row.name} is meant for {row.hardware} (this node: {info.summary()})"
+
+
+def _selftest_device(flag: str | None, row, info):
+    """(the device selftest runs ``row`` on, '') or (None, why ``--device`` cannot be used)."""
     import torch
 
-    from fused_quant.selection import current_backend, get_backend, select_backend
-    from fused_quant.platforms import probe
-    from fused_quant.selftest import run_selftest
-    from fused_quant.validation import BackendUnavailableError
-
+    text = flag or ("cpu" if row.any_device else "cuda")
+    what = f"--device {text}" if flag else f"the default device {text}"
     try:
-        if args.backend:
-            get_backend(args.backend)
-            name, reason = select_backend(probe(), args.backend)
-        else:
-            sel = current_backend()
-            name, reason = sel.name, sel.reason
-    except BackendUnavailableError as exc:
-        print(f"selftest: {exc}", file=sys.stderr)
-        return 2
-    device = torch.device(args.device or ("cpu" if name == "torch" else "cuda"))
-    results = run_selftest(name, device)
-    failed = [r for r in results if not r.ok]
-    if args.json:
-        print(json.dumps({"backend": name, "reason": reason, "device": str(device), "passed": not failed,
-                          "checks": [r.as_dict() for r in results]}, indent=2))
+        device = torch.device(text)
+    except RuntimeError:
+        return None, f"--device {text!r} is not a device; expected cpu, cuda or cuda:N"
+    if device.type not in ("cpu", "cuda"):
+        return None, (f"{what}: selftest runs on cpu, cuda or cuda:N (ROCm GPUs are cuda devices too); "
+                      f"got a {device.type} device")
+    if device.type == "cpu":
+        if not row.any_device:
+            return None, (f"{what}: {row.name}'s kernels take GPU tensors; expected cuda or cuda:N "
+                          "(--backend torch runs on the CPU)")
+        return device, ""
+    if info.torch_build == "cpu":
+        return None, f"{what}: torch {torch.__version__} is a CPU-only build; expected --device cpu"
+    count = torch.cuda.device_count()
+    if count == 0:
+        return None, f"{what}: torch sees no GPU ({info.summary()}); expected --device cpu"
+    if device.index is not None and device.index >= count:
+        return None, f"{what}: torch sees {count} GPU(s); expected cuda:0 to cuda:{count - 1}"
+    return device, ""
+
+
+def _result_line(r) -> str:
+    line = f"{'PASS' if r.ok else 'FAIL'}  {r.seconds * 1e3:8.1f} ms  {r.name}"
+    return line if r.ok else f"{line}\n{_wrap(' ' * 6, r.detail)}"
+
+
+def _progress(stream, lines: bool):
+    """(started, finished) callbacks for ``run_selftest``: a line per finished check when ``lines``;
+    on a terminal, also the check now running on a status line that the next output replaces."""
+    live = stream.isatty()
+
+    def started(i: int, total: int, name: str) -> None:
+        if live:
+            stream.write(f"\r\x1b[K[{i}/{total}] {name} ...")  # \x1b[K: clear to the end of the line
+            stream.flush()
+
+    def finished(i: int, total: int, result) -> None:
+        if live:
+            stream.write("\r\x1b[K")
+        if lines:
+            stream.write(_result_line(result) + "\n")
+        stream.flush()
+
+    return started, finished
+
+
+def cmd_selftest(args) -> int:
+    from fused_quant.errors import BackendUnavailableError
+    from fused_quant.platforms import probe
+    from fused_quant.selection import current_backend, get_backend
+    from fused_quant.selftest import KNOWN_ANSWER, REFERENCE, run_selftest, summary
+
+    info = probe()
+    if args.backend:
+        row = get_backend(args.backend)  # argparse checked the name
+        ok, why = row.is_available(info, explicit=True)
+        if not ok:
+            return _fail("selftest", f"--backend {row.name} cannot run here: {_cannot_run(row, info, why)}")
+        # the row's reasons speak of the variable; here the flag forced it
+        reason = f"--backend {row.name}: {why.replace('FUSED_QUANT_BACKEND', '--backend')}"
     else:
-        width = max(len(r.name) for r in results)
-        print(f"selftest backend={name} device={device} ({reason})")
-        for r in results:
-            print(f"{'PASS' if r.ok else 'FAIL'}  {r.name:<{width}}  {r.seconds * 1e3:8.1f} ms  {r.detail}")
+        try:
+            selected = current_backend()
+        except BackendUnavailableError as exc:
+            return _fail("selftest", str(exc))
+        row, reason = selected.backend, selected.reason
+    device, problem = _selftest_device(args.device, row, info)
+    if device is None:
+        return _fail("selftest", problem)
+
+    if args.json:  # stdout is the JSON alone; a terminal on stderr shows the running check
+        started, finished = _progress(sys.stderr, lines=False) if sys.stderr.isatty() else (None, None)
+    else:
+        print(f"selftest backend={row.name} device={device} ({reason})", flush=True)
+        started, finished = _progress(sys.stdout, lines=True)
+    results = run_selftest(row.name, device, started=started, finished=finished)
+    failed = [r for r in results if not r.ok]
+    kinds = summary(results, row.name)
+    if args.json:
+        print(json.dumps({"backend": row.name, "reason": reason, "device": str(device), "passed": not failed,
+                          "summary": kinds, "checks": [r.as_dict() for r in results]}, indent=2))
+    else:
+        for kind, label in ((KNOWN_ANSWER, "known answers"), (REFERENCE, "vs reference")):
+            k = kinds[kind]
+            print(_wrap(f"{label:<14}: ", f"{k['passed']}/{k['total']} passed; {k['meaning']}"))
         print(f"{len(results) - len(failed)}/{len(results)} checks passed")
     return 1 if failed else 0
+
+
+# --- bench ------------------------------------------------------------------------------------
 
 
 def cmd_bench(args) -> int:
@@ -139,19 +325,54 @@ def cmd_bench(args) -> int:
     return module.main(args)
 
 
+def _environment() -> str:
+    lines = ["environment (read when first needed; `fused-quant probe` checks them):"]
+    width = max(map(len, envs.VARIABLES))
+    for name, (default, meaning) in envs.VARIABLES.items():
+        lines.append(_wrap(f"  {name:<{width}}  ", f"{meaning} (default: {default or 'empty'})", hang=0))
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fused-quant", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("probe", help="platform, selected backend and why, registered producers and GEMMs")
-    p.add_argument("--json", action="store_true")
+    import platform
+
+    import torch
+
+    import fused_quant
+    from fused_quant.selection import BACKENDS
+
+    formatter = argparse.RawDescriptionHelpFormatter  # the description and epilog as written
+    parser = argparse.ArgumentParser(prog="fused-quant", description=DESCRIPTION, formatter_class=formatter,
+                                     epilog=f"{_environment()}\n\n{EXAMPLES}")
+    parser.add_argument("--version", action="version",
+                        version=f"fused-quant {fused_quant.__version__} (torch {torch.__version__}, "
+                                f"python {platform.python_version()})")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("probe", help="platform, backends, selected backend and why, env, producers and GEMMs",
+                       description="What the platform probe sees on this node (it never creates a CUDA or HIP "
+                                   "context), which backends can run and why, the one selected, the FUSED_QUANT_* "
+                                   "variables (checked: a bad value exits 2) and the registered producers and "
+                                   "GEMM providers. Exits 2 when the requested backend cannot run here.")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--vllm", action="store_true", help="also show what the vLLM plugin would register")
     p.set_defaults(func=cmd_probe)
-    s = sub.add_parser("selftest", help="bitwise conformance of a backend against the spec on this device")
-    s.add_argument("--backend", help="backend to test (default: the selected one)")
-    s.add_argument("--device", help="torch device (default: cpu for torch, cuda otherwise)")
-    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("selftest", help="bitwise conformance of a backend against the spec on this device",
+                       description="Runs a backend's producers on this node against hand-written known answers "
+                                   "and, bit for bit, against fused_quant/reference.py: every bf16 pattern, every "
+                                   "bf16 and fp16 gate, adversarial rows, both numerics profiles. Exits 1 when "
+                                   "a check fails, 2 when the backend or device cannot be used.")
+    s.add_argument("--backend", choices=tuple(BACKENDS), metavar="NAME",
+                   help=f"backend to test, one of: {', '.join(BACKENDS)} (default: the selected one, "
+                        "see `fused-quant probe`)")
+    s.add_argument("--device", metavar="DEV",
+                   help="cpu, cuda or cuda:N (default: cpu for the torch backend, cuda for the others)")
+    s.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to a terminal "
+                                                       "on stderr only)")
     s.set_defaults(func=cmd_selftest)
-    b = sub.add_parser("bench", help="act_quant, GEMM and MLP benchmarks against the peers (GPU, source checkout)")
+    b = sub.add_parser("bench", help="act_quant, GEMM and MLP benchmarks against the peers (GPU, source checkout)",
+                       description="The benchmarks of the checkout's benchmarks/ package (GPU): producers, the GEMM "
+                                   "providers at M = 1-256, host cost per call, the Llama-3-8B MLP eager and under "
+                                   "CUDA-graph replay; JSON and PNG plots into --out.")
     b.add_argument("which", nargs="?", choices=("act_quant", "gemm", "host", "mlp", "all"), default="all",
                    help="which benchmark to run (default: all)")
     b.add_argument("--out", help="folder for the JSON and PNG output (default: a new bench-out/<UTC timestamp> "
@@ -165,7 +386,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # `fused-quant probe | head`: the reader is gone, nothing more to say
+        # Python flushes stdout again at exit; point it at devnull so that flush cannot fail too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -7,8 +7,12 @@ process may set them after ``import fused_quant`` and before first use.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
+
+from fused_quant.errors import NumericsProfileError
 
 BACKEND_CHOICES = ("auto", "torch", "triton_fp8", "hip_w8a8")
+NUMERICS_CHOICES = ("default", "hcu")  # numerics.PROFILES' names
 VLLM_KERNEL_CHOICES = ("first", "last", "off")
 VLLM_FUSION_CHOICES = ("on", "off")
 
@@ -47,8 +51,8 @@ def backend() -> str:
 
 
 def numerics() -> str:
-    """Requested numerics profile name; validated by ``numerics.get_profile``."""
-    return _get("FUSED_QUANT_NUMERICS").lower() or "default"
+    """Requested numerics profile name; raises ``NumericsProfileError`` naming the variable."""
+    return _choice("FUSED_QUANT_NUMERICS", NUMERICS_CHOICES, NumericsProfileError)
 
 
 def disabled_gemms() -> frozenset[str]:
@@ -56,10 +60,10 @@ def disabled_gemms() -> frozenset[str]:
     return frozenset(p.strip() for p in raw.split(",") if p.strip())
 
 
-def _choice(name: str, choices: tuple[str, ...]) -> str:
+def _choice(name: str, choices: tuple[str, ...], error: type[ValueError] = ValueError) -> str:
     value = _get(name).lower() or VARIABLES[name][0]
     if value not in choices:
-        raise ValueError(f"{name}={value!r} is not one of {', '.join(choices)}")
+        raise error(f"{name}={value!r} is not one of {', '.join(choices)}")
     return value
 
 
@@ -69,6 +73,30 @@ def vllm_kernel() -> str:
 
 def vllm_fusion() -> bool:
     return _choice("FUSED_QUANT_VLLM_FUSION", VLLM_FUSION_CHOICES) == "on"
+
+
+def errors() -> dict[str, str]:
+    """Variable name -> what is wrong with its value, for each set variable its reader would refuse.
+
+    ``FUSED_QUANT_BACKEND`` is left to backend selection (a backend may be added at run time).
+    """
+    found = {}
+    for name, read in (("FUSED_QUANT_NUMERICS", numerics), ("FUSED_QUANT_VLLM_KERNEL", vllm_kernel),
+                       ("FUSED_QUANT_VLLM_FUSION", vllm_fusion)):
+        try:
+            read()
+        except ValueError as exc:
+            found[name] = str(exc)
+    return found
+
+
+def unknown_disabled_gemms(known: Collection[str]) -> str:
+    """'' or a message naming the FUSED_QUANT_DISABLED_GEMMS entries that are not in ``known``."""
+    unknown = sorted(disabled_gemms().difference(known))
+    if not unknown:
+        return ""
+    return (f"FUSED_QUANT_DISABLED_GEMMS names no GEMM provider called {', '.join(map(repr, unknown))}; "
+            f"known providers: {', '.join(sorted(known))}")
 
 
 def snapshot() -> dict[str, str | None]:

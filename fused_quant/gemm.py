@@ -107,6 +107,11 @@ def _disabled_gemms() -> frozenset[str]:
     return runtime.once("disabled_gemms", envs.disabled_gemms)
 
 
+def provider_names() -> set[str]:
+    """The names of every registered provider, disabled ones included."""
+    return {p.name for chain in _PROVIDERS.values() for p in chain}
+
+
 def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
     """Providers serving ``backend`` in selection order, without the disabled ones."""
     disabled = _disabled_gemms()

@@ -1,21 +1,24 @@
 """Conformance of one backend's producers on this node: known answers and bitwise sweeps.
 
 Every check runs the backend's fused producer (``fused_act_quant(..., backend=)``,
-which never falls back) and compares it, bit for bit, with hand-written known
-answers (``selftest_vectors``) and with ``reference.py`` on the same device:
-all 65,536 bf16 patterns through relu2 for every key and several scales, all
-gate patterns against a set of up values for silu_and_mul, and per-token rows
-with adversarial content, for both numerics profiles.
+which never falls back) and compares it, bit for bit, either with hand-written known
+answers (``selftest_vectors``, independent of the reference) or with ``reference.py`` on
+the same device: all 65,536 bf16 patterns through relu2 for every key and several scales,
+all gate patterns against a set of up values for silu_and_mul, and per-token rows with
+adversarial content, for both numerics profiles.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 from fused_quant import keys as K
+from fused_quant import selection
 from fused_quant.reference import act_quant_ref
 from fused_quant.registry import fused_act_quant, platform_fp8_dtype
 from fused_quant.selftest_vectors import VECTORS, KnownAnswer
@@ -23,6 +26,14 @@ from fused_quant.selftest_vectors import VECTORS, KnownAnswer
 STATIC_SCALES = (1.0, 0.37, 1.0e-3, 3.0e4)
 UP_VALUES = (0.0, 1.0, -1.0, 3.140625, "max", "tiny", float("nan"), float("inf"))  # "max" / "tiny": of the dtype
 ROW = 256  # the 65,536 patterns as [256, 256] rows for per-token keys
+# the two kinds of check: against hand-written answers, against reference.py
+KNOWN_ANSWER, REFERENCE = "known answer", "reference"
+
+
+class Check(NamedTuple):
+    name: str
+    kind: str  # KNOWN_ANSWER or REFERENCE
+    run: Callable[[], str]  # '' when it passes, else what differs
 
 
 @dataclass
@@ -31,9 +42,11 @@ class CheckResult:
     ok: bool
     detail: str
     seconds: float
+    kind: str = REFERENCE
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "seconds": round(self.seconds, 3)}
+        return {"name": self.name, "kind": self.kind, "ok": self.ok, "detail": self.detail,
+                "seconds": round(self.seconds, 3)}
 
 
 def all_bf16_patterns(device="cpu") -> torch.Tensor:
@@ -90,13 +103,13 @@ def _known_answer(v: KnownAnswer, backend: str, device) -> str:
     return ""
 
 
-def checks(backend: str, device: torch.device):
-    """(name, thunk -> '' or failure detail) for every check of the suite."""
+def checks(backend: str, device: torch.device) -> Iterator[Check]:
+    """Every check of the suite, in order."""
     fp8_ok = platform_fp8_dtype() == torch.float8_e4m3fn
     for v in VECTORS:
         if K.is_fp8(K.KEYS[v.key]) and not fp8_ok:
             continue
-        yield f"known answer: {v.name}", lambda v=v: _known_answer(v, backend, device)
+        yield Check(f"known answer: {v.name}", KNOWN_ANSWER, lambda v=v: _known_answer(v, backend, device))
     patterns = all_bf16_patterns(device)
     for key_name, key in K.KEYS.items():
         scales = STATIC_SCALES if K.is_static(key) else (None,)
@@ -104,8 +117,9 @@ def checks(backend: str, device: torch.device):
         for sc in scales:
             scale = torch.tensor([sc], dtype=torch.float32, device=device) if sc is not None else None
             label = f" scale={sc}" if sc is not None else ""
-            yield (f"sweep relu2 -> {key_name}{label}: 65,536 bf16 patterns",
-                   lambda x=x, key=key, scale=scale: _check_against_reference("relu2", x, key, scale, "default", backend))
+            yield Check(f"sweep relu2 -> {key_name}{label}: 65,536 bf16 patterns", REFERENCE,
+                        lambda x=x, key=key, scale=scale:
+                        _check_against_reference("relu2", x, key, scale, "default", backend))
     for dtype in (torch.bfloat16, torch.float16):  # every gate pattern of each 16-bit type
         gates = patterns.view(dtype).reshape(ROW, ROW)
         for key_name, key in K.KEYS.items():
@@ -120,8 +134,8 @@ def checks(backend: str, device: torch.device):
                         if bad:
                             return f"up={up}: {bad}"
                     return ""
-                yield (f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 {str(dtype)[6:]} gates x "
-                       f"{len(UP_VALUES)} up values", silu_sweep)
+                yield Check(f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 {str(dtype)[6:]} gates x "
+                            f"{len(UP_VALUES)} up values", REFERENCE, silu_sweep)
     for dtype in (torch.bfloat16, torch.float16):
         rows = adversarial_rows(1024, dtype, device)
         for key_name, key in K.KEYS.items():
@@ -129,9 +143,9 @@ def checks(backend: str, device: torch.device):
                 continue
             for act in ("relu2", "silu_and_mul"):
                 for numerics in ("default", "hcu"):
-                    yield (f"adversarial rows {act} -> {key_name} {str(dtype)[6:]} [{numerics}]",
-                           lambda rows=rows, key=key, act=act, numerics=numerics:
-                           _check_against_reference(act, rows, key, None, numerics, backend))
+                    yield Check(f"adversarial rows {act} -> {key_name} {str(dtype)[6:]} [{numerics}]", REFERENCE,
+                                lambda rows=rows, key=key, act=act, numerics=numerics:
+                                _check_against_reference(act, rows, key, None, numerics, backend))
 
 
 def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 1234) -> torch.Tensor:
@@ -152,15 +166,39 @@ def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 1234)
     return rows.to(device)
 
 
-def run_selftest(backend: str, device: torch.device) -> list[CheckResult]:
+def run_selftest(backend: str, device: torch.device, *,
+                 started: Callable[[int, int, str], None] | None = None,
+                 finished: Callable[[int, int, CheckResult], None] | None = None) -> list[CheckResult]:
+    """Run every check; ``started(i, total, name)`` and ``finished(i, total, result)`` report progress."""
+    suite = list(checks(backend, device))
     results = []
-    for name, thunk in checks(backend, device):
+    for i, check in enumerate(suite, 1):
+        if started is not None:
+            started(i, len(suite), check.name)
         t0 = time.perf_counter()
         try:
-            detail = thunk()
+            detail = check.run()
         except Exception as exc:  # a crash is a failed check, reported with its type
             detail = f"raised {type(exc).__name__}: {exc}"
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        results.append(CheckResult(name, not detail, detail, time.perf_counter() - t0))
+        results.append(CheckResult(check.name, not detail, detail, time.perf_counter() - t0, check.kind))
+        if finished is not None:
+            finished(i, len(suite), results[-1])
     return results
+
+
+def summary(results: list[CheckResult], backend: str) -> dict[str, dict[str, object]]:
+    """Per kind of check: how many passed, of how many, and what passing shows on ``backend``."""
+    if backend == selection.FALLBACK:  # its producers are reference.py: the sweeps compare it with itself
+        vs_reference = (f"the {backend} backend's producers are reference.py, so these compare the reference "
+                        "with itself: they show it runs on this device, not that it is right (the known "
+                        "answers show that)")
+    else:
+        vs_reference = f"{backend}'s producers bit for bit against fused_quant/reference.py on the same device"
+    meanings = {KNOWN_ANSWER: "hand-written expected bytes and scale bits (fused_quant/selftest_vectors.py, "
+                              "from docs/NUMERICS.md), independent of reference.py",
+                REFERENCE: vs_reference}
+    return {kind: {"passed": sum(r.ok for r in results if r.kind == kind),
+                   "total": sum(r.kind == kind for r in results), "meaning": meaning}
+            for kind, meaning in meanings.items()}

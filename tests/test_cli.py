@@ -1,8 +1,12 @@
-"""The operator's commands: probe (human and --json, non-zero for an impossible override) and
-selftest (passes on the torch backend, fails loudly when a producer is wrong)."""
+"""The operator's commands: probe (human and --json, non-zero for an impossible override),
+selftest (passes on the torch backend, fails loudly when a producer is wrong) and the parser
+itself (plain-text help, a help line for every flag, --version).
+
+More: tests/test_cli_probe.py, tests/test_cli_selftest.py, tests/test_bench_cli.py."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -11,7 +15,8 @@ import sys
 import pytest
 import torch
 
-from fused_quant import cli
+import fused_quant
+from fused_quant import cli, envs
 
 
 def run_cli(*args, env=None):
@@ -24,7 +29,9 @@ def test_probe_names_the_torch_backend_and_why():
     r = run_cli("probe")
     assert r.returncode == 0, r.stderr
     assert "backend  : torch" in r.stdout and "pure torch" in r.stdout
-    assert "producers[triton_fp8]" in r.stdout and "silu_and_mul -> int8_dynamic_token" in r.stdout
+    producers = r.stdout[r.stdout.index("producers:"):r.stdout.index("gemms    :")]
+    assert "triton_fp8  silu_and_mul, relu2, identity -> fp8_static_tensor" in producers
+    assert "int8_dynamic_token" in producers
 
 
 def test_probe_json():
@@ -58,7 +65,11 @@ def test_selftest_json(capsys):
 
 def test_selftest_unavailable_backend_exits_2(capsys):
     assert cli.main(["selftest", "--backend", "triton_fp8"]) == 2
-    assert cli.main(["selftest", "--backend", "nope"]) == 2
+    with pytest.raises(SystemExit) as exc:  # not a backend: argparse's usage error
+        cli.main(["selftest", "--backend", "nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nope'" in err and "hip_w8a8" in err
 
 
 def test_selftest_catches_a_wrong_producer(monkeypatch, capsys):
@@ -76,7 +87,9 @@ def test_selftest_catches_a_wrong_producer(monkeypatch, capsys):
     monkeypatch.setattr(selftest, "_run", off_by_one)
     assert cli.main(["selftest"]) == 1
     out = capsys.readouterr().out
-    assert "FAIL  known answer: silu_and_mul int8 per-token" in out
+    failed = [line.split(" ms  ", 1)[1] for line in out.splitlines() if line.startswith("FAIL")]
+    assert "known answer: silu_and_mul int8 per-token" in failed
+    assert "known answers : 5/10 passed" in out  # the five int8 vectors with a 127 fail
 
 
 @pytest.mark.parametrize("argv", [["bench", "act_quant", "--quick"]])
@@ -84,3 +97,67 @@ def test_bench_without_gpu_says_so(argv, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert cli.main(argv) == 2
     assert "needs a GPU" in capsys.readouterr().err
+
+
+# --- the parser (item 13 of issue 14) ---------------------------------------------------------
+
+
+def _all_parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _all_parsers(sub)
+
+
+def _help(capsys, *argv) -> str:
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*argv])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_version(capsys):
+    out = _help(capsys, "--version")
+    assert out.startswith(f"fused-quant {fused_quant.__version__} (torch {torch.__version__}, python ")
+
+
+@pytest.mark.parametrize("args", [(), ("probe",), ("selftest",), ("bench",)], ids=lambda a: " ".join(a) or "top")
+def test_help_is_plain_text(args, capsys):
+    out = _help(capsys, *args, "--help")
+    assert "``" not in out and ":func:" not in out
+    assert out.startswith("usage: fused-quant")
+    assert len(out.split("\n\n")) >= 3, "usage, a description, the options"
+
+
+def test_top_help_lists_commands_environment_and_examples(capsys):
+    out = _help(capsys, "--help")
+    for command in ("probe", "selftest", "bench"):
+        assert f"    {command} " in out
+    for name in envs.VARIABLES:
+        assert f"  {name}  " in out
+    assert "examples:" in out and "fused-quant selftest --backend triton_fp8" in out
+
+
+def test_every_flag_has_a_help_line():
+    missing = [f"{parser.prog} {action.dest}" for parser in _all_parsers(cli.build_parser())
+               for action in parser._actions
+               if not isinstance(action, argparse._SubParsersAction) and not action.help]
+    assert not missing, f"flags without help: {missing}"
+
+
+def test_backend_flag_lists_the_backend_table(capsys):
+    from fused_quant.selection import BACKENDS
+
+    (selftest,) = [p for p in _all_parsers(cli.build_parser()) if p.prog == "fused-quant selftest"]
+    (flag,) = [a for a in selftest._actions if "--backend" in a.option_strings]
+    assert tuple(flag.choices) == tuple(BACKENDS)
+    assert f"one of: {', '.join(BACKENDS)}" in _help(capsys, "selftest", "--help").replace("\n" + " " * 18, " ")
+
+
+def test_probe_into_a_closed_pipe_is_quiet():
+    """`fused-quant probe | head -1`: no BrokenPipeError traceback once the reader has gone."""
+    done = subprocess.run(f"{sys.executable} -m fused_quant probe | head -1", shell=True, capture_output=True,
+                          text=True)
+    assert done.stdout.startswith("platform : ")
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr

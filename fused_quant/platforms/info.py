@@ -66,6 +66,13 @@ class PlatformInfo:
     def torch_has_hip(self) -> bool:
         return self.torch_build.startswith("hip")
 
+    def summary(self) -> str:
+        """What was found, for people: ``"no GPU found"``, ``"8 x NVIDIA H200 (nvidia sm_90)"``."""
+        if self.vendor == "cpu":
+            return "no GPU found"
+        arch = f"{self.vendor} {self.arch}" if self.arch else f"{self.vendor}, arch unknown"
+        return f"{self.device_count} x {self.device_name or 'unnamed GPU'} ({arch})"
+
     def as_dict(self) -> dict[str, object]:
         return {
             "vendor": self.vendor,
@@ -77,6 +84,7 @@ class PlatformInfo:
             "torch_build": self.torch_build,
             "triton_version": self.triton_version,
             "reason": self.reason,
+            "summary": self.summary(),
         }
 
 

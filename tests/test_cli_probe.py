@@ -1,0 +1,196 @@
+"""``fused-quant probe`` reads well (item 14 of issue 14): a first line saying what was found, a
+table of backends with the reason each can or cannot run, no line wider than the terminal's
+100 columns, and every FUSED_QUANT_* value checked here, each problem naming its variable.
+
+On fake nodes (the probe's ``_probe_now`` replaced) and for real on this machine."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fused_quant import cli, envs, numerics, runtime
+from fused_quant.activations import SiluAndMul
+from fused_quant.errors import NumericsProfileError
+from fused_quant.gemm import register_gemm_provider, unregister_gemm_provider
+from fused_quant.platforms import PlatformInfo
+
+probe_module = importlib.import_module("fused_quant.platforms.probe")  # the package exports probe(), the function
+
+CPU = PlatformInfo("cpu", fp8_dtype=torch.float8_e4m3fn, has_fp8=True, torch_build="cpu",
+                   reason="pynvml not installed; no GPU found; torch cpu", triton_version="3.7.1")
+H200 = PlatformInfo("nvidia", "sm_90", "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
+                    "NVML: 8 x NVIDIA H200, compute capability 9.0; torch cuda 12.8", "3.5.1")
+
+
+def run_cli(*args, env=None):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FUSED_QUANT_")} | (env or {})
+    return subprocess.run([sys.executable, "-m", "fused_quant", *args], capture_output=True, text=True, env=full_env)
+
+
+@pytest.fixture
+def node(monkeypatch):
+    """``node(info)``: the probe sees ``info`` from now on (conftest resets the runtime state after the test)."""
+    for name in envs.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+    def on(info: PlatformInfo):
+        monkeypatch.setattr(probe_module, "_probe_now", lambda: info)
+        runtime.reset()  # probe again, select again
+
+    return on
+
+
+def _probe(capsys, *argv) -> tuple[int, str]:
+    code = cli.main(["probe", *argv])
+    return code, capsys.readouterr().out
+
+
+# --- the text -----------------------------------------------------------------------------------
+
+
+def test_first_line_says_what_was_found(node, capsys):
+    node(CPU)
+    assert _probe(capsys)[1].splitlines()[0] == "platform : no GPU found"
+    node(H200)
+    assert _probe(capsys)[1].splitlines()[0] == "platform : 8 x NVIDIA H200 (nvidia sm_90)"
+
+
+def test_backend_reason_says_what_was_found(node, capsys):
+    node(CPU)
+    code, out = _probe(capsys)
+    assert code == 0
+    assert "backend  : torch  (auto: pure torch runs on every device; no GPU found)" in out
+
+
+def test_backends_table_on_a_cpu_node(node, capsys):
+    node(CPU)
+    out = _probe(capsys)[1]
+    table = out[out.index("backends :"):out.index("env      :")]
+    assert table.startswith("backends : torch       selected     pure torch runs on every device\n")
+    assert "           triton_fp8  unavailable  triton_fp8 needs an NVIDIA GPU" in table
+    assert "           hip_w8a8    unavailable  hip_w8a8 needs an AMD or Hygon GPU" in table
+
+
+def test_backends_table_on_an_h200(node, capsys):
+    node(H200)
+    code, out = _probe(capsys, "--json")
+    backends = json.loads(out)["backends"]
+    assert code == 0
+    assert backends["triton_fp8"] == {"status": "selected", "reason": "nvidia sm_90 (NVIDIA H200) with triton 3.5.1"}
+    assert backends["torch"]["status"] == "available"
+    # hip_w8a8 runs on NVIDIA only when forced: said so, with auto mode's reason
+    assert backends["hip_w8a8"]["status"] == "if forced"
+    assert backends["hip_w8a8"]["reason"].startswith("forced by FUSED_QUANT_BACKEND on nvidia sm_90 (auto mode: ")
+
+
+@pytest.mark.parametrize("info", [CPU, H200], ids=["cpu", "h200"])
+def test_no_line_wider_than_100_columns(node, capsys, info, monkeypatch):
+    node(info)
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "nope")  # the warning names every provider
+    out = _probe(capsys)[1]
+    wide = [line for line in out.splitlines() if len(line) > cli.WIDTH]
+    assert not wide, wide
+
+
+def test_real_probe_lines_fit():
+    r = run_cli("probe", "--vllm")
+    assert r.returncode == 0, r.stderr
+    assert max(map(len, r.stdout.splitlines())) <= cli.WIDTH
+
+
+# --- environment variables ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,value,choices", [
+    ("FUSED_QUANT_NUMERICS", "hcuu", "default, hcu"),
+    ("FUSED_QUANT_VLLM_KERNEL", "middle", "first, last, off"),
+    ("FUSED_QUANT_VLLM_FUSION", "maybe", "on, off"),
+])
+def test_bad_env_value_exits_2_naming_the_variable(node, capsys, monkeypatch, name, value, choices):
+    node(CPU)
+    monkeypatch.setenv(name, value)
+    code, out = _probe(capsys)
+    assert code == 2
+    assert f"error    : {name}='{value}' is not one of {choices}" in out
+    code, out = _probe(capsys, "--json")
+    assert code == 2 and json.loads(out)["env_errors"] == {name: f"{name}='{value}' is not one of {choices}"}
+
+
+def test_bad_env_value_from_the_shell():
+    r = run_cli("probe", env={"FUSED_QUANT_NUMERICS": "hcuu"})
+    assert r.returncode == 2
+    assert "error    : FUSED_QUANT_NUMERICS='hcuu' is not one of default, hcu" in r.stdout
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_bad_backend_value_names_the_variable(node, capsys, monkeypatch):
+    node(CPU)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "tritn")
+    code, out = _probe(capsys)
+    assert code == 2
+    assert ("backend  : UNAVAILABLE  (FUSED_QUANT_BACKEND='tritn' is not a backend; valid names: auto, torch"
+            in out.replace("\n" + " " * 13, " "))
+
+
+def test_unknown_disabled_gemm_is_reported_with_the_known_providers(node, capsys, monkeypatch):
+    node(CPU)
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "scaled_mm, int_mm_int8")
+    code, out = _probe(capsys, "--json")
+    warning = json.loads(out)["env_warnings"]["FUSED_QUANT_DISABLED_GEMMS"]
+    assert code == 0  # a provider the application registers is unknown here: a warning
+    assert warning.startswith("FUSED_QUANT_DISABLED_GEMMS names no GEMM provider called 'scaled_mm'; known "
+                              "providers: ")
+    assert "int_mm_int8" in warning and "torch_int8_f64" in warning and "scaled_mm_fp8" in warning
+    assert "warning  : FUSED_QUANT_DISABLED_GEMMS names no GEMM provider called 'scaled_mm'" in _probe(capsys)[1]
+
+
+def test_disabled_gemms_that_exist_are_not_reported(node, capsys, monkeypatch):
+    node(CPU)
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "int_mm_int8, my_gemm")
+    register_gemm_provider("my_gemm", lambda *a: None, kind="int8", backends=("torch",))
+    try:
+        code, out = _probe(capsys, "--json")
+    finally:
+        unregister_gemm_provider("my_gemm")
+    report = json.loads(out)
+    assert code == 0 and report["env_warnings"] == {} and report["env_errors"] == {}
+    assert "int_mm_int8 (int8)" not in report["gemm_providers"]["triton_fp8"]  # still disabled
+
+
+def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
+    node(CPU)
+    report = json.loads(_probe(capsys, "--json")[1])
+    assert set(report) == {"version", "platform", "env", "backend", "backends", "env_errors", "env_warnings",
+                           "producers", "gemm_providers"}
+    assert set(report["backend"]) == {"name", "reason", "requested"}
+    assert report["env"] == {name: None for name in envs.VARIABLES}
+    assert report["platform"]["summary"] == "no GPU found" and report["platform"]["vendor"] == "cpu"
+
+
+def test_numerics_variable_is_named_at_first_use_too(monkeypatch):
+    from fused_quant import QuantLinear, kInt8DynamicTokenSym, maybe_fused_act_quant
+
+    monkeypatch.setenv("FUSED_QUANT_NUMERICS", "hcuu")
+    layer = QuantLinear.from_float(torch.nn.Linear(4, 8), kInt8DynamicTokenSym)
+    with pytest.raises(NumericsProfileError, match="FUSED_QUANT_NUMERICS='hcuu' is not one of default, hcu"):
+        maybe_fused_act_quant(SiluAndMul(), torch.randn(3, 8), layer)
+
+
+def test_numerics_choices_are_the_profiles():
+    assert envs.NUMERICS_CHOICES == tuple(numerics.PROFILES)
+
+
+def test_env_errors_lists_only_bad_values(monkeypatch):
+    for name in envs.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert envs.errors() == {}
+    monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", " OFF ")  # readers strip and lower-case
+    monkeypatch.setenv("FUSED_QUANT_NUMERICS", "fast")
+    assert envs.errors() == {"FUSED_QUANT_NUMERICS": "FUSED_QUANT_NUMERICS='fast' is not one of default, hcu"}

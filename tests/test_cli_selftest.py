@@ -1,0 +1,256 @@
+"""``fused-quant selftest`` for an operator (item 15 of issue 14): a line per check as it finishes
+(and the running check on a terminal), a summary telling the known answers from the comparisons
+with the reference, ``--device`` checked before anything runs, errors that name the flag or
+variable that chose the backend, and what hardware a backend is for.
+
+Fake nodes replace the probe's ``_probe_now``; the real runs use the torch backend on the CPU."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fused_quant import cli, envs, runtime, selftest
+from fused_quant.platforms import PlatformInfo
+
+probe_module = importlib.import_module("fused_quant.platforms.probe")  # the package exports probe(), the function
+
+CPU_NO_TRITON = PlatformInfo("cpu", fp8_dtype=torch.float8_e4m3fn, has_fp8=True, torch_build="cpu",
+                             reason="no GPU found; torch cpu", triton_version=None)
+H200 = PlatformInfo("nvidia", "sm_90", "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
+                    "NVML: 8 x NVIDIA H200, compute capability 9.0; torch cuda 12.8", "3.5.1")
+H200_NO_TRITON = PlatformInfo("nvidia", "sm_90", "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
+                              "NVML: 8 x NVIDIA H200, compute capability 9.0; torch cuda 12.8", None)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def run_cli(*args, env=None):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FUSED_QUANT_")} | (env or {})
+    return subprocess.run([sys.executable, "-m", "fused_quant", *args], capture_output=True, text=True, env=full_env)
+
+
+@pytest.fixture
+def node(monkeypatch):
+    """``node(info, gpus=0)``: the probe sees ``info`` and torch counts ``gpus`` CUDA devices."""
+    for name in envs.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+    def on(info: PlatformInfo, gpus: int = 0):
+        monkeypatch.setattr(probe_module, "_probe_now", lambda: info)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+        runtime.reset()
+
+    return on
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Stand in for run_selftest (the fake nodes have no GPU to run on); records what it was asked."""
+    asked = []
+
+    def fake(backend, device, **progress):
+        asked.append((backend, device))
+        return [selftest.CheckResult("known answer: fake", True, "", 0.0, selftest.KNOWN_ANSWER)]
+
+    monkeypatch.setattr(selftest, "run_selftest", fake)
+    return asked
+
+
+def _error_line(capsys, argv) -> str:
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    return line
+
+
+# --- progress -----------------------------------------------------------------------------------
+
+
+def test_a_line_per_check_as_it_finishes(monkeypatch):
+    """Each check starts with the result lines of all the checks before it already written."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    seen = []
+    real_known, real_ref = selftest._known_answer, selftest._check_against_reference
+    monkeypatch.setattr(selftest, "_known_answer",
+                        lambda *a: seen.append(len(out.getvalue().splitlines())) or real_known(*a))
+    monkeypatch.setattr(selftest, "_check_against_reference",
+                        lambda *a: seen.append(len(out.getvalue().splitlines())) or real_ref(*a))
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
+    lines = out.getvalue().splitlines()
+    results = [line for line in lines if line.startswith("PASS")]
+    assert lines[0].startswith("selftest backend=torch device=cpu")
+    assert lines[1:len(results) + 1] == results  # then one line per check, then the summary
+    # the 10 known answers and the relu2 sweeps start after 1 + i lines; a silu sweep compares 8 times
+    assert seen[:20] == list(range(1, 21))
+    assert sorted(set(seen)) == list(range(1, len(results) + 1))
+
+
+def test_a_terminal_also_shows_the_running_check(monkeypatch):
+    out = Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
+    text = out.getvalue()
+    total = text.count("\r\x1b[KPASS")  # each result line replaces the status line
+    assert "\r\x1b[K[1/" in text and f"[{total}/{total}] adversarial rows" in text
+    assert "known answer: relu2 fp8 static: RNE tie, NaN, saturation ...\r\x1b[KPASS" in text
+
+
+def test_json_stdout_is_json_alone_with_progress_on_a_terminal_stderr(monkeypatch, capsys):
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    assert cli.main(["selftest", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert f"[{len(report['checks'])}/{len(report['checks'])}]" in err.getvalue()
+    assert "PASS" not in err.getvalue()
+
+
+def test_run_selftest_reports_progress():
+    events = []
+    results = selftest.run_selftest("torch", torch.device("cpu"),
+                                    started=lambda i, n, name: events.append(("start", i, n, name)),
+                                    finished=lambda i, n, r: events.append(("done", i, n, r.name)))
+    n = len(results)
+    assert events[:2] == [("start", 1, n, results[0].name), ("done", 1, n, results[0].name)]
+    assert events[-1] == ("done", n, n, results[-1].name) and len(events) == 2 * n
+
+
+# --- the summary --------------------------------------------------------------------------------
+
+
+def test_summary_tells_known_answers_from_reference_comparisons(capsys):
+    assert cli.main(["selftest", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    kinds = {c["kind"] for c in report["checks"]}
+    known = sum(c["kind"] == "known answer" for c in report["checks"])
+    assert kinds == {"known answer", "reference"}
+    assert report["summary"]["known answer"]["passed"] == report["summary"]["known answer"]["total"] == known
+    assert report["summary"]["reference"]["total"] == len(report["checks"]) - known
+    assert "independent of reference.py" in report["summary"]["known answer"]["meaning"]
+    assert "compare the reference with itself" in report["summary"]["reference"]["meaning"]
+
+    assert cli.main(["selftest"]) == 0
+    out = capsys.readouterr().out.replace("\n" + " " * 18, " ")
+    assert f"known answers : {known}/{known} passed; hand-written" in out
+    n = len(report["checks"]) - known
+    assert (f"vs reference  : {n}/{n} passed; the torch backend's producers are reference.py, so these compare "
+            "the reference with itself") in out
+
+
+def test_summary_of_another_backend_is_a_real_comparison():
+    results = [selftest.CheckResult("a", True, "", 0, selftest.REFERENCE),
+               selftest.CheckResult("b", False, "q differs", 0, selftest.REFERENCE),
+               selftest.CheckResult("c", True, "", 0, selftest.KNOWN_ANSWER)]
+    s = selftest.summary(results, "triton_fp8")
+    assert (s["reference"]["passed"], s["reference"]["total"]) == (1, 2)
+    assert (s["known answer"]["passed"], s["known answer"]["total"]) == (1, 1)
+    assert s["reference"]["meaning"] == ("triton_fp8's producers bit for bit against fused_quant/reference.py "
+                                         "on the same device")
+
+
+# --- --device -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device,message", [
+    ("cuda", "selftest: --device cuda: torch {torch} is a CPU-only build; expected --device cpu"),
+    ("cuda:1", "selftest: --device cuda:1: torch {torch} is a CPU-only build; expected --device cpu"),
+    ("bogus", "selftest: --device 'bogus' is not a device; expected cpu, cuda or cuda:N"),
+    ("meta", "selftest: --device meta: selftest runs on cpu, cuda or cuda:N (ROCm GPUs are cuda devices too); "
+             "got a meta device"),
+])
+def test_bad_device_is_one_line_and_exit_2(node, capsys, device, message):
+    node(CPU_NO_TRITON)
+    assert _error_line(capsys, ["selftest", "--device", device]) == message.format(torch=torch.__version__)
+
+
+def test_bad_device_from_the_shell():
+    if torch.version.cuda or torch.version.hip:
+        pytest.skip("needs a CPU-only build of torch")
+    r = run_cli("selftest", "--device", "cuda")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"selftest: --device cuda: torch {torch.__version__} is a CPU-only build; "
+                                     "expected --device cpu"]
+
+
+def test_device_index_beyond_the_gpus(node, capsys):
+    node(H200, gpus=2)
+    line = _error_line(capsys, ["selftest", "--backend", "torch", "--device", "cuda:2"])
+    assert line == "selftest: --device cuda:2: torch sees 2 GPU(s); expected cuda:0 to cuda:1"
+
+
+def test_gpu_backend_on_cpu_device(node, capsys):
+    node(H200, gpus=8)
+    line = _error_line(capsys, ["selftest", "--backend", "triton_fp8", "--device", "cpu"])
+    assert line == ("selftest: --device cpu: triton_fp8's kernels take GPU tensors; expected cuda or cuda:N "
+                    "(--backend torch runs on the CPU)")
+
+
+def test_cuda_build_without_a_visible_gpu(node, capsys):
+    node(H200, gpus=0)
+    line = _error_line(capsys, ["selftest", "--backend", "torch", "--device", "cuda"])
+    assert line == "selftest: --device cuda: torch sees no GPU (8 x NVIDIA H200 (nvidia sm_90)); expected --device cpu"
+
+
+def test_good_device_reaches_the_run(node, capsys, no_run):
+    node(H200, gpus=8)
+    assert cli.main(["selftest", "--device", "cuda:7"]) == 0
+    assert no_run == [("triton_fp8", torch.device("cuda:7"))]
+    assert cli.main(["selftest", "--backend", "torch"]) == 0  # the torch backend's default: the CPU
+    assert no_run[-1] == ("torch", torch.device("cpu"))
+
+
+# --- which backend, and why not -----------------------------------------------------------------
+
+
+def test_unavailable_backend_names_the_flag(capsys):
+    line = _error_line(capsys, ["selftest", "--backend", "triton_fp8"])
+    assert line.startswith("selftest: --backend triton_fp8 cannot run here: triton_fp8 needs an NVIDIA GPU")
+    assert "FUSED_QUANT_BACKEND" not in line
+
+
+def test_unavailable_backend_from_the_env_names_the_variable(node, capsys, monkeypatch):
+    node(CPU_NO_TRITON)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "triton_fp8")
+    line = _error_line(capsys, ["selftest"])
+    assert line.startswith("selftest: FUSED_QUANT_BACKEND=triton_fp8 cannot run here: triton_fp8 needs an NVIDIA GPU")
+
+
+def test_forced_backend_reason_names_the_flag(node, capsys, no_run):
+    node(H200, gpus=8)
+    assert cli.main(["selftest", "--backend", "hip_w8a8"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header == "selftest backend=hip_w8a8 device=cuda (--backend hip_w8a8: forced by --backend on nvidia sm_90)"
+
+
+def test_hip_w8a8_on_a_cpu_node_asks_for_the_gpu_not_triton(node, capsys):
+    node(CPU_NO_TRITON)
+    line = _error_line(capsys, ["selftest", "--backend", "hip_w8a8"])
+    assert line == ("selftest: --backend hip_w8a8 cannot run here: hip_w8a8 needs an AMD or Hygon GPU "
+                    "(or a forced CUDA GPU); this node is cpu")
+
+
+def test_hip_w8a8_on_nvidia_without_triton_says_both(node, capsys):
+    node(H200_NO_TRITON, gpus=8)
+    line = _error_line(capsys, ["selftest", "--backend", "hip_w8a8"])
+    assert line == ("selftest: --backend hip_w8a8 cannot run here: hip_w8a8 needs triton; install "
+                    "fused-quant[triton]; hip_w8a8 is meant for an AMD or Hygon GPU (or a forced CUDA GPU) "
+                    "(this node: 8 x NVIDIA H200 (nvidia sm_90))")
+
+
+def test_missing_triton_on_the_right_gpu_asks_for_triton_only(node, capsys):
+    node(H200_NO_TRITON, gpus=8)
+    line = _error_line(capsys, ["selftest", "--backend", "triton_fp8"])
+    assert line == ("selftest: --backend triton_fp8 cannot run here: triton_fp8 needs triton; "
+                    "install fused-quant[triton]")
