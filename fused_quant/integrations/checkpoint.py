@@ -1,0 +1,204 @@
+"""The compressed-tensors checkpoint format of fused-quant layers (llm-compressor's on-disk format).
+
+``parse_config`` maps a ``quantization_config``'s groups to quant keys, refusing what ``QuantLinear``
+does not run (naming the group and the field); ``quantization_config`` writes them back.
+``layer_from_tensors`` / ``layer_tensors`` convert between a layer's checkpoint tensors
+(``weight`` int8 or FP8 e4m3fn ``[N, K]``, ``weight_scale`` float32 ``[N, 1]``, static ``input_scale``
+float32 ``[1]``, ``bias``) and a ``QuantLinear``; scales stay float32.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from fused_quant import keys as K
+from fused_quant.errors import QuantDTypeError, ScaleError, ShapeMismatchError, UnsupportedError
+from fused_quant.modules import QuantLinear
+
+FORMATS = {"int-quantized": "int", "float-quantized": "float"}  # checkpoint format -> weights.type
+# (input_activations.type, strategy, dynamic) -> the key QuantLinear consumes
+ACT_KEYS = {
+    ("int", "token", True): K.kInt8DynamicTokenSym,
+    ("int", "tensor", False): K.kInt8StaticTensorSym,
+    ("float", "token", True): K.kFp8DynamicTokenSym,
+    ("float", "tensor", False): K.kFp8StaticTensorSym,
+}
+_WEIGHT_STRATEGIES = ("channel", "tensor")  # a tensor scale is expanded to one per channel (same values)
+
+
+@dataclass(frozen=True)
+class Group:
+    """One config group: the modules it targets and the key its layers consume."""
+
+    name: str
+    targets: tuple[str, ...]
+    key: K.QuantKey
+
+
+def _value(v: object) -> object:
+    return getattr(v, "value", v)  # compressed-tensors' str enums
+
+
+def _check(ok: bool, where: str, field: str, got: object, expected: str) -> None:
+    if not ok:
+        raise UnsupportedError(f"{where}.{field} is {_value(got)!r}; fused-quant runs {expected}")
+
+
+def parse_config(qc: dict | None, where: str = "quantization_config") -> tuple[list[Group], list[str]]:
+    """(groups, ignore) of a compressed-tensors ``quantization_config``; UnsupportedError for anything
+    QuantLinear does not run (zero points, group / block weights, bits other than 8, weight-only, ...)."""
+    from compressed_tensors.quantization import QuantizationConfig
+
+    if not isinstance(qc, dict) or qc.get("quant_method") != "compressed-tensors":
+        got = None if not isinstance(qc, dict) else qc.get("quant_method")
+        raise UnsupportedError(f"{where}: expected a compressed-tensors quantization_config "
+                               f"(quant_method 'compressed-tensors'), got quant_method {got!r}")
+    try:
+        cfg = QuantizationConfig.model_validate(qc)
+    except ValueError as exc:  # pydantic's ValidationError
+        raise UnsupportedError(f"{where}: not a valid compressed-tensors config: {exc}") from None
+    _check(cfg.kv_cache_scheme is None, where, "kv_cache_scheme", "set", "no KV-cache quantization")
+    groups = []
+    for name, scheme in cfg.config_groups.items():
+        at = f"{where}.config_groups.{name}"
+        fmt = _value(scheme.format or cfg.format)
+        _check(fmt in FORMATS, at, "format", fmt, " or ".join(repr(f) for f in FORMATS))
+        w, a = scheme.weights, scheme.input_activations
+        _check(w is not None, at, "weights", None, "quantized weights")
+        _check(a is not None, at, "input_activations", None, "W8A8 (weight-only schemes are not supported)")
+        _check(scheme.output_activations is None, at, "output_activations", "set", "no output quantization")
+        for part, args in (("weights", w), ("input_activations", a)):
+            _check(args.num_bits == 8, at, f"{part}.num_bits", args.num_bits, "8 bits")
+            _check(_value(args.type) == FORMATS[fmt], at, f"{part}.type", args.type,
+                   f"{FORMATS[fmt]!r} in format {fmt!r}")
+            _check(args.symmetric, at, f"{part}.symmetric", args.symmetric, "symmetric quantization (no zero points)")
+            _check(args.group_size is None, at, f"{part}.group_size", args.group_size, "no groups")
+            _check(args.block_structure is None, at, f"{part}.block_structure", args.block_structure, "no blocks")
+            _check(args.actorder is None, at, f"{part}.actorder", args.actorder, "no activation ordering")
+        _check(_value(w.strategy) in _WEIGHT_STRATEGIES, at, "weights.strategy", w.strategy, "'channel' or 'tensor'")
+        _check(w.dynamic is False, at, "weights.dynamic", w.dynamic, "static weight scales")
+        act = (_value(a.type), _value(a.strategy), a.dynamic)
+        _check(act in ACT_KEYS, at, "input_activations", f"strategy {act[1]}, dynamic {act[2]}",
+               "dynamic per-token or static per-tensor activations")
+        groups.append(Group(name, tuple(scheme.targets), ACT_KEYS[act]))
+    return groups, list(cfg.ignore or [])
+
+
+def quantization_config(layers: list[tuple[str, QuantLinear]], float_linears: list[str]) -> dict:
+    """The ``quantization_config`` of these layers: one group per key (targets "Linear" when there is
+    one), ``float_linears`` ignored."""
+    from compressed_tensors.quantization import QuantizationArgs, QuantizationConfig, QuantizationScheme
+
+    by_key: dict[str, list[str]] = {}
+    for name, layer in layers:
+        by_key.setdefault(K.key_name(layer.input_key), []).append(name)
+    kinds = {"float" if K.is_fp8(K.KEYS[k]) else "int" for k in by_key}
+    if len(kinds) != 1:
+        raise UnsupportedError(f"save_pretrained: int8 and FP8 layers in one model cannot share one "
+                               f"compressed-tensors format; got keys {sorted(by_key)}")
+    kind = kinds.pop()
+    groups = {}
+    for i, (name, names) in enumerate(sorted(by_key.items())):
+        key = K.KEYS[name]
+        static = K.is_static(key)
+        args = dict(num_bits=8, type=kind, symmetric=True)
+        groups[f"group_{i}"] = QuantizationScheme(
+            targets=["Linear"] if len(by_key) == 1 else names,
+            weights=QuantizationArgs(**args, strategy="channel", dynamic=False),
+            input_activations=QuantizationArgs(**args, strategy="tensor" if static else "token", dynamic=not static))
+    fmt = next(f for f, t in FORMATS.items() if t == kind)
+    cfg = QuantizationConfig(config_groups=groups, ignore=float_linears, format=fmt, quantization_status="compressed")
+    return cfg.model_dump(exclude_none=True, mode="json") | {"quant_method": "compressed-tensors"}
+
+
+def load_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of ``model.safetensors`` or of the shards ``model.safetensors.index.json`` lists."""
+    from safetensors.torch import load_file
+
+    index = path / "model.safetensors.index.json"
+    if index.exists():
+        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    elif (path / "model.safetensors").exists():
+        files = ["model.safetensors"]
+    else:
+        raise UnsupportedError(f"{path}: expected model.safetensors or model.safetensors.index.json")
+    tensors: dict[str, torch.Tensor] = {}
+    for f in files:
+        tensors.update(load_file(str(path / f)))
+    return tensors
+
+
+def to_platform_fp8(w: torch.Tensor, ws: torch.Tensor, fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Checkpoint e4m3fn weights as ``fp8_dtype``: for e4m3fnuz the same bits mean half the value (bias 8,
+    not 7), so the scale doubles; 0x80 (-0 in e4m3fn, NaN in e4m3fnuz) becomes 0 (as vLLM does)."""
+    if fp8_dtype == K.FP8_DTYPE:
+        return w, ws
+    bits = w.view(torch.int8).clone()
+    bits[bits == -128] = 0
+    return bits.view(fp8_dtype), ws * 2.0
+
+
+def to_checkpoint_fp8(w: torch.Tensor, ws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The inverse of ``to_platform_fp8``: e4m3fn weights and their scales."""
+    if w.dtype == K.FP8_DTYPE:
+        return w, ws
+    return w.view(torch.int8).view(K.FP8_DTYPE), ws / 2.0
+
+
+def _pop(tensors: dict, name: str, what: str, group: Group) -> torch.Tensor:
+    try:
+        return tensors.pop(f"{name}.{what}")
+    except KeyError:
+        static = f" (config group {group.name} is static per-tensor)" if what == "input_scale" else ""
+        error = ScaleError if what.endswith("scale") else UnsupportedError
+        raise error(f"{name}: the checkpoint has no {name}.{what}{static}") from None
+
+
+def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group, out_dtype: torch.dtype,
+                       fp8_dtype: torch.dtype) -> QuantLinear:
+    """The QuantLinear for ``linear`` (a meta-device skeleton: only its shape is read), from the checkpoint
+    tensors of ``name``, which are removed from ``tensors``."""
+    w = _pop(tensors, name, "weight", group)
+    ws = _pop(tensors, name, "weight_scale", group)
+    want = K.FP8_DTYPE if K.is_fp8(group.key) else torch.int8
+    if w.dtype != want:
+        raise QuantDTypeError(f"{name}.weight: config group {group.name} stores {want} weights, got {w.dtype}")
+    if tuple(w.shape) != (linear.out_features, linear.in_features):
+        raise ShapeMismatchError(f"{name}.weight: the model expects [N, K] = [{linear.out_features}, "
+                                 f"{linear.in_features}], the checkpoint has {list(w.shape)}", layer=name,
+                                 n=linear.out_features, k=linear.in_features, w_shape=w.shape)
+    n = w.shape[0]
+    if ws.numel() not in (1, n):
+        raise ScaleError(f"{name}.weight_scale: expected {n} (per channel) or 1 (per tensor) values, "
+                         f"got shape {list(ws.shape)}")
+    ws = ws.to(torch.float32).reshape(-1, 1).expand(n, 1).contiguous()
+    if K.is_fp8(group.key):
+        w, ws = to_platform_fp8(w, ws, fp8_dtype)
+    scale = _pop(tensors, name, "input_scale", group) if K.is_static(group.key) else None
+    if scale is not None and scale.numel() != 1:
+        raise ScaleError(f"{name}.input_scale: a static per-tensor scale has 1 value, got shape {list(scale.shape)}")
+    if scale is not None:
+        scale = scale.to(torch.float32)
+    bias = tensors.pop(f"{name}.bias", None)
+    if (bias is None) != (linear.bias is None):
+        raise ShapeMismatchError(f"{name}.bias: the model {'has' if linear.bias is not None else 'has no'} "
+                                 f"bias, the checkpoint {'has none' if bias is None else 'has one'}", layer=name)
+    return QuantLinear(w, ws, group.key, bias=bias, input_scale=scale, out_dtype=out_dtype, name=name)
+
+
+def layer_tensors(name: str, layer: QuantLinear, rows: slice) -> dict[str, torch.Tensor]:
+    """``layer``'s checkpoint tensors (its rows ``rows``, e.g. the gate half of a merged gate_up) under ``name``."""
+    w, ws = layer.weight[rows], layer.weight_scale[rows]
+    if K.is_fp8(layer.input_key):
+        w, ws = to_checkpoint_fp8(w, ws)
+    out = {f"{name}.weight": w.contiguous().cpu(), f"{name}.weight_scale": ws.contiguous().cpu()}
+    if layer.bias is not None:
+        out[f"{name}.bias"] = layer.bias[rows].contiguous().cpu()
+    if layer.input_scale is not None:
+        out[f"{name}.input_scale"] = layer.input_scale.reshape(1).clone().cpu()
+    return out

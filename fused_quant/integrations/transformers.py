@@ -1,0 +1,494 @@
+"""Hugging Face transformers models with fused-quant W8A8 linears and fused MLPs, and their checkpoints.
+
+``quantize_model(model, key)`` converts a float model in place; ``from_pretrained(path)`` loads a
+compressed-tensors W8A8 / FP8 checkpoint straight into ``QuantLinear``s (int8 or FP8 weights, float32
+scales, no emulation); ``save_pretrained(model, path)`` writes that format back (gate_up split into
+gate_proj / up_proj), so transformers, vLLM and fused-quant all read it. MLPs are swapped per module
+with ``model.set_submodule``; no transformers class is touched. Inference only: quantized weights are
+buffers and get no gradients. Importing ``fused_quant`` never imports this module (nor transformers).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from fused_quant import keys as K
+from fused_quant.activations import ReLUSquared, SiluAndMul, name_of_type
+from fused_quant.errors import ShapeMismatchError, UnsupportedError
+from fused_quant.modules import QuantLinear
+from fused_quant.numerics import get_profile
+from fused_quant.registry import maybe_fused_act_quant
+
+logger = logging.getLogger("fused_quant")
+
+TESTED = {"transformers": ">=5.24,<5.25", "compressed-tensors": ">=0.20,<0.21"}
+
+# model_type -> its MLP classes (transformers 5.24), as Liger-Kernel's MODEL_TYPE_TO_APPLY_LIGER_FN:
+# gated ones compute down(act(gate(x)) * up(x)), plain ones down(act(up(x))).
+MODEL_MLPS: dict[str, tuple[str, ...]] = {
+    "llama": ("LlamaMLP",),
+    "mistral": ("MistralMLP",),
+    "qwen2": ("Qwen2MLP",),
+    "qwen3": ("Qwen3MLP",),
+    "nemotron": ("NemotronMLP",),  # relu2
+    "nemotron_h": ("NemotronHMLP",),  # relu2, at model.layers[i].mixer of the "mlp" blocks
+}
+# HF's SiLU modules compute silu(gate) alone: only the gated module below fuses them (as SiluAndMul)
+_SILU_TYPES = ("torch.nn.modules.activation.SiLU", "transformers.activations.SiLUActivation")
+_FORMATS = {"int-quantized": "int", "float-quantized": "float"}
+
+
+# ---- versions -------------------------------------------------------------------------------------
+
+
+def check_versions() -> tuple[bool, str]:
+    """(ok, reason): transformers and compressed-tensors installed and inside ``TESTED``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    for package, tested in TESTED.items():
+        try:
+            found = version(package)
+        except PackageNotFoundError:
+            return False, f"{package} is not installed (pip install 'fused-quant[transformers]')"
+        if Version(found) not in SpecifierSet(tested):
+            return False, f"{package} {found} is outside the tested range {tested}"
+    return True, ""
+
+
+def _require_versions() -> None:
+    ok, reason = check_versions()
+    if not ok:
+        raise UnsupportedError(f"fused_quant.integrations.transformers: {reason}")
+
+
+# ---- the MLP modules ------------------------------------------------------------------------------
+
+
+class _GatedActivation(nn.Module):
+    """``act(gate) * up`` on ``[gate | up]`` for an activation fused-quant has no producer for."""
+
+    def __init__(self, act: nn.Module):
+        super().__init__()
+        self.act = act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return self.act(x[..., :d]) * x[..., d:]
+
+
+def _qualname(obj: object) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _linears(mlp: nn.Module, names: tuple[str, ...], where: str) -> list:
+    found = [getattr(mlp, n, None) for n in names]
+    bad = [f"{n}: {type(m).__name__}" for n, m in zip(names, found) if not isinstance(m, (nn.Linear, QuantLinear))]
+    if bad:
+        raise UnsupportedError(f"{where}: expected torch.nn.Linear (or QuantLinear) {', '.join(names)}; "
+                               f"got {', '.join(bad)}")
+    return found
+
+
+def _quant(linear: nn.Module, key, name: str, fp8_dtype) -> QuantLinear:
+    if isinstance(linear, QuantLinear):
+        linear.name = name
+        return linear
+    return QuantLinear.from_float(linear, key, name=name, fp8_dtype=fp8_dtype)
+
+
+def _merge(gate, up, key, name: str, fp8_dtype) -> QuantLinear:
+    """One QuantLinear of gate's rows then up's: quantized from float, or concatenated if already quantized."""
+    if isinstance(gate, nn.Linear) and isinstance(up, nn.Linear):
+        return QuantLinear.from_linears([gate, up], key, name=name, fp8_dtype=fp8_dtype)
+    if not (isinstance(gate, QuantLinear) and isinstance(up, QuantLinear)):
+        raise UnsupportedError(f"{name}: gate_proj and up_proj must both be float or both quantized, got "
+                               f"{type(gate).__name__} and {type(up).__name__}")
+    if gate.input_key is not up.input_key or gate.weight.dtype != up.weight.dtype:
+        raise UnsupportedError(f"{name}: gate_proj and up_proj must share one scheme, got "
+                               f"{K.key_name(gate.input_key)} {gate.weight.dtype} and "
+                               f"{K.key_name(up.input_key)} {up.weight.dtype}")
+    if (gate.bias is None) != (up.bias is None):
+        raise ShapeMismatchError(f"{name}: either both gate_proj and up_proj have a bias or neither has")
+    scale = None if gate.input_scale is None else torch.maximum(gate.input_scale, up.input_scale)  # as vLLM
+    bias = None if gate.bias is None else torch.cat([gate.bias, up.bias])
+    return QuantLinear(torch.cat([gate.weight, up.weight]), torch.cat([gate.weight_scale, up.weight_scale]),
+                       gate.input_key, bias=bias, input_scale=scale, out_dtype=gate.out_dtype, name=name)
+
+
+class _QuantMLPBase(nn.Module):
+    def __init__(self, first: tuple[str, QuantLinear], down_proj: QuantLinear, act_fn: nn.Module, fuse: bool,
+                 numerics: str | None):
+        super().__init__()
+        setattr(self, *first)  # gate_up_proj or up_proj, registered first (the checkpoint's order)
+        self.down_proj, self.act_fn = down_proj, act_fn
+        self.fuse, self.numerics = fuse, numerics
+
+    def _act_quant(self, h: torch.Tensor):
+        if not self.fuse:
+            return self.act_fn(h)
+        return maybe_fused_act_quant(self.act_fn, h, self.down_proj, numerics=self.numerics)
+
+    @property
+    def fusable(self) -> tuple[bool, str]:
+        """(ok, reason): whether the activation is one fused-quant produces for the down projection's key."""
+        if not self.fuse:
+            return False, "fuse=False"
+        act = name_of_type(type(self.act_fn))
+        if act is None:
+            inner = self.act_fn.act if isinstance(self.act_fn, _GatedActivation) else self.act_fn
+            return False, f"activation {type(inner).__name__} has no fused-quant producer: it runs unfused"
+        return True, f"{act} -> {K.key_name(self.down_proj.input_key)}"
+
+
+class QuantGatedMLP(_QuantMLPBase):
+    """``down_proj(act(gate) * up)`` with gate and up merged into one QuantLinear ``gate_up_proj``; a SiLU
+    MLP runs ``SiluAndMul`` + the down projection's quantizer as one producer (same bits as unfused)."""
+
+    def __init__(self, gate_up_proj: QuantLinear, down_proj: QuantLinear, act_fn: nn.Module, *, fuse: bool = True,
+                 numerics: str | None = None):
+        super().__init__(("gate_up_proj", gate_up_proj), down_proj, act_fn, fuse, numerics)
+
+    @classmethod
+    def from_hf(cls, mlp: nn.Module, key, name: str, *, fuse: bool = True, numerics: str | None = None,
+                fp8_dtype: torch.dtype | None = None) -> "QuantGatedMLP":
+        """From a transformers MLP with ``gate_proj``, ``up_proj``, ``down_proj`` (float or QuantLinear) and ``act_fn``."""
+        gate, up, down = _linears(mlp, ("gate_proj", "up_proj", "down_proj"), name)
+        act = mlp.act_fn
+        act_fn = SiluAndMul() if _qualname(act) in _SILU_TYPES else _GatedActivation(act)
+        return cls(_merge(gate, up, key, f"{name}.gate_up_proj", fp8_dtype),
+                   _quant(down, key, f"{name}.down_proj", fp8_dtype), act_fn, fuse=fuse, numerics=numerics)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self._act_quant(self.gate_up_proj(x)))
+
+    def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
+        """The transformers linears this module stands for: name -> (our layer, its rows)."""
+        h = self.gate_up_proj.out_features // 2
+        return {"gate_proj": (self.gate_up_proj, slice(0, h)), "up_proj": (self.gate_up_proj, slice(h, 2 * h)),
+                "down_proj": (self.down_proj, slice(None))}
+
+
+class QuantMLP(_QuantMLPBase):
+    """``down_proj(act(up_proj(x)))``; a relu2 MLP (Nemotron, Nemotron-H) runs relu2 + quantize as one producer."""
+
+    def __init__(self, up_proj: QuantLinear, down_proj: QuantLinear, act_fn: nn.Module, *, fuse: bool = True,
+                 numerics: str | None = None):
+        super().__init__(("up_proj", up_proj), down_proj, act_fn, fuse, numerics)
+
+    @classmethod
+    def from_hf(cls, mlp: nn.Module, key, name: str, *, fuse: bool = True, numerics: str | None = None,
+                fp8_dtype: torch.dtype | None = None) -> "QuantMLP":
+        """From a transformers MLP with ``up_proj``, ``down_proj`` (float or QuantLinear) and ``act_fn``."""
+        up, down = _linears(mlp, ("up_proj", "down_proj"), name)
+        act = ReLUSquared() if name_of_type(type(mlp.act_fn)) == "relu2" else mlp.act_fn  # same bits (ALIASES)
+        return cls(_quant(up, key, f"{name}.up_proj", fp8_dtype), _quant(down, key, f"{name}.down_proj", fp8_dtype),
+                   act, fuse=fuse, numerics=numerics)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self._act_quant(self.up_proj(x)))
+
+    def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
+        return {"up_proj": (self.up_proj, slice(None)), "down_proj": (self.down_proj, slice(None))}
+
+
+# ---- conversion -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConversionEntry:
+    name: str
+    kind: str  # "gated_mlp", "mlp" or "linear"
+    status: str  # "fused", "unfused", "quantized" (a linear) or "skipped"
+    reason: str = ""
+
+
+@dataclass
+class ConversionReport:
+    """What ``quantize_model`` / ``from_pretrained`` did to each module it considered."""
+
+    key: str
+    entries: list[ConversionEntry] = field(default_factory=list)
+
+    def names(self, status: str) -> list[str]:
+        return [e.name for e in self.entries if e.status == status]
+
+    @property
+    def fused(self) -> list[str]:
+        return self.names("fused")
+
+    @property
+    def unfused(self) -> list[str]:
+        return self.names("unfused")
+
+    @property
+    def skipped(self) -> list[str]:
+        return self.names("skipped")
+
+    def __str__(self) -> str:
+        counts = {s: len(self.names(s)) for s in ("fused", "unfused", "quantized", "skipped")}
+        lines = [f"fused-quant conversion ({self.key}): " + ", ".join(f"{n} {s}" for s, n in counts.items())]
+        lines += [f"  {e.status:9} {e.kind:9} {e.name}" + (f": {e.reason}" if e.reason else "") for e in self.entries]
+        return "\n".join(lines)
+
+
+def _matches(name: str, patterns) -> str | None:
+    """The first pattern (a module name, a name suffix after a dot, or ``re:<regex>``) matching ``name``."""
+    for p in patterns:
+        if p.startswith("re:") and re.match(p[3:], name) or name == p or name.endswith("." + p):
+            return p
+    return None
+
+
+def _mlp_kind(module: nn.Module) -> str | None:
+    if all(isinstance(getattr(module, n, None), (nn.Linear, QuantLinear)) for n in ("gate_proj", "up_proj", "down_proj")):
+        return "gated_mlp"
+    if all(isinstance(getattr(module, n, None), (nn.Linear, QuantLinear)) for n in ("up_proj", "down_proj")):
+        return "mlp"
+    return None
+
+
+def _find_mlps(model: nn.Module, structural: bool) -> list[tuple[str, nn.Module, str]]:
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    classes = MODEL_MLPS.get(model_type)
+    if classes is None and not structural:
+        raise UnsupportedError(f"model type {model_type!r} has no row in MODEL_MLPS ({', '.join(MODEL_MLPS)}); "
+                               f"pass structural=True to match gate/up/down MLPs by their structure")
+    found = []
+    for name, module in model.named_modules():
+        if classes is not None and type(module).__name__ in classes:
+            kind = _mlp_kind(module)
+            if kind is None:
+                raise UnsupportedError(f"{name}: {type(module).__name__} lacks the linears of MODEL_MLPS' "
+                                       f"{model_type!r} row (gate_proj/up_proj/down_proj or up_proj/down_proj)")
+            found.append((name, module, kind))
+        elif classes is None and hasattr(module, "act_fn") and _mlp_kind(module):
+            kind = _mlp_kind(module)
+            want = "silu" if kind == "gated_mlp" else "relu2"
+            ok = _qualname(module.act_fn) in _SILU_TYPES if kind == "gated_mlp" else \
+                name_of_type(type(module.act_fn)) == "relu2"
+            if ok:  # a structural match needs an activation we know, so its forward is the formula we run
+                found.append((name, module, kind))
+            else:
+                logger.debug("fused-quant: %s matches an MLP's structure but its activation %s is not %s",
+                             name, type(module.act_fn).__name__, want)
+    return found
+
+
+def _skip_reason(name: str, module: nn.Module, ignore, filter_fn) -> str:
+    hit = _matches(name, ignore)
+    if hit:
+        return f"ignore matches {hit!r}"
+    if filter_fn is not None and not filter_fn(module, name):
+        return "filter_fn returned False"
+    if getattr(module, "requires_unquantized_input", False):
+        return "requires its unquantized input (requires_unquantized_input, e.g. LoRA)"
+    return ""
+
+
+def _mlp_skip_reason(name: str, mlp: nn.Module, kind: str, ignore, filter_fn, quantized_only: bool) -> str:
+    why = _skip_reason(name, mlp, ignore, filter_fn)
+    if why:
+        return why
+    for sub in ("gate_proj", "up_proj", "down_proj") if kind == "gated_mlp" else ("up_proj", "down_proj"):
+        linear = getattr(mlp, sub)
+        why = _skip_reason(f"{name}.{sub}", linear, ignore, filter_fn)
+        if why:
+            return f"{sub} {why}"
+        if quantized_only and not isinstance(linear, QuantLinear):
+            return f"{sub} is not quantized in the checkpoint"
+    return ""
+
+
+def convert_mlps(model: nn.Module, key, report: ConversionReport, *, ignore=(), filter_fn=None, fuse: bool = True,
+                 numerics: str | None = None, structural: bool = False, quantized_only: bool = False) -> None:
+    """Swap each MLP of the model's table row (or, ``structural``, each MLP matched by structure);
+    ``quantized_only``: only MLPs whose linears are QuantLinears already (a loaded checkpoint)."""
+    for name, mlp, kind in _find_mlps(model, structural):
+        why = _mlp_skip_reason(name, mlp, kind, ignore, filter_fn, quantized_only)
+        if why:
+            report.entries.append(ConversionEntry(name, kind, "skipped", why))
+            continue
+        cls = QuantGatedMLP if kind == "gated_mlp" else QuantMLP
+        new = cls.from_hf(mlp, key, name, fuse=fuse, numerics=numerics)
+        model.set_submodule(name, new)
+        ok, reason = new.fusable
+        report.entries.append(ConversionEntry(name, kind, "fused" if ok else "unfused", reason))
+
+
+def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
+    def refuse(*args, **kwargs):
+        raise UnsupportedError("this model holds fused-quant layers (int8/FP8 weights in buffers): transformers' "
+                               "save_pretrained would write a checkpoint that reloads as garbage; use "
+                               "fused_quant.integrations.transformers.save_pretrained(model, path)")
+
+    model.save_pretrained = refuse  # this instance only: the class keeps its method
+    model.fused_quant_report = report
+
+
+def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str = "mlp", ignore=("lm_head",),
+                   filter_fn: Callable[[nn.Module, str], bool] | None = None, fuse: bool = True,
+                   numerics: str | None = None, structural: bool = False) -> ConversionReport:
+    """Quantize a float transformers model in place (per-channel weights, round to nearest).
+
+    ``targets``: "mlp" (the MLPs, swapped for fused modules) or "all" (also every other ``nn.Linear``);
+    ``ignore``: module names, name suffixes or ``re:`` patterns left float; ``filter_fn(module, name)``:
+    False leaves a module float; ``numerics``: the fused producers' profile (None: FUSED_QUANT_NUMERICS);
+    ``structural``: match MLPs by structure in models without a ``MODEL_MLPS`` row.
+    """
+    _require_versions()
+    key = K.as_key(key, "quantize_model: key")
+    if K.is_static(key):
+        raise UnsupportedError(f"quantize_model: {K.key_name(key)} needs calibrated input scales, which "
+                               f"quantize_model does not compute; use a dynamic key (int8_dynamic_token, "
+                               f"fp8_dynamic_token) or from_pretrained on a calibrated checkpoint")
+    if targets not in ("mlp", "all"):
+        raise UnsupportedError(f"quantize_model: targets must be 'mlp' or 'all', got {targets!r}")
+    if numerics is not None:
+        get_profile(numerics)  # an unknown profile fails here, not at the first forward
+    report = ConversionReport(K.key_name(key))
+    convert_mlps(model, key, report, ignore=ignore, filter_fn=filter_fn, fuse=fuse, numerics=numerics,
+                 structural=structural)
+    if targets == "all":
+        for name, module in list(model.named_modules()):
+            if type(module) is not nn.Linear:
+                continue
+            why = _skip_reason(name, module, ignore, filter_fn)
+            if why:
+                report.entries.append(ConversionEntry(name, "linear", "skipped", why))
+                continue
+            model.set_submodule(name, QuantLinear.from_float(module, key, name=name))
+            report.entries.append(ConversionEntry(name, "linear", "quantized"))
+    _mark_converted(model, report)
+    return report
+
+
+# ---- checkpoints ----------------------------------------------------------------------------------
+
+
+def _covered(name: str, prefixes: set[str]) -> bool:
+    parts = name.split(".")
+    return any(".".join(parts[:i]) in prefixes for i in range(1, len(parts)))
+
+
+def _materialize_buffers(model: nn.Module, device: torch.device) -> None:
+    """Non-persistent buffers (RoPE frequencies) are in no checkpoint: recompute those left on the meta
+    device by the model's own ``_init_weights`` for their module (which has no parameters to reset)."""
+    for module in model.modules():
+        meta = [n for n in module._non_persistent_buffers_set
+                if module._buffers.get(n) is not None and module._buffers[n].is_meta]
+        if meta and next(module.parameters(recurse=False), None) is None:
+            for n in meta:
+                module._buffers[n] = torch.empty_like(module._buffers[n], device=device)
+            model._init_weights(module)
+
+
+def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
+    expected = model.state_dict()
+    unexpected = sorted(k for k in tensors if k not in expected)
+    if unexpected:
+        raise UnsupportedError(f"{where}: {len(unexpected)} checkpoint tensors that no module of "
+                               f"{type(model).__name__} takes, e.g. {unexpected[:6]}")
+    model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()}, strict=False, assign=True)
+    model.tie_weights()  # assign=True replaced the embedding a tied lm_head shared
+    _materialize_buffers(model, torch.device("cpu"))
+    missing = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if missing:
+        raise UnsupportedError(f"{where}: the checkpoint has no values for {len(missing)} tensors, e.g. {missing[:6]}")
+
+
+def from_pretrained(path, *, dtype: torch.dtype = torch.bfloat16, device=None, fuse: bool = True,
+                    numerics: str | None = None) -> nn.Module:
+    """A transformers causal LM from a compressed-tensors W8A8 int8 or FP8 checkpoint folder: built on the
+    meta device, its targeted linears filled as QuantLinears straight from the checkpoint's quantized
+    weights and float32 scales, its MLPs swapped for the fused modules (report: ``model.fused_quant_report``)."""
+    _require_versions()
+    from compressed_tensors.utils import match_named_modules
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from fused_quant.integrations import checkpoint as ckpt
+    from fused_quant.registry import platform_fp8_dtype
+
+    path = Path(path)
+    raw = json.loads((path / "config.json").read_text())
+    groups, ignore = ckpt.parse_config(raw.get("quantization_config"), f"{path}/config.json: quantization_config")
+    config = AutoConfig.from_pretrained(path)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # transformers would hand the model to its emulating quantizer
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    tensors = ckpt.load_tensors(path)
+    report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups})))
+    for group in groups:
+        for name, module in list(match_named_modules(model, group.targets, ignore)):
+            if not isinstance(module, nn.Linear):
+                raise UnsupportedError(f"{name}: config group {group.name} targets it, but it is a "
+                                       f"{type(module).__name__}, not a torch.nn.Linear")
+            model.set_submodule(name, ckpt.layer_from_tensors(name, module, tensors, group, dtype, platform_fp8_dtype()))
+    _load_float_tensors(model, tensors, str(path))
+    convert_mlps(model, None, report, fuse=fuse, numerics=numerics, quantized_only=True)
+    mlps = {e.name for e in report.entries if e.status != "skipped"}
+    report.entries += [ConversionEntry(n, "linear", "quantized") for n, m in model.named_modules()
+                       if isinstance(m, QuantLinear) and not _covered(n, mlps)]
+    if device is not None:
+        model.to(device)
+    model.eval()
+    _mark_converted(model, report)
+    return model
+
+
+def save_pretrained(model: nn.Module, path) -> None:
+    """Write a converted model as a compressed-tensors checkpoint (config.json + model.safetensors):
+    merged gate_up split back into gate_proj / up_proj, FP8 weights as e4m3fn, scales float32."""
+    _require_versions()
+    from safetensors.torch import save_file
+
+    from fused_quant.integrations import checkpoint as ckpt
+
+    tensors, layers, covered = {}, [], set()
+    for name, module in model.named_modules():
+        if _covered(name, covered):
+            continue
+        if isinstance(module, (QuantGatedMLP, QuantMLP)):
+            parts = [(f"{name}.{sub}", layer, rows) for sub, (layer, rows) in module.checkpoint_linears().items()]
+        elif isinstance(module, QuantLinear):
+            parts = [(name, module, slice(None))]
+        else:
+            continue
+        for part, layer, rows in parts:
+            layers.append((part, layer))
+            tensors.update(ckpt.layer_tensors(part, layer, rows))
+        covered.add(name)
+    if not layers:
+        raise UnsupportedError("save_pretrained: the model has no fused-quant layers; use transformers' "
+                               "model.save_pretrained")
+    seen = set()
+    for k, v in model.state_dict().items():
+        if _covered(k, covered) or v.data_ptr() in seen:  # a tied weight is written once (tie_weights restores it)
+            continue
+        seen.add(v.data_ptr())
+        tensors[k] = v.contiguous().cpu()
+    float_linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    config = copy.deepcopy(model.config)
+    config.quantization_config = ckpt.quantization_config(layers, float_linears)
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    config.save_pretrained(path)
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(path)
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+
+
+__all__ = ["ConversionEntry", "ConversionReport", "MODEL_MLPS", "QuantGatedMLP", "QuantMLP", "TESTED",
+           "check_versions", "convert_mlps", "from_pretrained", "quantize_model", "save_pretrained"]

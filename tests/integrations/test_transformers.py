@@ -1,0 +1,263 @@
+"""quantize_model on transformers models built from small configs (random weights, no downloads).
+
+Per architecture of MODEL_MLPS: no nn.Linear left in the MLPs, one producer call per MLP per
+forward, fused logits bitwise equal to unfused (default profile), teacher-forced top-1 equal to the
+float model's wherever its margin exceeds twice the logit error, generate with left padding equal to
+unpadded; then the refusals, targets="all", the structural match and torch.compile.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+import torch
+from torch import nn
+
+pytest.importorskip("transformers")
+pytest.importorskip("compressed_tensors")
+
+import fused_quant as fq  # noqa: E402
+from fused_quant.integrations import transformers as fqt  # noqa: E402
+
+pytestmark = [pytest.mark.transformers]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+SMALL = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+             num_hidden_layers=2)
+ARCHS = ("llama", "qwen2", "qwen3", "mistral", "nemotron", "nemotron_h")
+
+
+def make_config(arch: str, **overrides):
+    import transformers as tf
+
+    if arch == "nemotron_h":  # hybrid: the MLP blocks' MLP sits at layers[i].mixer
+        return tf.NemotronHConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                                  vocab_size=256, head_dim=16, layers_block_type=["mamba", "mlp", "attention", "mlp"],
+                                  mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=16, n_groups=1, **overrides)
+    cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "qwen3": tf.Qwen3Config, "mistral": tf.MistralConfig,
+           "nemotron": tf.NemotronConfig}[arch]
+    extra = {"head_dim": 16} if arch == "qwen3" else {}
+    return cls(**SMALL, **extra, **overrides)
+
+
+def make_model(arch: str, dtype=torch.float32, seed: int = 0, **overrides) -> nn.Module:
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(make_config(arch, **overrides), dtype=dtype).eval()
+
+
+def mlp_count(model) -> int:
+    return sum(isinstance(m, (fqt.QuantGatedMLP, fqt.QuantMLP)) for m in model.modules())
+
+
+def token_ids(batch: int = 2, seq: int = 9, seed: int = 1) -> torch.Tensor:
+    return torch.randint(3, 256, (batch, seq), generator=torch.Generator().manual_seed(seed))
+
+
+@torch.no_grad()
+def logits(model, ids) -> torch.Tensor:
+    return model(ids).logits
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mlps_converted_and_one_producer_call_per_mlp(arch):
+    model = make_model(arch)
+    classes = fqt.MODEL_MLPS[arch]
+    before = [n for n, m in model.named_modules() if type(m).__name__ in classes]
+    report = fqt.quantize_model(model)
+    assert report.fused == before and not report.unfused and not report.skipped
+    for name in before:
+        mlp = model.get_submodule(name)
+        assert not any(isinstance(m, nn.Linear) for m in mlp.modules()), name
+        assert all(isinstance(m, fq.QuantLinear) and m.name.startswith(name) for m in mlp.children()
+                   if not isinstance(m, (fq.SiluAndMul, fq.ReLUSquared)))
+    act = "relu2" if arch.startswith("nemotron") else "silu_and_mul"
+    fq.reset_fusion_counts()
+    logits(model, token_ids())
+    assert fq.fusion_counts() == {("torch", act, "int8_dynamic_token"): len(before),
+                                  ("torch", "identity", "int8_dynamic_token"): len(before)}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fused_logits_bitwise_equal_unfused(arch):
+    fused, unfused = make_model(arch, torch.bfloat16), make_model(arch, torch.bfloat16)
+    fqt.quantize_model(fused)
+    assert fqt.quantize_model(unfused, fuse=False).unfused
+    fq.reset_fusion_counts()
+    a, b = logits(fused, token_ids()), logits(unfused, token_ids())
+    assert torch.equal(a, b)
+    assert any(k[1] != "identity" for k in fq.fusion_counts())  # the fused model did fuse
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_teacher_forced_top1_matches_the_float_model_where_the_margin_is_clear(arch):
+    model = make_model(arch)
+    ref = logits(model, token_ids(4, 16))
+    fqt.quantize_model(model)
+    out = logits(model, token_ids(4, 16))
+    err = (out - ref).abs().max()
+    top2 = ref.topk(2, dim=-1).values
+    clear = (top2[..., 0] - top2[..., 1]) > 2 * err
+    assert err < 0.05 * ref.abs().max()  # int8 W8A8 of a random model: a few percent at most
+    assert clear.float().mean() > 0.3, "too few positions with a clear margin: the check would say nothing"
+    assert torch.equal(out.argmax(-1)[clear], ref.argmax(-1)[clear])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_generate_batched_left_padding_equals_unpadded(arch, dtype):
+    model = make_model(arch, dtype)
+    fqt.quantize_model(model)
+    prompts = [token_ids(1, 7, seed=2)[0], token_ids(1, 4, seed=3)[0]]
+    pad = 0
+    width = max(len(p) for p in prompts)
+    ids = torch.stack([torch.cat([torch.full((width - len(p),), pad), p]) for p in prompts])
+    mask = (torch.arange(width) >= torch.tensor([[width - len(p)] for p in prompts])).long()
+    gen = dict(max_new_tokens=6, do_sample=False, pad_token_id=pad)
+    batched = model.generate(ids, attention_mask=mask, **gen)[:, width:]
+    for row, p in zip(batched, prompts):
+        alone = model.generate(p[None], attention_mask=torch.ones(1, len(p), dtype=torch.long), **gen)[0, len(p):]
+        assert torch.equal(row, alone)
+
+
+def test_targets_all_ignore_and_filter_fn():
+    model = make_model("llama")
+    report = fqt.quantize_model(model, targets="all", filter_fn=lambda m, name: "layers.1.self_attn.o_proj" not in name)
+    left = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    assert left == ["model.layers.1.self_attn.o_proj", "lm_head"]
+    reasons = {e.name: e.reason for e in report.entries if e.status == "skipped"}
+    assert reasons == {"model.layers.1.self_attn.o_proj": "filter_fn returned False", "lm_head": "ignore matches 'lm_head'"}
+    assert len(report.names("quantized")) == 4 + 3  # q, k, v, o of layer 0; q, k, v of layer 1
+    logits(model, token_ids())
+
+
+def test_ignore_one_linear_of_an_mlp_skips_that_mlp():
+    model = make_model("llama")
+    report = fqt.quantize_model(model, ignore=("lm_head", "re:.*layers\\.0\\.mlp\\.down_proj$"))
+    assert report.fused == ["model.layers.1.mlp"]
+    assert report.entries[0].reason.startswith("down_proj ignore matches")
+    assert type(model.model.layers[0].mlp).__name__ == "LlamaMLP"
+
+
+def test_unknown_activation_quantizes_the_linears_and_runs_unfused():
+    model = make_model("llama", hidden_act="gelu")
+    report = fqt.quantize_model(model)
+    assert not report.fused and len(report.unfused) == 2
+    assert "GELUActivation has no fused-quant producer" in report.entries[0].reason
+    twin = make_model("llama", hidden_act="gelu")
+    fqt.quantize_model(twin, fuse=False)
+    fq.reset_fusion_counts()
+    assert torch.equal(logits(model, token_ids()), logits(twin, token_ids()))
+    assert set(fq.fusion_counts()) == {("torch", "identity", "int8_dynamic_token")}
+
+
+def test_lora_like_linear_is_skipped_and_a_converted_layer_that_turns_lora_falls_back():
+    model = make_model("llama", torch.bfloat16)
+    model.model.layers[0].mlp.up_proj.requires_unquantized_input = True
+    report = fqt.quantize_model(model)
+    assert report.skipped == ["model.layers.0.mlp"] and "requires_unquantized_input" in report.entries[0].reason
+    assert isinstance(model.model.layers[0].mlp.up_proj, nn.Linear)
+    ids = token_ids()
+    before = logits(model, ids)
+    down = model.model.layers[1].mlp.down_proj
+    down.requires_unquantized_input = True  # no producer may target it now: the plain activation goes in
+    fq.reset_fusion_counts()
+    assert torch.equal(logits(model, ids), before)  # the layer quantizes it itself: the same bits
+    assert set(fq.fusion_counts()) == {("torch", "identity", "int8_dynamic_token")}
+
+
+def test_wrong_k_raises_shape_mismatch_naming_the_layer():
+    model = make_model("llama", torch.bfloat16)
+    fqt.quantize_model(model)
+    down = model.model.layers[0].mlp.down_proj
+    with pytest.raises(fq.ShapeMismatchError) as err:
+        down(torch.randn(3, 64, dtype=torch.bfloat16))  # the hidden size, not the intermediate 128
+    assert err.value.layer == "model.layers.0.mlp.down_proj" and "model.layers.0.mlp.down_proj" in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(key="int8_static_tensor"), "needs calibrated input scales"),
+    (dict(key="int4"), "unknown quant key name 'int4'"),
+    (dict(targets="attention"), "targets must be 'mlp' or 'all', got 'attention'"),
+    (dict(numerics="fast"), "fast"),
+])
+def test_bad_arguments_are_refused(kwargs, match):
+    with pytest.raises(fq.FusedQuantError, match=match):
+        fqt.quantize_model(make_model("llama"), **kwargs)
+
+
+class _ToyMLP(nn.Module):
+    def __init__(self, act: nn.Module):
+        super().__init__()
+        self.gate_proj, self.up_proj, self.down_proj = nn.Linear(32, 48), nn.Linear(32, 48), nn.Linear(48, 32)
+        self.act_fn = act
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class _Toy(nn.Module):
+    def __init__(self, act: nn.Module):
+        super().__init__()
+        self.config = types.SimpleNamespace(model_type="toy")
+        self.block = nn.ModuleDict({"mlp": _ToyMLP(act)})
+
+    def forward(self, x):
+        return self.block["mlp"](x)
+
+
+def test_structural_match_is_opt_in_and_needs_a_known_activation():
+    with pytest.raises(fq.UnsupportedError, match="model type 'toy' has no row in MODEL_MLPS"):
+        fqt.quantize_model(_Toy(nn.SiLU()))
+    toy = _Toy(nn.SiLU())
+    x = torch.randn(5, 32)
+    ref = toy(x).detach()
+    mlp = toy.block["mlp"]
+    expected = fq.QuantLinear.from_linears([mlp.gate_proj, mlp.up_proj], "int8_dynamic_token")(x)
+    report = fqt.quantize_model(toy, structural=True)
+    assert report.fused == ["block.mlp"]
+    assert torch.equal(toy.block["mlp"].gate_up_proj(x), expected)  # the merged rows, as from_linears makes them
+    assert (toy(x) - ref).abs().max() < 0.05 * ref.abs().max()
+    gelu = _Toy(nn.GELU())
+    assert fqt.quantize_model(gelu, structural=True).entries == []  # unknown activation: not matched
+    assert isinstance(gelu.block["mlp"], _ToyMLP)
+
+
+def test_transformers_save_pretrained_is_refused_on_converted_models_only(tmp_path):
+    model = make_model("llama")
+    fqt.quantize_model(model)
+    with pytest.raises(fq.UnsupportedError, match="fused_quant.integrations.transformers.save_pretrained"):
+        model.save_pretrained(tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+    make_model("llama").save_pretrained(tmp_path / "float")  # the class's method is untouched
+    assert (tmp_path / "float" / "config.json").exists()
+
+
+def test_outside_the_tested_version_range_is_one_clear_error(monkeypatch):
+    monkeypatch.setitem(fqt.TESTED, "transformers", "<1")
+    with pytest.raises(fq.UnsupportedError, match=r"transformers 5\.\S+ is outside the tested range <1"):
+        fqt.quantize_model(make_model("llama"))
+
+
+def test_import_fused_quant_imports_neither_this_integration_nor_transformers():
+    code = ("import sys, fused_quant; bad = [m for m in ('transformers', 'compressed_tensors', "
+            "'fused_quant.integrations.transformers') if m in sys.modules]; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["llama", "nemotron"])
+def test_compiled_mlp_bitwise_equal_to_eager(arch):
+    model = make_model(arch, torch.bfloat16)
+    fqt.quantize_model(model)
+    mlp = model.model.layers[0].mlp
+    compiled = torch.compile(mlp, fullgraph=True)
+    for tokens in (1, 7):
+        x = torch.randn(2, tokens, 64, dtype=torch.bfloat16)
+        with torch.no_grad():
+            assert torch.equal(compiled(x), mlp(x))
