@@ -43,7 +43,12 @@ MODEL_MLPS: dict[str, tuple[str, ...]] = {
     "qwen3": ("Qwen3MLP",),
     "nemotron": ("NemotronMLP",),  # relu2
     "nemotron_h": ("NemotronHMLP",),  # relu2, at model.layers[i].mixer of the "mlp" blocks
+    "phi3": ("Phi3MLP",),  # gate and up already merged: gate_up_proj, [gate | up]
 }
+# An MLP's linears by kind, as the module and the checkpoint name them (gated kinds first: they also
+# have an up_proj / down_proj)
+MLP_LINEARS = {"gated_mlp": ("gate_proj", "up_proj", "down_proj"), "merged_gated_mlp": ("gate_up_proj", "down_proj"),
+               "mlp": ("up_proj", "down_proj")}
 # HF's SiLU modules compute silu(gate) alone: only the gated module below fuses them (as SiluAndMul)
 _SILU_TYPES = ("torch.nn.modules.activation.SiLU", "transformers.activations.SiLUActivation")
 _FORMATS = {"int-quantized": "int", "float-quantized": "float"}
@@ -159,24 +164,33 @@ class QuantGatedMLP(_QuantMLPBase):
     MLP runs ``SiluAndMul`` + the down projection's quantizer as one producer (same bits as unfused)."""
 
     def __init__(self, gate_up_proj: QuantLinear, down_proj: QuantLinear, act_fn: nn.Module, *, fuse: bool = True,
-                 numerics: str | None = None):
+                 numerics: str | None = None, merged_in_checkpoint: bool = False):
         super().__init__(("gate_up_proj", gate_up_proj), down_proj, act_fn, fuse, numerics)
+        self.merged_in_checkpoint = merged_in_checkpoint  # Phi3: one gate_up_proj tensor, not gate_proj + up_proj
 
     @classmethod
     def from_hf(cls, mlp: nn.Module, key, name: str, *, fuse: bool = True, numerics: str | None = None,
                 fp8_dtype: torch.dtype | None = None) -> "QuantGatedMLP":
-        """From a transformers MLP with ``gate_proj``, ``up_proj``, ``down_proj`` (float or QuantLinear) and ``act_fn``."""
-        gate, up, down = _linears(mlp, ("gate_proj", "up_proj", "down_proj"), name)
-        act = mlp.act_fn
+        """From a transformers MLP with ``gate_proj``, ``up_proj``, ``down_proj`` and ``act_fn``, or (Phi3)
+        ``gate_up_proj`` ([gate | up] rows), ``down_proj`` and ``activation_fn``; linears float or QuantLinear."""
+        merged = _mlp_kind(mlp) == "merged_gated_mlp"
+        if merged:
+            gate_up, down = _linears(mlp, MLP_LINEARS["merged_gated_mlp"], name)
+            gate_up, act = _quant(gate_up, key, f"{name}.gate_up_proj", fp8_dtype), mlp.activation_fn
+        else:
+            gate, up, down = _linears(mlp, MLP_LINEARS["gated_mlp"], name)
+            gate_up, act = _merge(gate, up, key, f"{name}.gate_up_proj", fp8_dtype), mlp.act_fn
         act_fn = SiluAndMul() if _qualname(act) in _SILU_TYPES else _GatedActivation(act)
-        return cls(_merge(gate, up, key, f"{name}.gate_up_proj", fp8_dtype),
-                   _quant(down, key, f"{name}.down_proj", fp8_dtype), act_fn, fuse=fuse, numerics=numerics)
+        return cls(gate_up, _quant(down, key, f"{name}.down_proj", fp8_dtype), act_fn, fuse=fuse, numerics=numerics,
+                   merged_in_checkpoint=merged)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self._act_quant(self.gate_up_proj(x)))
 
     def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
         """The transformers linears this module stands for: name -> (our layer, its rows)."""
+        if self.merged_in_checkpoint:
+            return {"gate_up_proj": (self.gate_up_proj, slice(None)), "down_proj": (self.down_proj, slice(None))}
         h = self.gate_up_proj.out_features // 2
         return {"gate_proj": (self.gate_up_proj, slice(0, h)), "up_proj": (self.gate_up_proj, slice(h, 2 * h)),
                 "down_proj": (self.down_proj, slice(None))}
@@ -254,10 +268,9 @@ def _matches(name: str, patterns) -> str | None:
 
 
 def _mlp_kind(module: nn.Module) -> str | None:
-    if all(isinstance(getattr(module, n, None), (nn.Linear, QuantLinear)) for n in ("gate_proj", "up_proj", "down_proj")):
-        return "gated_mlp"
-    if all(isinstance(getattr(module, n, None), (nn.Linear, QuantLinear)) for n in ("up_proj", "down_proj")):
-        return "mlp"
+    for kind, names in MLP_LINEARS.items():
+        if all(isinstance(getattr(module, n, None), (nn.Linear, QuantLinear)) for n in names):
+            return kind
     return None
 
 
@@ -303,7 +316,7 @@ def _mlp_skip_reason(name: str, mlp: nn.Module, kind: str, ignore, filter_fn, qu
     why = _skip_reason(name, mlp, ignore, filter_fn)
     if why:
         return why
-    for sub in ("gate_proj", "up_proj", "down_proj") if kind == "gated_mlp" else ("up_proj", "down_proj"):
+    for sub in MLP_LINEARS[kind]:
         linear = getattr(mlp, sub)
         why = _skip_reason(f"{name}.{sub}", linear, ignore, filter_fn)
         if why:
@@ -322,7 +335,7 @@ def convert_mlps(model: nn.Module, key, report: ConversionReport, *, ignore=(), 
         if why:
             report.entries.append(ConversionEntry(name, kind, "skipped", why))
             continue
-        cls = QuantGatedMLP if kind == "gated_mlp" else QuantMLP
+        cls = QuantMLP if kind == "mlp" else QuantGatedMLP
         new = cls.from_hf(mlp, key, name, fuse=fuse, numerics=numerics)
         model.set_submodule(name, new)
         ok, reason = new.fusable

@@ -28,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SMALL = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
              num_hidden_layers=2)
-ARCHS = ("llama", "qwen2", "qwen3", "mistral", "nemotron", "nemotron_h")
+ARCHS = ("llama", "qwen2", "qwen3", "mistral", "nemotron", "nemotron_h", "phi3")
 
 
 def make_config(arch: str, **overrides):
@@ -39,8 +39,8 @@ def make_config(arch: str, **overrides):
                                   vocab_size=256, head_dim=16, layers_block_type=["mamba", "mlp", "attention", "mlp"],
                                   mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=16, n_groups=1, **overrides)
     cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "qwen3": tf.Qwen3Config, "mistral": tf.MistralConfig,
-           "nemotron": tf.NemotronConfig}[arch]
-    extra = {"head_dim": 16} if arch == "qwen3" else {}
+           "nemotron": tf.NemotronConfig, "phi3": tf.Phi3Config}[arch]
+    extra = {"qwen3": {"head_dim": 16}, "phi3": {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}}.get(arch, {})
     return cls(**{**SMALL, **extra, **overrides})
 
 
