@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 
@@ -17,12 +16,7 @@ import torch
 
 import fused_quant
 from fused_quant import cli, envs
-
-
-def run_cli(*args, env=None):
-    # the inherited FUSED_QUANT_BACKEND never leaks in; a test that needs one passes it
-    full_env = {k: v for k, v in os.environ.items() if k != "FUSED_QUANT_BACKEND"} | (env or {})
-    return subprocess.run([sys.executable, "-m", "fused_quant", *args], capture_output=True, text=True, env=full_env)
+from tests.cli_fixtures import run_cli
 
 
 def test_probe_names_the_torch_backend_and_why():

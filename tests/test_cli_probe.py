@@ -6,45 +6,20 @@ On fake nodes (the probe's ``_probe_now`` replaced) and for real on this machine
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from fused_quant import cli, envs, numerics, runtime
+from fused_quant import cli, envs, numerics
 from fused_quant.activations import SiluAndMul
 from fused_quant.errors import NumericsProfileError
 from fused_quant.gemm import register_gemm_provider, unregister_gemm_provider
 from fused_quant.platforms import PlatformInfo
-
-probe_module = importlib.import_module("fused_quant.platforms.probe")  # the package exports probe(), the function
+from tests.cli_fixtures import H200, node, run_cli  # noqa: F401  (node: a fixture)
 
 CPU = PlatformInfo("cpu", fp8_dtype=torch.float8_e4m3fn, has_fp8=True, torch_build="cpu",
                    reason="pynvml not installed; no GPU found; torch cpu", triton_version="3.7.1")
-H200 = PlatformInfo("nvidia", "sm_90", "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
-                    "NVML: 8 x NVIDIA H200, compute capability 9.0; torch cuda 12.8", "3.5.1")
-
-
-def run_cli(*args, env=None):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FUSED_QUANT_")} | (env or {})
-    return subprocess.run([sys.executable, "-m", "fused_quant", *args], capture_output=True, text=True, env=full_env)
-
-
-@pytest.fixture
-def node(monkeypatch):
-    """``node(info)``: the probe sees ``info`` from now on (conftest resets the runtime state after the test)."""
-    for name in envs.VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-
-    def on(info: PlatformInfo):
-        monkeypatch.setattr(probe_module, "_probe_now", lambda: info)
-        runtime.reset()  # probe again, select again
-
-    return on
 
 
 def _probe(capsys, *argv) -> tuple[int, str]:

@@ -7,51 +7,26 @@ Fake nodes replace the probe's ``_probe_now``; the real runs use the torch backe
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import io
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 import torch
 
-from fused_quant import cli, envs, runtime, selftest
+from fused_quant import cli, selftest
 from fused_quant.platforms import PlatformInfo
-
-probe_module = importlib.import_module("fused_quant.platforms.probe")  # the package exports probe(), the function
+from tests.cli_fixtures import H200, node, run_cli  # noqa: F401  (node: a fixture)
 
 CPU_NO_TRITON = PlatformInfo("cpu", fp8_dtype=torch.float8_e4m3fn, has_fp8=True, torch_build="cpu",
                              reason="no GPU found; torch cpu", triton_version=None)
-H200 = PlatformInfo("nvidia", "sm_90", "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
-                    "NVML: 8 x NVIDIA H200, compute capability 9.0; torch cuda 12.8", "3.5.1")
-H200_NO_TRITON = PlatformInfo("nvidia", "sm_90", "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
-                              "NVML: 8 x NVIDIA H200, compute capability 9.0; torch cuda 12.8", None)
+H200_NO_TRITON = dataclasses.replace(H200, triton_version=None)
 
 
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
-
-
-def run_cli(*args, env=None):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FUSED_QUANT_")} | (env or {})
-    return subprocess.run([sys.executable, "-m", "fused_quant", *args], capture_output=True, text=True, env=full_env)
-
-
-@pytest.fixture
-def node(monkeypatch):
-    """``node(info, gpus=0)``: the probe sees ``info`` and torch counts ``gpus`` CUDA devices."""
-    for name in envs.VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-
-    def on(info: PlatformInfo, gpus: int = 0):
-        monkeypatch.setattr(probe_module, "_probe_now", lambda: info)
-        monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
-        runtime.reset()
-
-    return on
 
 
 @pytest.fixture

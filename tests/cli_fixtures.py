@@ -1,0 +1,40 @@
+"""Shared by the CLI tests (test_cli*.py): running the command in a subprocess, and fake nodes."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fused_quant import envs, runtime
+from fused_quant.platforms import PlatformInfo
+
+probe_module = importlib.import_module("fused_quant.platforms.probe")  # the package exports probe(), the function
+
+H200 = PlatformInfo("nvidia", "sm_90", "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
+                    "NVML: 8 x NVIDIA H200, compute capability 9.0; torch cuda 12.8", "3.5.1")
+
+
+def run_cli(*args, env=None):
+    """``python -m fused_quant ARGS``; no inherited FUSED_QUANT_* variable leaks in (a test that needs one passes it)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FUSED_QUANT_")} | (env or {})
+    return subprocess.run([sys.executable, "-m", "fused_quant", *args], capture_output=True, text=True, env=full_env)
+
+
+@pytest.fixture
+def node(monkeypatch):
+    """``node(info, gpus=0)``: the probe sees ``info`` and torch counts ``gpus`` CUDA devices from now on
+    (no FUSED_QUANT_* variable set; conftest resets the runtime state after the test)."""
+    for name in envs.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+    def on(info: PlatformInfo, gpus: int = 0):
+        monkeypatch.setattr(probe_module, "_probe_now", lambda: info)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+        runtime.reset()  # probe again, select again
+
+    return on
