@@ -100,6 +100,20 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
                            f"worst excess {float((err - tol)[finite].max()):.3e}")
 
 
+def capture_graph(fn, *args):
+    """``(graph, out)``: ``fn(*args)`` run once on a side stream (kernels compiled, calls bound outside the
+    capture), then captured into a CUDA graph whose replays write ``out``."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn(*args)
+    return graph, out
+
+
 def compile_counting(module, **kwargs):
     """``torch.compile(module, **kwargs)`` with Inductor, plus the list of graphs it compiled."""
     import torch._dynamo

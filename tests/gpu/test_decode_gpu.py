@@ -12,7 +12,7 @@ from torch import nn
 from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
 from fused_quant import keys as K
 from fused_quant.gemm import GemmProblem, select_gemm_provider
-from tests.helpers import assert_bits_equal
+from tests.helpers import assert_bits_equal, capture_graph
 
 pytestmark = pytest.mark.gpu
 
@@ -37,18 +37,6 @@ class MLP(nn.Module):
         return self.down(maybe_fused_act_quant(self.act, self.gate_up(x), self.down))
 
 
-def _capture(fn, x):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn(x)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fn(x)
-    return graph, out
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("key_name", ["fp8_static_tensor", "fp8_dynamic_token", "int8_static_tensor",
                                       "int8_dynamic_token"])
@@ -63,7 +51,7 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
         x = torch.randn(m, D, device=CUDA, dtype=torch.bfloat16)
         eager = mlp(x)
         assert_bits_equal(mlp(x), eager, f"bound eager call M={m}")
-        graph, out = _capture(mlp, x)
+        graph, out = capture_graph(mlp, x)
         for _ in range(2):
             graph.replay()
             torch.cuda.synchronize()

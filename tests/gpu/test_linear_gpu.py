@@ -13,7 +13,7 @@ from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
 from fused_quant.gemm import gemm_providers, quant_gemm
 from fused_quant.registry import fusion_counts, fused_act_quant, reset_fusion_counts
-from tests.helpers import assert_bits_equal, assert_gemm_close, compile_counting
+from tests.helpers import assert_bits_equal, assert_gemm_close, capture_graph, compile_counting
 
 pytestmark = pytest.mark.gpu
 
@@ -107,14 +107,7 @@ def test_cuda_graph_replay_sees_inplace_input_and_scale(backend, key_name, backe
     mlp = MLP(256, 512, key, ReLUSquared, 0.05 if static else None).to(CUDA)
     x = torch.randn(64, 256, device=CUDA).to(torch.bfloat16)
     mlp(x)  # warm-up: compile kernels outside capture
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        mlp(x)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        y = mlp(x)
+    graph, y = capture_graph(mlp, x)
     x.copy_(torch.randn_like(x) * 2)
     if static:
         mlp.down.input_scale.copy_(torch.tensor([0.11], device=CUDA))

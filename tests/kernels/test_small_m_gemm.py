@@ -12,7 +12,7 @@ import torch
 
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import gemm_launch as g
-from tests.helpers import assert_bits_equal, assert_gemm_close
+from tests.helpers import assert_bits_equal, assert_gemm_close, capture_graph
 
 FP8 = torch.float8_e4m3fn
 # (M, N, K, config): odd N and K, K not a multiple of BLOCK_K, M = 1, more tokens than BLOCK_M, split-K
@@ -167,14 +167,7 @@ def test_gpu_graph_replay_is_bitwise_eager(kind, splits):
                                                 num_stages=4))
     eager = call(xq, xs)
     assert_bits_equal(call(xq, xs), eager, "a second eager run")  # the direct launch, same bits
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        call(xq, xs)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = call(xq, xs)
+    graph, out = capture_graph(call, xq, xs)
     for _ in range(3):
         graph.replay()
         torch.cuda.synchronize()
