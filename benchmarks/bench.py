@@ -16,7 +16,7 @@ import torch
 
 from fused_quant import keys as K
 
-from benchmarks.timing import bench_graph_us, bench_us, copy_ceiling, loop_us, versions
+from benchmarks.timing import bench_graph_us, bench_us, copy_ceiling, loop_us, pyplot, versions
 
 # fused-quant bench's default output: a fresh folder per run, never the committed benchmarks/results
 BENCH_OUT = Path(__file__).resolve().parent.parent / "bench-out"
@@ -113,12 +113,8 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
 
 
 def plot_act_quant(result: dict, path: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     fig, axes = plt.subplots(1, len(OPS), figsize=(5 * len(OPS), 4), sharey=True)
     for ax, (label, *_) in zip(axes, OPS):

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from fused_quant import keys as K
 
-from benchmarks.timing import copy_ceiling, graph_us, host_us, loop_us, versions
+from benchmarks.timing import copy_ceiling, graph_us, host_us, loop_us, pyplot, versions
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -149,12 +149,8 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
 
 
 def plot_gemm(result: dict, path: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     fig, axes = plt.subplots(2, len(SHAPES), figsize=(5 * len(SHAPES), 8), sharey=True)
     for row_axes, kind in zip(axes, ("fp8", "int8")):
@@ -176,12 +172,8 @@ def plot_gemm(result: dict, path: str) -> bool:
 
 
 def plot_mlp(result: dict, path: str) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, mode in zip(axes, ("graph", "eager")):

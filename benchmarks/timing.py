@@ -1,6 +1,6 @@
 """Timers shared by the benchmarks (GPU): medians of ``triton.testing.do_bench`` (L2 flushed), GPU time
 replayed from a CUDA graph, wall time of back-to-back calls (host included), host enqueue time, the
-device copy ceiling and the versions a result is recorded with."""
+device copy ceiling and the versions a result is recorded with; and matplotlib for the plots."""
 
 from __future__ import annotations
 
@@ -32,6 +32,18 @@ def copy_ceiling(quick: bool) -> float:
     dst = torch.empty_like(src)
     us = bench_us(lambda: dst.copy_(src), quick)
     return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
+
+
+def pyplot():
+    """``matplotlib.pyplot`` drawing to files (the Agg backend), or None where matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
 
 
 def versions() -> dict[str, str]:
