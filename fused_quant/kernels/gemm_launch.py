@@ -10,7 +10,6 @@ there. The small-M provider accepts a problem only where its config measured fas
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from pathlib import Path
@@ -103,13 +102,6 @@ def triton_int8_supported(p: GemmProblem) -> tuple[bool, str]:
     return _on_gpu(p)
 
 
-@functools.cache
-def _tl_out():
-    import triton.language as tl
-
-    return {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
-
-
 class KernelCall:
     """One Triton kernel launch for fixed operand metadata (sizes, strides, dtypes, device): through
     Triton's JIT until it has compiled the kernel for 16-byte aligned operands, then directly
@@ -138,11 +130,7 @@ class KernelCall:
 def _scale_flags(p: GemmProblem) -> dict:
     # a one-element scale is read as a scalar unless it is the single row / column it stands for
     return dict(XS_PER_TOKEN=p.per_token or p.m == 1, WS_PER_CHANNEL=p.per_channel or p.n == 1,
-                HAS_BIAS=p.has_bias, OUT=_tl_out()[p.out_dtype])
-
-
-def _index(device: torch.device) -> int:
-    return device.index if device.type == "cuda" else -1
+                HAS_BIAS=p.has_bias, OUT=launch._tl()[1][p.out_dtype])
 
 
 def _triton_int8_call(p: GemmProblem) -> KernelCall:
@@ -158,7 +146,7 @@ def _triton_int8_call(p: GemmProblem) -> KernelCall:
     grid = (-(-p.m // bm) * -(-p.n // bn),)
     kwargs = dict(_scale_flags(p), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, num_warps=warps,
                   num_stages=stages)
-    call = KernelCall(launch.make_plan(scaled_int8_gemm_kernel, grid, kwargs, "int8_gemm"), _index(p.device))
+    call = KernelCall(launch.make_plan(scaled_int8_gemm_kernel, grid, kwargs, "int8_gemm"), launch.device_index(p.device))
     return _GEMM_LAUNCHES.put(("triton_int8", p), call, generation)
 
 
@@ -269,7 +257,7 @@ def _device_arch(device: torch.device) -> str | None:
         from fused_quant.platforms import current_platform
 
         return current_platform().arch
-    return launch._cuda_arch(_index(device))
+    return launch._cuda_arch(launch.device_index(device))
 
 
 def small_m_supported(p: GemmProblem) -> tuple[bool, str]:
@@ -302,7 +290,7 @@ class SmallMCall:
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-        index = _index(p.device)
+        index = launch.device_index(p.device)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
         self.splits = splits
         self.acc_dtype = torch.int32 if int8 else torch.float32

@@ -258,7 +258,7 @@ class BoundLaunch:
         m = math.prod(lead)
         self.args = (act, key_name, x_dtype, round_product, fp8_dtype, config, row_stride, (m, d_in))
         self.device = device
-        self.index = device.index if device.type == "cuda" else -1
+        self.index = device_index(device)
         d = activations.out_features(act, d_in)
         self.q_dtype, per_token = _outputs(key_name, fp8_dtype)
         self.q_shape, self.s_shape = (*lead, d), ((*lead, 1) if per_token else None)
@@ -343,6 +343,11 @@ def make_plan(kernel, grid: tuple, kwargs: dict, variant: str) -> _Plan:
     other than the producers: the GEMMs)."""
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
     return _Plan(kernel, (*grid, 1, 1)[:3], kwargs, consts, variant, None, (kernel, *kwargs.items()))
+
+
+def device_index(device: torch.device) -> int:
+    """The CUDA index a kernel launch is keyed on; -1 for the interpreter's CPU tensors."""
+    return device.index if device.type == "cuda" else -1
 
 
 @functools.cache
