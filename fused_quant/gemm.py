@@ -55,7 +55,7 @@ class GemmProvider:
             return False, f"{self.name} is a {self.kind} GEMM"
         if self.supported is None:
             return True, ""
-        return check_predicate_answer(self.supported(problem), f"GEMM provider {self.name}")
+        return check_predicate_answer(self.supported(problem), lambda: f"GEMM provider {self.name}")
 
 
 # backend name -> providers in selection order; key None: providers for every backend, tried first

@@ -55,7 +55,7 @@ class Producer(NamedTuple):
     def check(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
         if self.supported is None:
             return True, ""
-        return check_predicate_answer(self.supported(x, scale), f"producer {self.label}")
+        return check_predicate_answer(self.supported(x, scale), lambda: f"producer {self.label}")
 
     @property
     def label(self) -> str:

@@ -9,6 +9,7 @@ uses ``assert``: ``python -O`` must not change what is accepted.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -198,12 +199,13 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
     return GemmProblem(m, n, kw, kind, x.dtype, out_dtype, x.device, per_token, ws.numel() == n, bias is not None)
 
 
-def check_predicate_answer(answer: object, who: str) -> tuple[bool, str]:
-    """A support predicate's answer: exactly ``(ok: bool, reason: str)``."""
+def check_predicate_answer(answer: object, who: Callable[[], str]) -> tuple[bool, str]:
+    """A support predicate's answer: exactly ``(ok: bool, reason: str)``; ``who()`` names the predicate's
+    owner in the error (called only then: under torch.compile the check is traced, its message is not)."""
     if not (type(answer) is tuple and len(answer) == 2 and isinstance(answer[0], bool)
             and isinstance(answer[1], str)):
         shown = repr(answer)
-        raise TypeError(f"{who}: a support predicate must return (ok: bool, reason: str), got "
+        raise TypeError(f"{who()}: a support predicate must return (ok: bool, reason: str), got "
                         f"{type(answer).__name__} {shown[:80]}")
     return answer
 

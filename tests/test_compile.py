@@ -40,3 +40,25 @@ def test_compile_once_across_token_counts_bitwise(key_name, backend_env):
     names = {n.target.__name__ if hasattr(n.target, "__name__") else str(n.target)
              for g in graphs for n in g.graph.nodes if n.op == "call_function"}
     assert any("quant_gemm" in n for n in names) and any("act_quant" in n for n in names), names
+
+
+def _supported_anywhere(x, scale, *, why=""):
+    return True, why
+
+
+def test_compile_through_producers_whose_functions_are_partials(backend_env, monkeypatch):
+    """The Triton backends register ``functools.partial`` producers and predicates; Dynamo cannot
+    ``str()`` a partial, so nothing a traced check does may format a producer's label before it fails."""
+    import functools
+
+    from fused_quant import registry
+
+    backend_env("torch")
+    table = {pair: p._replace(fn=functools.partial(p.fn), supported=functools.partial(_supported_anywhere))
+             for pair, p in registry._PRODUCERS["torch"].items()}
+    monkeypatch.setitem(registry._PRODUCERS, "torch", table)
+    mlp = MLP(K.kInt8DynamicTokenSym)
+    compiled, graphs = compile_counting(mlp, fullgraph=True, dynamic=True)
+    x = torch.randn(9, 64).to(torch.bfloat16)
+    assert_bits_equal(compiled(x), mlp(x), "partial producers")
+    assert len(graphs) == 1
