@@ -6,6 +6,10 @@ set -u -o pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 what=${1:-all}; quick=${2:-}
+if [ -d .whl ]; then  # carried wheels (ci/gpu_wheels.sh): the transformers rows' packages
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
 status=0
 step() { echo "=== $1"; shift; "$@" 2>&1 | tee -a "$OUT/gpu_suite.log"; local rc=${PIPESTATUS[0]}; echo "=== rc=$rc"; [ "$rc" = 0 ] || status=1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/device.txt"

@@ -200,29 +200,29 @@ class BoundGemm:
     takes an activation with the metadata it was bound for (the caller keys on it) and returns
     ``[*lead, N]``; the provider's first output is checked, later ones are not."""
 
-    __slots__ = ("call", "rows", "out_shape", "provider", "problem", "layer", "checked")
+    __slots__ = ("call", "x_rows", "xs_rows", "out_shape", "provider", "problem", "layer", "checked")
 
-    def __init__(self, call, rows, out_shape, provider, problem, layer):
-        self.call, self.rows, self.out_shape = call, rows, out_shape
+    def __init__(self, call, x_rows, xs_rows, out_shape, provider, problem, layer):
+        self.call, self.x_rows, self.xs_rows, self.out_shape = call, x_rows, xs_rows, out_shape
         self.provider, self.problem, self.layer, self.checked = provider, problem, layer, False
 
     def __call__(self, x: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
-        rows = self.rows
-        if rows is None:  # 2-D activation with a [M, 1] or one-element [1, 1] scale: as the provider takes it
-            out = self.call(x, xs)
-        else:
-            out = self.call(x.view(rows[0]), xs.reshape(rows[1]))
+        # views only where the operand is not already as the provider takes it (None: as it is)
+        x_rows, xs_rows = self.x_rows, self.xs_rows
+        out = self.call(x if x_rows is None else x.view(x_rows), xs if xs_rows is None else xs.reshape(xs_rows))
         if not self.checked:
             _check_output(out, self.problem, self.provider, self.layer, x.device)
             self.checked = True
-        return out if rows is None else out.view(self.out_shape)
+        return out if self.out_shape is None else out.view(self.out_shape)
 
 
 def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
               bias: torch.Tensor | None, out_dtype: torch.dtype, key: K.QuantKey, layer: str | None = None,
               backend: str | None = None) -> BoundGemm | None:
     """Check ``x``'s call as the checked entry does and bind the chosen provider to these operands;
-    None for M = 0 (nothing to bind: ``quant_gemm`` answers it)."""
+    None for M = 0 (nothing to bind: ``quant_gemm`` answers it). A provider's bound call takes a
+    per-tensor scale of any one-element shape (``[1]``, as static input scales are kept, or ``[1, 1]``);
+    its plain ``fn`` gets ``[1, 1]``."""
     p = check_gemm_operands(x, xs, key, weight, weight_scale, bias, out_dtype, layer)
     if p.m == 0:
         return None
@@ -234,8 +234,10 @@ def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_sc
         fn = provider.fn
         call = lambda x2, xs2: fn(x2, xs2, weight, ws2, bias, out_dtype)  # noqa: E731
     xs_rows = (p.m, 1) if p.per_token else (1, 1)
-    rows = None if x.dim() == 2 and tuple(xs.shape) == xs_rows else ((p.m, p.k), xs_rows)
-    return BoundGemm(call, rows, (*x.shape[:-1], p.n), provider, p, layer or "")
+    as_given = tuple(xs.shape) == xs_rows or (provider.bind is not None and not p.per_token)
+    flat = x.dim() == 2
+    return BoundGemm(call, None if flat else (p.m, p.k), None if as_given else xs_rows,
+                     None if flat else (*x.shape[:-1], p.n), provider, p, layer or "")
 
 
 def dequant_epilogue(acc: torch.Tensor, xs: torch.Tensor, ws: torch.Tensor, bias: torch.Tensor | None,

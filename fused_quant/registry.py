@@ -192,7 +192,8 @@ def platform_label() -> str:
 
 @graph_constant
 def _env_numerics() -> str:
-    return envs.numerics()
+    """FUSED_QUANT_NUMERICS, read once per runtime state (a change takes effect after ``reset()``)."""
+    return runtime.once("env_numerics", envs.numerics)
 
 
 class _BoundCall:

@@ -115,8 +115,9 @@ def layer_errors(model: torch.nn.Module, checkpoint: str) -> dict[str, float]:
         w = tensors[name + ".weight"].double()
         ws = tensors[name + ".weight_scale"].double().reshape(1, -1)
         x = (torch.randn(9, w.shape[1], generator=g) * 2).to(torch.bfloat16)
-        out = module(x)
-        out = (out[0] if isinstance(out, tuple) else out).double()
+        device = next(iter([*module.parameters(), *module.buffers()])).device
+        out = module(x.to(device))
+        out = (out[0] if isinstance(out, tuple) else out).double().cpu()
         xq, xs = quant_ref(x, K.kInt8DynamicTokenSym)
         ref = (xq.double() @ w.T) * xs.double() * ws
         step = torch.exp2(torch.floor(torch.log2(ref.abs().clamp_min(2.0**-100))) - 7)  # bf16 spacing at |ref|
