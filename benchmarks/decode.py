@@ -62,6 +62,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
     fp8 = platform_fp8_dtype()
     rows = []
     for label, (n, k) in shapes.items():
+        same_bytes = _copy_us_same_bytes(n * k)
         for kind in ("fp8", "int8"):
             key = K.kFp8DynamicTokenSym if kind == "fp8" else K.kInt8DynamicTokenSym
             wdtype = fp8 if kind == "fp8" else torch.int8
@@ -91,16 +92,30 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
                 tbps = {name: wbytes[name] / (us * 1e-6) / 1e12 for name, us in t.items()}
                 row = {"shape": label, "kind": kind, "M": m, "N": n, "K": k, "picked": picked, "us": t,
                        "weight_TBps": tbps, "pct_ceiling": {k_: 100 * v * 1e3 / ceiling for k_, v in tbps.items()}}
+                # a device copy moving the weight's bytes (half read, half written) in one kernel: the
+                # ceiling at this size, ramp and tail included
+                row["copy_same_bytes_us"] = same_bytes
+                row["pct_same_bytes_copy"] = 100 * same_bytes / t["ours"]
                 torch_peers = [v for name, v in t.items() if name in ("scaled_mm", "int_mm", "triton_int8")]
                 if torch_peers:
                     row["speedup_vs_best_torch"] = min(torch_peers) / t["ours"]
                 rows.append(row)
                 print(f"gemm {kind:4s} {label:7s} M={m:4d} ours({picked}) {t['ours']:7.1f} us "
-                      f"{tbps['ours']:.2f} TB/s ({row['pct_ceiling']['ours']:.0f}% of copy)  "
+                      f"{tbps['ours']:.2f} TB/s ({row['pct_ceiling']['ours']:.0f}% of copy, "
+                      f"{row['pct_same_bytes_copy']:.0f}% of a same-bytes copy)  "
                       + "  ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "ours"), flush=True)
             del layers, weights, bf16
             torch.cuda.empty_cache()
     return {"ceiling_GBps": ceiling, "versions": versions(), "rows": rows}
+
+
+def _copy_us_same_bytes(nbytes: int) -> float:
+    """GPU microseconds of one device copy that moves ``nbytes`` (``nbytes / 2`` read and written),
+    replayed from a graph cycling through buffers beyond L2, as the GEMMs' weights are."""
+    half = nbytes // 2
+    pairs = [(torch.empty(half, dtype=torch.uint8, device="cuda"), torch.empty(half, dtype=torch.uint8, device="cuda"))
+             for _ in range(copies_for(nbytes))]
+    return graph_us([lambda src=src, dst=dst: dst.copy_(src) for src, dst in pairs])
 
 
 def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
@@ -161,6 +176,10 @@ def plot_gemm(result: dict, path: str) -> bool:
                 timed = [r for r in rows if peer in r["weight_TBps"]]
                 ax.plot([r["M"] for r in timed], [r["weight_TBps"][peer] for r in timed], marker="o", label=peer)
             ax.axhline(result["ceiling_GBps"] / 1e3, color="k", ls="--", label="copy ceiling")
+            same = [r["copy_same_bytes_us"] for r in rows if "copy_same_bytes_us" in r]
+            if same:  # a copy of the weight's bytes in one kernel: the ceiling at this size
+                ax.axhline(rows[0]["N"] * rows[0]["K"] / (same[0] * 1e-6) / 1e12, color="gray", ls=":",
+                           label="same-bytes copy")
             ax.set_xscale("log", base=2)
             ax.set_title(f"{kind} {label} (N={rows[0]['N']}, K={rows[0]['K']})" if rows else label)
             ax.set_xlabel("M (tokens)")

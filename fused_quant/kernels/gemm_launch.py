@@ -274,10 +274,10 @@ def _tensor_wise(p: GemmProblem) -> bool:
 
 
 class SmallMCall:
-    """The small-M GEMM for one problem and config: one kernel launch, split-K or not (with split-K the
-    tile's last program sums the partials, ``small_m_gemm``'s docstring says how). Holds no tensors."""
+    """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
+    sums the partials in order and applies the epilogue. Holds no tensors."""
 
-    __slots__ = ("main", "splits", "part_numel", "tiles")
+    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape")
 
     def __init__(self, p: GemmProblem, cfg: dict):
         from fused_quant.kernels.triton import small_m_gemm as kernels
@@ -286,49 +286,22 @@ class SmallMCall:
         k_blocks = -(-p.k // bk)
         splits = max(1, min(splits, k_blocks))
         int8 = p.kind == "int8"
+        flags = _scale_flags(p)
         grid = (-(-p.n // bn), -(-p.m // bm), splits)
-        kwargs = dict(_scale_flags(p), INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
+        kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
         index = launch.device_index(p.device)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
         self.splits = splits
-        self.part_numel = splits * p.m * p.n if splits > 1 else 0
-        self.tiles = grid[0] * grid[1]
-
-
-class SplitKWorkspace:
-    """One stream's split-K scratch: the partial sums (4-byte words, read as float32 or int32) and the
-    per-tile counters (zero between launches: the kernel sets each back). Launches on one stream run in
-    order, so every split-K GEMM on a stream shares its workspace; one on another stream has its own.
-    Never freed (``runtime.reset`` keeps them): a captured CUDA graph goes on using the addresses it
-    was captured with. Grows by replacing itself and keeping the old one for such graphs."""
-
-    __slots__ = ("part_f32", "part_i32", "locks", "part_numel", "tiles")
-
-    def __init__(self, device: torch.device, part_numel: int, tiles: int):
-        self.part_i32 = torch.empty(part_numel, dtype=torch.int32, device=device)
-        self.part_f32 = self.part_i32.view(torch.float32)
-        self.locks = torch.zeros(tiles, dtype=torch.int32, device=device)
-        self.part_numel, self.tiles = part_numel, tiles
-
-
-_SPLIT_K_WORKSPACES: dict = {}  # (device index, raw stream) -> SplitKWorkspace
-_RETIRED_WORKSPACES: list = []  # outgrown ones: graphs captured with them still use them
-
-
-def split_k_workspace(device: torch.device, index: int, part_numel: int, tiles: int) -> SplitKWorkspace:
-    """The current stream's split-K workspace with room for ``part_numel`` partial words and ``tiles``
-    counters (CPU tensors, under the interpreter: one workspace)."""
-    key = (index, dl._raw_stream(index) if device.type == "cuda" else None)
-    ws = _SPLIT_K_WORKSPACES.get(key)
-    if ws is not None and ws.part_numel >= part_numel and ws.tiles >= tiles:
-        return ws
-    if ws is not None:
-        _RETIRED_WORKSPACES.append(ws)
-        part_numel, tiles = max(part_numel, ws.part_numel), max(tiles, ws.tiles)
-    ws = _SPLIT_K_WORKSPACES[key] = SplitKWorkspace(device, part_numel, tiles)
-    return ws
+        self.acc_dtype = torch.int32 if int8 else torch.float32
+        self.part_shape = (splits, p.m, p.n)
+        self.reduce = None
+        if splits > 1:
+            rbn, rbm = 64, 16
+            rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4)
+            rgrid = (-(-p.n // rbn), -(-p.m // rbm))
+            self.reduce = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, rgrid, rkw, "split_k"), index)
 
 
 def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
@@ -352,19 +325,19 @@ def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
     m, n, k = p.m, p.n, p.k
     shape, device, out_dtype = (m, n), w.device, p.out_dtype
     c = _small_m_call(p, tuple(sorted(config.items())) if config else None)
-    main, index, part_numel, tiles, int8 = c.main, c.main.index, c.part_numel, c.tiles, p.kind == "int8"
 
     def call(xq, xs):
-        xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
+        xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
         out = torch.empty(shape, dtype=out_dtype, device=device)
-        if not part_numel:
-            main((xq, w, xs, ws, bias_arg, out, out, out, m, n, k, k, w.stride(0), n),
-                 fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr())
+        if c.reduce is None:
+            c.main((xq, w, xs, ws, bias_arg, out, out, m, n, k, k, w.stride(0), n),
+                   fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr())
             return out
-        work = split_k_workspace(device, index, part_numel, tiles)
-        part = work.part_i32 if int8 else work.part_f32
-        main((xq, w, xs, ws, bias_arg, out, part, work.locks, m, n, k, k, w.stride(0), n),
-             fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr())  # workspaces are fresh allocations
+        part = torch.empty(c.part_shape, dtype=c.acc_dtype, device=device)
+        c.main((xq, w, xs, ws, bias_arg, out, part, m, n, k, k, w.stride(0), n),
+               fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr() | part.data_ptr())
+        c.reduce((part, xs, ws, bias_arg, out, m, n, c.splits, n),
+                 fixed | xs.data_ptr() | out.data_ptr() | part.data_ptr())
         return out
 
     return call

@@ -136,26 +136,6 @@ def test_interpreted_kernels_against_float64(kind, case):
     _check(kind, m, n, k, cfg, torch.device("cpu"), out_dtype, bias, per_token, adversarial=case == 1, seed=case)
 
 
-@pytest.mark.interpreter
-@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
-def test_interpreted_split_k_resets_its_counters_and_shares_the_stream_workspace():
-    """After a split-K launch every tile counter is 0 again (the next launch counts from 0); a second
-    problem on the same stream reuses, or grows, the one workspace."""
-    cpu = torch.device("cpu")
-    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)
-    first = None
-    for m, n, k in [(5, 64, 200), (5, 64, 200), (20, 96, 130)]:
-        xq, xs, w, ws = _operands("int8", m, n, k, cpu)
-        out = g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, config=cfg)
-        ref = dequant_epilogue(xq.double() @ w.double().T, xs, ws, None, torch.bfloat16)
-        assert_bits_equal(out, ref, f"split-K {m}x{n}x{k}")
-        work = g._SPLIT_K_WORKSPACES[(g.launch.device_index(cpu), None)]
-        assert not work.locks.any(), work.locks
-        assert work.part_numel >= 3 * m * n and work.tiles >= -(-n // 32) * -(-m // 16)
-        first = first or work
-    assert work is not first and first in g._RETIRED_WORKSPACES  # grown for 20x96: the old one is kept
-
-
 # --- the GPU ------------------------------------------------------------------------------------
 
 GPU_CASES = CASES + [
@@ -192,33 +172,6 @@ def test_gpu_graph_replay_is_bitwise_eager(kind, splits):
         graph.replay()
         torch.cuda.synchronize()
         assert_bits_equal(out, eager, f"replay, splits={splits}")
-
-
-@pytest.mark.gpu
-def test_gpu_split_k_on_two_streams_at_once_uses_a_workspace_each():
-    """Split-K GEMMs of one shape running concurrently on two streams: each stream's launches count in
-    their own counters and write their own partials, so both results are exact."""
-    m, n, k = 16, 4096, 14336
-    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4)
-    ops = [_operands("int8", m, n, k, torch.device("cuda"), seed=s) for s in (0, 1)]
-    refs = [dequant_epilogue(xq.cpu().double() @ w.cpu().double().T, xs.cpu(), ws.cpu(), None, torch.bfloat16)
-            for xq, xs, w, ws in ops]
-    p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
-    calls = [g.bind_small_m(p, w, ws, None, cfg) for _, _, w, ws in ops]
-    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-    outs = [[], []]
-    torch.cuda.synchronize()
-    for _ in range(20):
-        for i, (stream, call, (xq, xs, _, _)) in enumerate(zip(streams, calls, ops)):
-            with torch.cuda.stream(stream):
-                outs[i].append(call(xq, xs))
-    torch.cuda.synchronize()
-    for i in (0, 1):
-        for out in outs[i]:
-            assert_bits_equal(out.cpu(), refs[i], f"stream {i}")
-    index = torch.cuda.current_device()
-    works = [g._SPLIT_K_WORKSPACES[(index, s.cuda_stream)] for s in streams]
-    assert works[0] is not works[1] and not any(w.locks.any() for w in works)
 
 
 @pytest.mark.gpu

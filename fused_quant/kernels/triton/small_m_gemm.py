@@ -5,12 +5,8 @@ weight rows once. The MMA's wide (M) side takes those weight rows and the narrow
 (``tl.dot(w_tile [BLOCK_N, BLOCK_K], x_tile.T [BLOCK_K, BLOCK_M])``), so a 16-token batch fills no
 more than one 16-wide MMA column block. Program (n, m, s) computes rows ``n*BLOCK_N..`` of the
 transposed output for tokens ``m*BLOCK_M..`` over its share of K: with ``SPLIT`` the share is one of
-``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]``. The program that finishes
-a tile last (a per-tile counter in ``lock_ptr``, counted with acquire-release atomics) sums the
-tile's partials in slice order, 0 first (a fixed order: the same bits on every run, captured or
-not, whichever program comes last), applies the epilogue and sets the counter back to 0 for the
-next launch. One launch, no second kernel; the counters must be zero before the first launch and
-no two launches may share them at once (the host keeps them per stream).
+``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]`` and summed, in slice
+order, by ``split_k_epilogue_kernel`` (a fixed order: the same bits on every run, captured or not).
 
 Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue``):
 ``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]``, the bias added in Tout.
@@ -41,7 +37,7 @@ def _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
 
 
 @triton.jit
-def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, lock_ptr, M, N, K,
+def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, M, N, K,
                         stride_xm, stride_wn, stride_om,
                         XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                         OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, EVEN_K: tl.constexpr,
@@ -81,22 +77,29 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
     if SPLIT:
-        mask = (rn[:, None] < N) & (rm[None, :] < M)
-        part = part_ptr + rm[None, :] * N + rn[:, None]
-        tl.store(part + pid_s.to(tl.int64) * M * N, acc, mask=mask)
-        tl.debug_barrier()  # every thread's partial is written before the release below
-        tile = pid_m * tl.num_programs(0) + pid_n
-        done = tl.atomic_add(lock_ptr + tile, 1, sem="acq_rel", scope="gpu")
-        if done == tl.num_programs(2) - 1:  # the tile's last slice: every partial is in memory
-            if INT8:
-                acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
-            else:
-                acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-            for s in range(0, tl.num_programs(2)):
-                acc += tl.load(part + s * M * N, mask=mask, other=0, cache_modifier=".cg")
-            _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
-                      XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
-            tl.atomic_xchg(lock_ptr + tile, 0, sem="relaxed", scope="gpu")
+        part = part_ptr + (pid_s.to(tl.int64) * M + rm[None, :]) * N + rn[:, None]
+        tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
     else:
         _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
                   XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
+
+
+@triton.jit
+def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, SPLITS, stride_om,
+                            XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+                            OUT: tl.constexpr, INT8: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_M: tl.constexpr):
+    """Sum the split-K partials ``part[0..SPLITS-1, m, n]`` in order, then the epilogue."""
+    rn = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rm = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rn[:, None] < N) & (rm[None, :] < M)
+    ptrs = part_ptr + rm[None, :] * N + rn[:, None]
+    if INT8:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for _ in range(0, SPLITS):
+        acc += tl.load(ptrs, mask=mask, other=0)
+        ptrs += M * N
+    _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+              XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
