@@ -179,7 +179,7 @@ def plot_gemm(result: dict, path: str) -> bool:
             same = [r["copy_same_bytes_us"] for r in rows if "copy_same_bytes_us" in r]
             if same:  # a copy of the weight's bytes in one kernel: the ceiling at this size
                 ax.axhline(rows[0]["N"] * rows[0]["K"] / (same[0] * 1e-6) / 1e12, color="gray", ls=":",
-                           label="same-bytes copy")
+                           label="copy of the 8-bit weight's bytes")
             ax.set_xscale("log", base=2)
             ax.set_title(f"{kind} {label} (N={rows[0]['N']}, K={rows[0]['K']})" if rows else label)
             ax.set_xlabel("M (tokens)")

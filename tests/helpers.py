@@ -114,6 +114,18 @@ def capture_graph(fn, *args):
     return graph, out
 
 
+def graphs_summary(graphs) -> str:
+    """What each compiled graph takes (its placeholders' shapes) and calls: the message of a
+    compile-count assertion, so a second compile says what it was."""
+    lines = []
+    for i, gm in enumerate(graphs):
+        inputs = [str(n.meta.get("example_value", n.name)).split("(")[0] + str(
+            tuple(getattr(n.meta.get("example_value"), "shape", ()))) for n in gm.graph.nodes if n.op == "placeholder"]
+        calls = sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"})
+        lines.append(f"graph {i}: inputs {inputs}; calls {calls}")
+    return "\n".join(lines)
+
+
 def compile_counting(module, **kwargs):
     """``torch.compile(module, **kwargs)`` with Inductor, plus the list of graphs it compiled."""
     import torch._dynamo
