@@ -272,3 +272,19 @@ def test_tested_range_is_the_extras_range():
     for package, spec in fqt.TESTED.items():
         (pinned,) = re.findall(rf'"{package}([^"]*)"', extra)
         assert pinned == spec, (package, pinned, spec)
+
+
+def test_gpu_wheels_are_inside_the_tested_range():
+    """ci/gpu_wheels.txt (the wheels carried to a GPU node without a package index) pins versions the
+    integration accepts, so the GPU rows test what the extra installs."""
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    lines = (Path(__file__).resolve().parents[2] / "ci" / "gpu_wheels.txt").read_text().splitlines()
+    pins = {(r := Requirement(line)).name: next(iter(r.specifier)).version
+            for line in lines if line.strip() and not line.startswith("#")}
+    for package, spec in fqt.TESTED.items():
+        assert package in pins, f"ci/gpu_wheels.txt has no {package}"
+        assert pins[package] in SpecifierSet(spec), (package, pins[package], spec)
