@@ -64,6 +64,22 @@ def logits(model, ids) -> torch.Tensor:
     return model(ids).logits
 
 
+def act_of(arch: str) -> str:
+    """The fused producer's activation of an architecture's MLP."""
+    return "relu2" if arch.startswith("nemotron") else "silu_and_mul"
+
+
+def assert_top1_where_the_margin_is_clear(out: torch.Tensor, ref: torch.Tensor) -> None:
+    """W8A8 logits ``out`` against the float model's ``ref``: a few percent off at most, and the same top-1
+    wherever ref's top-1/top-2 margin exceeds twice the largest logit error."""
+    err = (out - ref).abs().max()
+    top2 = ref.topk(2, dim=-1).values
+    clear = (top2[..., 0] - top2[..., 1]) > 2 * err
+    assert err < 0.05 * ref.abs().max()  # W8A8 of a random model: a few percent at most
+    assert clear.float().mean() > 0.3, "too few positions with a clear margin: the check would say nothing"
+    assert torch.equal(out.argmax(-1)[clear], ref.argmax(-1)[clear])
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_mlps_converted_and_one_producer_call_per_mlp(arch):
     model = make_model(arch)
@@ -76,7 +92,7 @@ def test_mlps_converted_and_one_producer_call_per_mlp(arch):
         assert not any(isinstance(m, nn.Linear) for m in mlp.modules()), name
         assert all(isinstance(m, fq.QuantLinear) and m.name.startswith(name) for m in mlp.children()
                    if not isinstance(m, (fq.SiluAndMul, fq.ReLUSquared)))
-    act = "relu2" if arch.startswith("nemotron") else "silu_and_mul"
+    act = act_of(arch)
     fq.reset_fusion_counts()
     logits(model, token_ids())
     assert fq.fusion_counts() == {("torch", act, "int8_dynamic_token"): len(before),
@@ -99,13 +115,7 @@ def test_teacher_forced_top1_matches_the_float_model_where_the_margin_is_clear(a
     model = make_model(arch)
     ref = logits(model, token_ids(4, 16))
     fqt.quantize_model(model)
-    out = logits(model, token_ids(4, 16))
-    err = (out - ref).abs().max()
-    top2 = ref.topk(2, dim=-1).values
-    clear = (top2[..., 0] - top2[..., 1]) > 2 * err
-    assert err < 0.05 * ref.abs().max()  # int8 W8A8 of a random model: a few percent at most
-    assert clear.float().mean() > 0.3, "too few positions with a clear margin: the check would say nothing"
-    assert torch.equal(out.argmax(-1)[clear], ref.argmax(-1)[clear])
+    assert_top1_where_the_margin_is_clear(logits(model, token_ids(4, 16)), ref)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -23,7 +23,8 @@ pytest.importorskip("compressed_tensors")
 import fused_quant as fq  # noqa: E402
 from fused_quant import keys as K  # noqa: E402
 from fused_quant.integrations import transformers as fqt  # noqa: E402
-from tests.integrations.test_transformers import logits, make_model, mlp_count, token_ids  # noqa: E402
+from tests.integrations.test_transformers import (  # noqa: E402
+    act_of, assert_top1_where_the_margin_is_clear, logits, make_model, mlp_count, token_ids)
 from tests.integrations.tiny_llama import LAYERS, layer_errors, write_tiny_llama  # noqa: E402
 
 _ok, _why = fqt.check_versions()
@@ -41,10 +42,6 @@ ARCHS = ["llama", "nemotron"]  # SiluAndMul and relu2 producers
 
 def cuda_model(arch: str, dtype: torch.dtype, seed: int = 0) -> nn.Module:
     return make_model(arch, dtype, seed).to(CUDA)
-
-
-def act_of(arch: str) -> str:
-    return "relu2" if arch.startswith("nemotron") else "silu_and_mul"
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -75,13 +72,7 @@ def test_gpu_teacher_forced_top1_matches_the_float_model_where_the_margin_is_cle
     ids = token_ids(4, 16).to(CUDA)
     ref = logits(model, ids)
     fqt.quantize_model(model, key)
-    out = logits(model, ids)
-    err = (out - ref).abs().max()
-    top2 = ref.topk(2, dim=-1).values
-    clear = (top2[..., 0] - top2[..., 1]) > 2 * err
-    assert err < 0.05 * ref.abs().max()  # W8A8 of a random model: a few percent at most
-    assert clear.float().mean() > 0.3, "too few positions with a clear margin: the check would say nothing"
-    assert torch.equal(out.argmax(-1)[clear], ref.argmax(-1)[clear])
+    assert_top1_where_the_margin_is_clear(logits(model, ids), ref)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
