@@ -15,6 +15,7 @@ BACKEND_CHOICES = ("auto", "torch", "triton_fp8", "hip_w8a8")
 NUMERICS_CHOICES = ("default", "hcu")  # numerics.PROFILES' names
 VLLM_KERNEL_CHOICES = ("first", "last", "off")
 VLLM_FUSION_CHOICES = ("on", "off")
+PDL_CHOICES = ("on", "off")
 
 # name -> (default, one-line meaning); README's table is checked against this.
 VARIABLES: dict[str, tuple[str, str]] = {
@@ -29,6 +30,10 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "FUSED_QUANT_DISABLED_GEMMS": (
         "",
         "comma-separated GEMM provider names to remove from selection",
+    ),
+    "FUSED_QUANT_PDL": (
+        "on",
+        "on | off: programmatic dependent launch of the Triton kernels on NVIDIA SM90+ (off: plain launches)",
     ),
     "FUSED_QUANT_VLLM_KERNEL": (
         "last",
@@ -60,6 +65,10 @@ def disabled_gemms() -> frozenset[str]:
     return frozenset(p.strip() for p in raw.split(",") if p.strip())
 
 
+def pdl() -> bool:
+    return _choice("FUSED_QUANT_PDL", PDL_CHOICES) == "on"
+
+
 def _choice(name: str, choices: tuple[str, ...], error: type[ValueError] = ValueError) -> str:
     value = _get(name).lower() or VARIABLES[name][0]
     if value not in choices:
@@ -82,7 +91,7 @@ def errors() -> dict[str, str]:
     """
     found = {}
     for name, read in (("FUSED_QUANT_NUMERICS", numerics), ("FUSED_QUANT_VLLM_KERNEL", vllm_kernel),
-                       ("FUSED_QUANT_VLLM_FUSION", vllm_fusion)):
+                       ("FUSED_QUANT_VLLM_FUSION", vllm_fusion), ("FUSED_QUANT_PDL", pdl)):
         try:
             read()
         except ValueError as exc:

@@ -87,6 +87,7 @@ def test_real_probe_lines_fit():
     ("FUSED_QUANT_NUMERICS", "hcuu", "default, hcu"),
     ("FUSED_QUANT_VLLM_KERNEL", "middle", "first, last, off"),
     ("FUSED_QUANT_VLLM_FUSION", "maybe", "on, off"),
+    ("FUSED_QUANT_PDL", "maybe", "on, off"),
 ])
 def test_bad_env_value_exits_2_naming_the_variable(node, capsys, monkeypatch, name, value, choices):
     node(CPU)

@@ -145,9 +145,10 @@ def _triton_int8_call(p: GemmProblem) -> KernelCall:
         if p.m <= max_m:
             break
     grid = (-(-p.m // bm) * -(-p.n // bn),)
+    index = launch.device_index(p.device)
     kwargs = dict(_scale_flags(p), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, num_warps=warps,
-                  num_stages=stages)
-    call = KernelCall(launch.make_plan(scaled_int8_gemm_kernel, grid, kwargs, "int8_gemm"), launch.device_index(p.device))
+                  num_stages=stages, **launch.pdl_options(index))
+    call = KernelCall(launch.make_plan(scaled_int8_gemm_kernel, grid, kwargs, "int8_gemm"), index)
     return _GEMM_LAUNCHES.put(("triton_int8", p), call, generation)
 
 
@@ -288,10 +289,11 @@ class SmallMCall:
         int8 = p.kind == "int8"
         flags = _scale_flags(p)
         grid = (-(-p.n // bn), -(-p.m // bm), splits)
+        index = launch.device_index(p.device)
+        pdl = launch.pdl_options(index)
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
-                      num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-        index = launch.device_index(p.device)
+                      num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
         self.splits = splits
         self.acc_dtype = torch.int32 if int8 else torch.float32
@@ -299,7 +301,7 @@ class SmallMCall:
         self.reduce = None
         if splits > 1:
             rbn, rbm = 64, 16
-            rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4)
+            rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4, **pdl)
             rgrid = (-(-p.n // rbn), -(-p.m // rbm))
             self.reduce = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, rgrid, rkw, "split_k"), index)
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import torch
 
-from fused_quant import activations, runtime
+from fused_quant import activations, envs, runtime
 from fused_quant import keys as K
 from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import heuristics
@@ -83,6 +83,31 @@ def _cuda_arch(device_index: int) -> str:
     from fused_quant.platforms import sm_arch
 
     return sm_arch(*torch.cuda.get_device_capability(device_index))
+
+
+PDL_MIN_CAPABILITY = (9, 0)  # griddepcontrol: Hopper and later
+
+
+def pdl_options(device_index: int) -> dict:
+    """The kernels' ``PDL`` argument for launches on one device, and Triton's ``launch_pdl`` launch
+    option where it is on: programmatic dependent launch (``kernels/triton/pdl.py``) on NVIDIA SM90+
+    with a Triton that has it, unless ``FUSED_QUANT_PDL=off``; off in the interpreter and on ROCm."""
+    on = runtime.once(f"pdl:{device_index}", lambda: _pdl_ok(device_index))
+    return {"PDL": True, "launch_pdl": True} if on else {"PDL": False}
+
+
+def _pdl_ok(device_index: int) -> bool:
+    if device_index < 0 or not _NVIDIA_TORCH or _interpreting() or not envs.pdl():
+        return False
+    from fused_quant.platforms import sm_capability
+
+    if (sm_capability(_cuda_arch(device_index)) or (0, 0)) < PDL_MIN_CAPABILITY:
+        return False
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    from fused_quant.kernels.triton import pdl
+
+    return pdl.gdc_wait is not None and "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {})
 
 
 @functools.lru_cache(maxsize=None)
@@ -176,7 +201,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             raise ValueError(f"per-token kernel variant {variant!r} is not one of "
                              f"{', '.join(heuristics.TOKEN_VARIANTS)}")
     grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
-    kwargs = {**common, **cfg}
+    kwargs = {**common, **cfg, **pdl_options(device_index)}
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
     return _Plan(kernel, grid, kwargs, consts, variant, scratch, (kernel, *kwargs.items()))
 

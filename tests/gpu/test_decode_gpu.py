@@ -69,3 +69,57 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
                             False)
             used.add(select_gemm_provider(p)[0].name)
     assert any(name.startswith("small_m") for name in used), f"no small-M GEMM among the providers used: {used}"
+
+
+def _launch_pdl_flags() -> set:
+    """(``launch_pdl``, whether its PTX waits on the grid before) of every kernel compiled for a direct
+    launch in this runtime state."""
+    from fused_quant.kernels import launch
+
+    return {(bool(c.metadata.launch_pdl), "griddepcontrol.wait" in c.asm["ptx"])
+            for c in launch._COMPILED._data.values()}
+
+
+def _mlp_chain(mlp, x, steps: int) -> list:
+    """``steps`` MLP calls back to back, each on the one before's output (every kernel boundary,
+    within one MLP and between two, is a dependency)."""
+    outs = []
+    for _ in range(steps):
+        x = mlp(x)
+        outs.append(x)
+    return outs
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_static_tensor", "fp8_dynamic_token", "int8_dynamic_token"])
+def test_pdl_launches_bitwise_equal_plain_launches(backend, key_name, backend_env, monkeypatch):
+    """Programmatic dependent launch (on by default on SM90+) changes when kernels are scheduled, not
+    what they compute: eager and graph-replayed MLP chains give the bits of plain launches
+    (``FUSED_QUANT_PDL=off``), at the decode sizes where kernels are short and overlap most."""
+    import fused_quant
+
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("programmatic dependent launch needs SM90+")
+    backend_env(backend)
+    mlp = MLP(K.KEYS[key_name])
+    results = {}
+    for pdl in ("on", "off"):
+        monkeypatch.setenv("FUSED_QUANT_PDL", pdl)
+        fused_quant.reset()
+        for m in (1, 16, 64, 256):
+            x = torch.randn(m, D, device=CUDA, generator=torch.Generator(CUDA).manual_seed(m), dtype=torch.bfloat16)
+            eager = [y.clone() for y in _mlp_chain(mlp, x, 8)]
+            graph, outs = capture_graph(_mlp_chain, mlp, x, 8)
+            replays = []
+            for _ in range(3):
+                graph.replay()
+                replays.append([y.clone() for y in outs])
+            torch.cuda.synchronize()
+            results[pdl, m] = (eager, replays)
+        assert _launch_pdl_flags() == {(pdl == "on",) * 2}, f"FUSED_QUANT_PDL={pdl}: compiled kernels' launch_pdl"
+    for m in (1, 16, 64, 256):
+        (eager_on, replays_on), (eager_off, replays_off) = results["on", m], results["off", m]
+        for i, want in enumerate(eager_off):
+            assert_bits_equal(eager_on[i], want, f"{key_name} M={m} eager call {i}: PDL vs plain")
+            for r in (*replays_on, *replays_off):
+                assert_bits_equal(r[i], want, f"{key_name} M={m} graph replay call {i} vs plain eager")

@@ -418,3 +418,68 @@ def test_a_triton_outside_the_tested_range_always_launches_through_its_jit(direc
 def _file(spec, compiled):
     """File ``compiled`` as the compiled kernel of ``spec``, as ``_launch`` does after a JIT launch."""
     return launch._COMPILED.put(spec, compiled, runtime.generation())
+
+
+@pytest.mark.parametrize("device,nvidia,arch,interpreting,env,expected", [
+    (0, True, "sm_90", False, None, True),  # Hopper, CUDA build: on by default
+    (0, True, "sm_100", False, None, True),
+    (0, True, "sm_90", False, "off", False),  # FUSED_QUANT_PDL=off: plain launches
+    (0, True, "sm_89", False, None, False),  # before Hopper: no griddepcontrol
+    (0, False, "sm_90", False, None, False),  # ROCm build
+    (0, True, "sm_90", True, None, False),  # interpreter, CUDA tensors: no PTX
+    (-1, True, "sm_90", False, None, False),  # interpreter (CPU tensors)
+])
+def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, nvidia, arch, interpreting, env,
+                                                           expected):
+    """The kernels' PDL constexpr and Triton's launch_pdl option go together, and only where the
+    prologue's griddepcontrol can run; every plan (producers and GEMMs) carries them."""
+    from fused_quant.gemm import GemmProblem
+    from fused_quant.kernels import gemm_launch
+
+    monkeypatch.setattr(launch, "_NVIDIA_TORCH", nvidia)
+    monkeypatch.setattr(launch, "_interpreting", lambda: interpreting)
+    monkeypatch.setattr(launch, "_cuda_arch", lambda index: arch)
+    monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
+    if env is None:
+        monkeypatch.delenv("FUSED_QUANT_PDL", raising=False)
+    else:
+        monkeypatch.setenv("FUSED_QUANT_PDL", env)
+    runtime.reset()
+    want = {"PDL": True, "launch_pdl": True} if expected else {"PDL": False}
+    assert launch.pdl_options(device) == want
+    plan = launch._plan("silu_and_mul", "fp8_dynamic_token", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024,
+                        False, device, None)
+    assert {k: plan.kwargs[k] for k in want} == want and ("launch_pdl" in plan.kwargs) == expected
+    assert plan.consts[-1] is expected  # PDL, the last constexpr of every kernel
+    dev = torch.device("cuda", device) if device >= 0 else torch.device("cpu")
+    p = GemmProblem(16, 4096, 14336, "fp8", torch.float8_e4m3fn, torch.bfloat16, dev, True, True, False)
+    call = gemm_launch.SmallMCall(p, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4))
+    for kernel in (call.main, call.reduce):
+        assert kernel.plan.kwargs["PDL"] is expected and ("launch_pdl" in kernel.plan.kwargs) == expected
+
+
+def test_pdl_switch_is_checked(monkeypatch):
+    """A FUSED_QUANT_PDL value that is neither on nor off is an error naming the variable."""
+    from fused_quant import envs
+
+    monkeypatch.setenv("FUSED_QUANT_PDL", "maybe")
+    with pytest.raises(ValueError, match="FUSED_QUANT_PDL='maybe' is not one of on, off"):
+        envs.pdl()
+    assert "FUSED_QUANT_PDL" in envs.errors()
+
+
+@pytest.mark.parametrize("module,names", [
+    ("act_quant", KERNELS),
+    ("small_m_gemm", ("small_m_gemm_kernel", "split_k_epilogue_kernel")),
+    ("int8_gemm", ("scaled_int8_gemm_kernel",)),
+])
+def test_every_kernel_takes_pdl_last(module, names):
+    """Each kernel of the package has the PDL constexpr (its prologue's switch) as its last argument,
+    where the plans' ``consts`` put it."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(f"fused_quant.kernels.triton.{module}")
+    for name in names:
+        params = list(inspect.signature(getattr(mod, name).fn).parameters)
+        assert params[-1] == "PDL", f"{name}: {params}"

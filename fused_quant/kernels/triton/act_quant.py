@@ -25,6 +25,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
+from fused_quant.kernels.triton.pdl import pdl_prologue
+
 # ACT codes
 IDENTITY: tl.constexpr = tl.constexpr(0)
 RELU2: tl.constexpr = tl.constexpr(1)
@@ -234,8 +236,9 @@ def act_quant_static_kernel(x_ptr, q_ptr, scale_ptr, M, D, stride_xm,
                             ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                             M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr,
                             FAST_SILU: tl.constexpr,
-                            FAST_DIV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                            FAST_DIV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
     """Per-tensor static scale: one [BLOCK_M, BLOCK_N] tile per program, no reduction."""
+    pdl_prologue(PDL)
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
     cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     mask = (rows < M) & (cols < D)
@@ -249,9 +252,10 @@ def act_quant_static_flat_kernel(x_ptr, q_ptr, scale_ptr, N,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                                  NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
                                  FAST_DIV: tl.constexpr,
-                                 BLOCK: tl.constexpr):
+                                 BLOCK: tl.constexpr, PDL: tl.constexpr):
     """Per-tensor static scale over a contiguous input seen as one flat vector (relu2 and
     identity only: silu_and_mul needs the row structure to pair gate with up)."""
+    pdl_prologue(PDL)
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < N
     y = _activation(x_ptr, offs, mask, 0, ACT, T, ROUND_PRODUCT, FAST_SILU)
@@ -273,8 +277,10 @@ def act_quant_token_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                            ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                            M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr,
                            FAST_SILU: tl.constexpr,
-                           MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+                           MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                           PDL: tl.constexpr):
     """Per-token dynamic scale, one pass: ROWS whole rows (BLOCK_N >= D) live in registers."""
+    pdl_prologue(PDL)
     r1 = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     rows = r1[:, None]
     cols = tl.arange(0, BLOCK_N)[None, :]
@@ -290,10 +296,11 @@ def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                                   ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                                   NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
                                   MIN_SCALE: tl.constexpr,
-                                  FAST_DIV: tl.constexpr, NCHUNK: tl.constexpr, CHUNK: tl.constexpr):
+                                  FAST_DIV: tl.constexpr, NCHUNK: tl.constexpr, CHUNK: tl.constexpr, PDL: tl.constexpr):
     """Per-token, one pass, one row per program held in registers as NCHUNK chunks of CHUNK
     columns: a row of 7 x 2048 is not padded to 16384 lanes (all computing silu), and y lives in
     registers as T where it is T-valued (half the registers of fp32)."""
+    pdl_prologue(PDL)
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     q_row = q_ptr + row * D
@@ -356,8 +363,9 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                                  NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
                                  MIN_SCALE: tl.constexpr,
-                                 FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr):
+                                 FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Per-token for rows too wide for registers: pass 1 reduces absmax, pass 2 recomputes and stores."""
+    pdl_prologue(PDL)
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, BLOCK_N, False, T, STAGES)
@@ -374,7 +382,7 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
                                       NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
                                       MIN_SCALE: tl.constexpr,
                                       FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr, USE_SCRATCH: tl.constexpr,
-                                      Y: tl.constexpr, STAGES: tl.constexpr):
+                                      Y: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
     """Per-token, two sweeps per row, a bounded number of programs looping over rows.
 
     Sweep 1 computes y once, reduces |y| and (USE_SCRATCH) parks y in this program's scratch
@@ -382,6 +390,7 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
     the bounded grid keeps L2-resident, or recomputes y from x. HBM sees x once and q once.
     STAGES > 1 lets the compiler pipeline each sweep's chunk loads.
     """
+    pdl_prologue(PDL)
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     y_row = y_ptr + pid.to(tl.int64) * D

@@ -8,13 +8,16 @@ the same order as ``gemm.dequant_epilogue``); x is [M, K] row-major, w is
 import triton
 import triton.language as tl
 
+from fused_quant.kernels.triton.pdl import pdl_prologue
+
 
 @triton.jit
 def scaled_int8_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, K,
                             stride_xm, stride_wn, stride_om,
                             XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                             OUT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, PDL: tl.constexpr):
+    pdl_prologue(PDL)
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)

@@ -15,6 +15,8 @@ Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue
 import triton
 import triton.language as tl
 
+from fused_quant.kernels.triton.pdl import pdl_prologue
+
 
 @triton.jit
 def _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
@@ -42,7 +44,8 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                         OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, EVEN_K: tl.constexpr,
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-                        IMPRECISE: tl.constexpr):
+                        IMPRECISE: tl.constexpr, PDL: tl.constexpr):
+    pdl_prologue(PDL)
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     pid_s = tl.program_id(2)
@@ -88,8 +91,9 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
 def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, SPLITS, stride_om,
                             XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                             OUT: tl.constexpr, INT8: tl.constexpr, BLOCK_N: tl.constexpr,
-                            BLOCK_M: tl.constexpr):
+                            BLOCK_M: tl.constexpr, PDL: tl.constexpr):
     """Sum the split-K partials ``part[0..SPLITS-1, m, n]`` in order, then the epilogue."""
+    pdl_prologue(PDL)
     rn = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     rm = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     mask = (rn[:, None] < N) & (rm[None, :] < M)
