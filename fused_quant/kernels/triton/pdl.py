@@ -18,18 +18,9 @@ except ImportError:  # a Triton without grid dependency control: launch.pdl_opti
 
 
 @triton.jit
-def pdl_wait(PDL: tl.constexpr):
+def pdl_prologue(PDL: tl.constexpr):
+    # measured on the H200: letting the next kernel launch here beats doing it after a GEMM's K loop
+    # (benchmarks/results/round9/sweep_trigger_after_k_loop.log against sweep_small_m_gemm.log)
     if PDL:
         gdc_wait()
-
-
-@triton.jit
-def pdl_launch_next(PDL: tl.constexpr):
-    if PDL:
         gdc_launch_dependents()
-
-
-@triton.jit
-def pdl_prologue(PDL: tl.constexpr):
-    pdl_wait(PDL)
-    pdl_launch_next(PDL)
