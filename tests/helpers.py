@@ -122,10 +122,31 @@ def graphs_summary(graphs) -> str:
         inputs = [str(n.meta.get("example_value", n.name)).split("(")[0] + str(
             tuple(getattr(n.meta.get("example_value"), "shape", ()))) for n in gm.graph.nodes if n.op == "placeholder"]
         calls = sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"})
-        lines.append(f"graph {i}: inputs {inputs}; calls {calls}; compiled from {getattr(gm, 'compiled_from', '?')}")
+        code = getattr(gm, "compiled_code", None)
+        where = f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})" if code else "?"
+        lines.append(f"graph {i}: inputs {inputs}; calls {calls}; compiled from {where}")
         if not calls:
             lines.append(gm.code.strip())
     return "\n".join(lines)
+
+
+def _code_being_compiled():
+    """The code object Dynamo is compiling (its ``convert_frame._compile(code, ...)`` frame), or None."""
+    import sys
+    import types
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_locals.get("code") if frame.f_code.co_name == "_compile" else None
+        if isinstance(code, types.CodeType) and "convert_frame" in frame.f_code.co_filename:
+            return code
+        frame = frame.f_back
+    return None
+
+
+def compiled_frames(graphs, fn) -> list:
+    """The graphs of ``graphs`` (from ``compile_counting``) that Dynamo compiled from ``fn``'s code."""
+    return [gm for gm in graphs if gm.compiled_code is fn.__code__]
 
 
 def compile_counting(module, **kwargs):
@@ -136,12 +157,7 @@ def compile_counting(module, **kwargs):
     graphs = []
 
     def backend(gm, example_inputs):
-        import traceback
-
-        # the package's frames on the stack: a graph compiled while fused_quant code runs says from where
-        ours = [f"{f.filename.rsplit('fused_quant', 1)[-1]}:{f.lineno} {f.name}" for f in traceback.extract_stack()
-                if "fused_quant" in f.filename and "/tests/" not in f.filename]
-        gm.compiled_from = " <- ".join(reversed(ours)) or "the compiled module's frame"
+        gm.compiled_code = _code_being_compiled()
         graphs.append(gm)
         return compile_fx(gm, example_inputs)
 

@@ -10,7 +10,7 @@ from torch import nn
 
 from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
 from fused_quant import keys as K
-from tests.helpers import assert_bits_equal, compile_counting
+from tests.helpers import assert_bits_equal, compile_counting, compiled_frames, graphs_summary
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,8 @@ def test_compile_once_across_token_counts_bitwise(key_name, backend_env):
     for m in (17, 31, 63):
         x = torch.randn(m, 64).to(torch.bfloat16)
         assert_bits_equal(compiled(x), mlp(x), f"M={m}")
-    assert len(graphs) == 1, f"compiled {len(graphs)} times"
+    assert len(graphs) == 1, f"compiled {len(graphs)} times:\n{graphs_summary(graphs)}"
+    assert compiled_frames(graphs, MLP.forward) == graphs, graphs_summary(graphs)
     names = {n.target.__name__ if hasattr(n.target, "__name__") else str(n.target)
              for g in graphs for n in g.graph.nodes if n.op == "call_function"}
     assert any("quant_gemm" in n for n in names) and any("act_quant" in n for n in names), names

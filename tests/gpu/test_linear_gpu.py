@@ -13,7 +13,8 @@ from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
 from fused_quant.gemm import gemm_providers, quant_gemm
 from fused_quant.registry import fusion_counts, fused_act_quant, reset_fusion_counts
-from tests.helpers import assert_bits_equal, assert_gemm_close, capture_graph, compile_counting, graphs_summary
+from tests.helpers import (assert_bits_equal, assert_gemm_close, capture_graph, compile_counting, compiled_frames,
+                           graphs_summary)
 
 pytestmark = pytest.mark.gpu
 
@@ -94,7 +95,13 @@ def test_compile_once_across_token_counts_bitwise(backend, key_name, backend_env
     for m in (17, 31, 63):
         x = torch.randn(m, 256, device=CUDA).to(torch.bfloat16)
         assert_bits_equal(cmlp(x), mlp(x), f"compiled vs eager M={m}")
-    assert len(compiles) == 1, f"compiled {len(compiles)} times for M in (17, 31, 63):\n{graphs_summary(compiles)}"
+    # the MLP's forward compiles once; on torch 2.11 with the FP8 keys Dynamo also hands the backend one empty
+    # graph from another frame (its summary is printed), which holds none of the MLP's work
+    forward = compiled_frames(compiles, MLP.forward)
+    summary = graphs_summary(compiles)
+    print(summary)
+    assert len(forward) == 1, f"MLP.forward compiled {len(forward)} times for M in (17, 31, 63):\n{summary}"
+    assert all(not any(n.op == "call_function" for n in gm.graph.nodes) for gm in compiles if gm not in forward), summary
     assert fusion_counts().get((backend, "silu_and_mul", key_name)) == 3  # the eager calls fused too
 
 
