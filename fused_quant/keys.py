@@ -108,7 +108,7 @@ _NAMES_BY_ID = {id(key): name for name, key in KEYS.items()}  # hot path: caller
 
 # vLLM's (and our) FP8 max: the format max for e4m3fn; 224 for e4m3fnuz, below
 # the format's 240 on purpose (vLLM quant_utils.get_fp8_min_max).
-_FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 224.0}
+_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 INT8_MAX = 127.0
 
 
@@ -177,7 +177,7 @@ def normalize_key(key: QuantKey) -> QuantKey:
 
 
 def is_fp8(key: QuantKey) -> bool:
-    return key.dtype in _FP8_MAX
+    return key.dtype in _FP8_DTYPES
 
 
 def is_per_token(key: QuantKey) -> bool:
@@ -189,13 +189,15 @@ def is_static(key: QuantKey) -> bool:
 
 
 def fp8_max(fp8_dtype: torch.dtype) -> float:
-    """``M8`` of docs/NUMERICS.md for a concrete FP8 dtype."""
-    try:
-        return _FP8_MAX[fp8_dtype]
-    except KeyError:
-        raise UnsupportedError(
-            f"unsupported FP8 dtype {fp8_dtype}; expected torch.float8_e4m3fn or torch.float8_e4m3fnuz"
-        ) from None
+    """``M8`` of docs/NUMERICS.md for a concrete FP8 dtype.
+
+    Literals, not a module-level table: torch.compile(dynamic=True) of torch 2.11 reads a float from a
+    global table as a symbol, then specializes it and traces the frame again (one extra compile)."""
+    if fp8_dtype == torch.float8_e4m3fn:
+        return 448.0
+    if fp8_dtype == torch.float8_e4m3fnuz:
+        return 224.0
+    raise UnsupportedError(f"unsupported FP8 dtype {fp8_dtype}; expected torch.float8_e4m3fn or torch.float8_e4m3fnuz")
 
 
 def storage_dtype(key: QuantKey, fp8_dtype: torch.dtype = FP8_DTYPE) -> torch.dtype:

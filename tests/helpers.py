@@ -123,7 +123,7 @@ def graphs_summary(graphs) -> str:
             tuple(getattr(n.meta.get("example_value"), "shape", ()))) for n in gm.graph.nodes if n.op == "placeholder"]
         calls = sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"})
         code = getattr(gm, "compiled_code", None)
-        where = f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})" if code else "?"
+        where = f"{code[0]} ({code[1].rsplit('/', 1)[-1]}:{code[2]})" if code else "?"
         lines.append(f"graph {i}: inputs {inputs}; calls {calls}; compiled from {where}")
         if not calls:
             lines.append(gm.code.strip())
@@ -131,7 +131,8 @@ def graphs_summary(graphs) -> str:
 
 
 def _code_being_compiled():
-    """The code object Dynamo is compiling (its ``convert_frame._compile(code, ...)`` frame), or None."""
+    """(name, file, first line) of the code Dynamo is compiling (its ``convert_frame._compile(code, ...)``
+    frame), or None; not the code object itself, which Inductor's graph cache cannot pickle."""
     import sys
     import types
 
@@ -139,14 +140,18 @@ def _code_being_compiled():
     while frame is not None:
         code = frame.f_locals.get("code") if frame.f_code.co_name == "_compile" else None
         if isinstance(code, types.CodeType) and "convert_frame" in frame.f_code.co_filename:
-            return code
+            return _code_id(code)
         frame = frame.f_back
     return None
 
 
+def _code_id(code) -> tuple:
+    return code.co_name, code.co_filename, code.co_firstlineno
+
+
 def compiled_frames(graphs, fn) -> list:
     """The graphs of ``graphs`` (from ``compile_counting``) that Dynamo compiled from ``fn``'s code."""
-    return [gm for gm in graphs if gm.compiled_code is fn.__code__]
+    return [gm for gm in graphs if gm.compiled_code == _code_id(fn.__code__)]
 
 
 def compile_counting(module, **kwargs):
