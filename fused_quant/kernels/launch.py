@@ -97,7 +97,8 @@ def pdl_options(device_index: int) -> dict:
 
 
 def _pdl_ok(device_index: int) -> bool:
-    if device_index < 0 or not _NVIDIA_TORCH or _interpreting() or not envs.pdl():
+    wanted = envs.pdl()  # read first: a bad value is an error on every node, not only where PDL could run
+    if not wanted or device_index < 0 or not _NVIDIA_TORCH or _interpreting():
         return False
     from fused_quant.platforms import sm_capability
 

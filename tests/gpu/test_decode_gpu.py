@@ -97,9 +97,13 @@ def test_pdl_launches_bitwise_equal_plain_launches(backend, key_name, backend_en
     what they compute: eager and graph-replayed MLP chains give the bits of plain launches
     (``FUSED_QUANT_PDL=off``), at the decode sizes where kernels are short and overlap most."""
     import fused_quant
+    from fused_quant.kernels import direct_launch, launch
 
-    if torch.cuda.get_device_capability()[0] < 9:
-        pytest.skip("programmatic dependent launch needs SM90+")
+    monkeypatch.delenv("FUSED_QUANT_PDL", raising=False)
+    fused_quant.reset()
+    if not (launch.pdl_options(torch.cuda.current_device())["PDL"] and direct_launch.version_ok()):
+        pytest.skip("needs programmatic dependent launch (NVIDIA SM90+, a Triton with launch_pdl) and the "
+                    "direct launch (whose compiled kernels this test reads)")
     backend_env(backend)
     mlp = MLP(K.KEYS[key_name])
     results = {}

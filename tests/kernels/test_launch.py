@@ -8,6 +8,8 @@ Triton's JIT. The GPU rows run every producer test through the direct launch.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -440,6 +442,8 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     monkeypatch.setattr(launch, "_interpreting", lambda: interpreting)
     monkeypatch.setattr(launch, "_cuda_arch", lambda index: arch)
     monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
+    if expected and not _triton_has_pdl():
+        pytest.skip("this Triton has no launch_pdl option or grid dependency control")
     if env is None:
         monkeypatch.delenv("FUSED_QUANT_PDL", raising=False)
     else:
@@ -454,8 +458,38 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     dev = torch.device("cuda", device) if device >= 0 else torch.device("cpu")
     p = GemmProblem(16, 4096, 14336, "fp8", torch.float8_e4m3fn, torch.bfloat16, dev, True, True, False)
     call = gemm_launch.SmallMCall(p, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4))
-    for kernel in (call.main, call.reduce):
+    int8 = gemm_launch._triton_int8_call(dataclasses.replace(p, kind="int8", x_dtype=torch.int8))
+    for kernel in (call.main, call.reduce, int8):
         assert kernel.plan.kwargs["PDL"] is expected and ("launch_pdl" in kernel.plan.kwargs) == expected
+
+
+def _triton_has_pdl() -> bool:
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    from fused_quant.kernels.triton import pdl
+
+    return pdl.gdc_wait is not None and "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {})
+
+
+@pytest.mark.parametrize("missing", ["gdc", "launch_pdl"])
+def test_pdl_stays_off_with_a_triton_that_lacks_it(monkeypatch, missing):
+    """A Triton without grid dependency control in its language, or without the launch_pdl launch
+    option, gets plain launches on SM90 too (the kernels' prologue compiles to nothing)."""
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    from fused_quant.kernels.triton import pdl
+
+    monkeypatch.setattr(launch, "_NVIDIA_TORCH", True)
+    monkeypatch.setattr(launch, "_interpreting", lambda: False)
+    monkeypatch.setattr(launch, "_cuda_arch", lambda index: "sm_90")
+    monkeypatch.delenv("FUSED_QUANT_PDL", raising=False)
+    if missing == "gdc":
+        monkeypatch.setattr(pdl, "gdc_wait", None)
+    else:
+        fields = {k: v for k, v in getattr(CUDAOptions, "__dataclass_fields__", {}).items() if k != "launch_pdl"}
+        monkeypatch.setattr(CUDAOptions, "__dataclass_fields__", fields)
+    runtime.reset()
+    assert launch.pdl_options(0) == {"PDL": False}
 
 
 def test_pdl_switch_is_checked(monkeypatch):
@@ -466,6 +500,9 @@ def test_pdl_switch_is_checked(monkeypatch):
     with pytest.raises(ValueError, match="FUSED_QUANT_PDL='maybe' is not one of on, off"):
         envs.pdl()
     assert "FUSED_QUANT_PDL" in envs.errors()
+    runtime.reset()
+    with pytest.raises(ValueError, match="FUSED_QUANT_PDL"):  # also where PDL could not run (the interpreter)
+        launch.pdl_options(-1)
 
 
 @pytest.mark.parametrize("module,names", [
