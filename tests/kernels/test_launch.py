@@ -512,11 +512,19 @@ def test_pdl_switch_is_checked(monkeypatch):
 ])
 def test_every_kernel_takes_pdl_last(module, names):
     """Each kernel of the package has the PDL constexpr (its prologue's switch) as its last argument,
-    where the plans' ``consts`` put it."""
+    where the plans' ``consts`` put it, and calls ``pdl_prologue(PDL)`` before anything else (after its
+    docstring): no memory access may come before the grid dependency wait."""
+    import ast
     import importlib
     import inspect
+    import textwrap
 
     mod = importlib.import_module(f"fused_quant.kernels.triton.{module}")
     for name in names:
-        params = list(inspect.signature(getattr(mod, name).fn).parameters)
+        fn = getattr(mod, name).fn
+        params = list(inspect.signature(fn).parameters)
         assert params[-1] == "PDL", f"{name}: {params}"
+        body = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0].body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        assert ast.unparse(body[0]) == "pdl_prologue(PDL)", f"{name} starts with {ast.unparse(body[0])!r}"
