@@ -106,9 +106,7 @@ KERNEL_CODES: dict[str, int] = {e.name: e.code for e in KEY_TABLE}
 _NAMES = {key: name for name, key in KEYS.items()}
 _NAMES_BY_ID = {id(key): name for name, key in KEYS.items()}  # hot path: callers pass KEYS' own objects
 
-# vLLM's (and our) FP8 max: the format max for e4m3fn; 224 for e4m3fnuz, below
-# the format's 240 on purpose (vLLM quant_utils.get_fp8_min_max).
-_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+FP8_DTYPES = (FP8_DTYPE, FP8_FNUZ_DTYPE)  # the concrete FP8 dtypes keys, weights and producers may use
 INT8_MAX = 127.0
 
 
@@ -177,7 +175,7 @@ def normalize_key(key: QuantKey) -> QuantKey:
 
 
 def is_fp8(key: QuantKey) -> bool:
-    return key.dtype in _FP8_DTYPES
+    return key.dtype in FP8_DTYPES
 
 
 def is_per_token(key: QuantKey) -> bool:
@@ -189,7 +187,8 @@ def is_static(key: QuantKey) -> bool:
 
 
 def fp8_max(fp8_dtype: torch.dtype) -> float:
-    """``M8`` of docs/NUMERICS.md for a concrete FP8 dtype.
+    """``M8`` of docs/NUMERICS.md for a concrete FP8 dtype: vLLM's (and our) FP8 max, the format max for
+    e4m3fn; 224 for e4m3fnuz, below the format's 240 on purpose (vLLM quant_utils.get_fp8_min_max).
 
     Literals, not a module-level table: torch.compile(dynamic=True) of torch 2.11 reads a float from a
     global table as a symbol, then specializes it and traces the frame again (one extra compile)."""

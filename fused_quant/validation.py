@@ -32,7 +32,7 @@ from fused_quant.errors import (  # noqa: F401  (re-exported: the checks and the
 )
 
 ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+FP8_DTYPES = K.FP8_DTYPES
 
 
 def _where(layer: str | None) -> str:

@@ -102,8 +102,12 @@ def _pdl_ok(device_index: int) -> bool:
         return False
     from fused_quant.platforms import sm_capability
 
-    if (sm_capability(_cuda_arch(device_index)) or (0, 0)) < PDL_MIN_CAPABILITY:
-        return False
+    return (sm_capability(_cuda_arch(device_index)) or (0, 0)) >= PDL_MIN_CAPABILITY and triton_has_pdl()
+
+
+def triton_has_pdl() -> bool:
+    """Whether the installed Triton has grid dependency control in its language and the ``launch_pdl``
+    launch option (imports Triton's NVIDIA backend)."""
     from triton.backends.nvidia.compiler import CUDAOptions
 
     from fused_quant.kernels.triton import pdl

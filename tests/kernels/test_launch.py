@@ -442,7 +442,7 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     monkeypatch.setattr(launch, "_interpreting", lambda: interpreting)
     monkeypatch.setattr(launch, "_cuda_arch", lambda index: arch)
     monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
-    if expected and not _triton_has_pdl():
+    if expected and not launch.triton_has_pdl():
         pytest.skip("this Triton has no launch_pdl option or grid dependency control")
     if env is None:
         monkeypatch.delenv("FUSED_QUANT_PDL", raising=False)
@@ -461,14 +461,6 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     int8 = gemm_launch._triton_int8_call(dataclasses.replace(p, kind="int8", x_dtype=torch.int8))
     for kernel in (call.main, call.reduce, int8):
         assert kernel.plan.kwargs["PDL"] is expected and ("launch_pdl" in kernel.plan.kwargs) == expected
-
-
-def _triton_has_pdl() -> bool:
-    from triton.backends.nvidia.compiler import CUDAOptions
-
-    from fused_quant.kernels.triton import pdl
-
-    return pdl.gdc_wait is not None and "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {})
 
 
 @pytest.mark.parametrize("missing", ["gdc", "launch_pdl"])
