@@ -35,12 +35,21 @@ TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 
                 (64, 512, 4, 3), (64, 512, 4, 4), (128, 128, 4, 5), (128, 256, 4, 4), (128, 256, 8, 4),
                 (256, 128, 8, 4))
 TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 3))
+# token blocks of 128 and 256 (the MMA's narrow side holds up to 256): the weight is read once per
+# token block, at the cost of a larger accumulator per program
+TILES_TALL = {128: ((64, 128, 4, 4), (64, 128, 8, 4), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4)),
+              256: ((64, 64, 4, 4), (64, 128, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3))}
 SPLITS = (1, 2, 4, 8)
 SPLIT_MARGIN = 0.03
 
 
-def block_m(m: int) -> int:
-    return 16 if m <= 16 else 32 if m <= 32 else 64
+def candidates(m: int) -> list[tuple[int, tuple]]:
+    """(BLOCK_M, tiles) pairs swept for M tokens."""
+    if m <= 16:
+        return [(16, TILES_NARROW)]
+    if m <= 64:
+        return [(32 if m <= 32 else 64, TILES_WIDE)]
+    return [(64, TILES_WIDE)] + [(bm, TILES_TALL[bm]) for bm in TILES_TALL if bm <= m]
 
 
 def _each(weights, call) -> list:
@@ -91,13 +100,12 @@ def sweep(kinds, shapes, ms, log, save) -> list[dict]:
                 p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
                 tt = torch_times(kind, xq, xs_tok, xs_ten, weights)
                 best_torch = min(tt, key=tt.get)
-                tiles = TILES_NARROW if m <= 16 else TILES_WIDE
                 trials = []
-                for bn, bk, warps, stages in tiles:
+                for bm, bn, bk, warps, stages in [(bm, *t) for bm, tiles in candidates(m) for t in tiles]:
                     for splits in SPLITS:
                         if splits > 1 and -(-k // bk) < 2 * splits:
                             continue
-                        cfg = dict(BLOCK_N=bn, BLOCK_M=block_m(m), BLOCK_K=bk, splits=splits, num_warps=warps,
+                        cfg = dict(BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, splits=splits, num_warps=warps,
                                    num_stages=stages)
                         try:
                             calls = [g.bind_small_m(p, w_, ws_, None, cfg) for w_, ws_ in weights]
