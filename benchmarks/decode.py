@@ -209,43 +209,55 @@ def plot_mlp(result: dict, path: str) -> bool:
     return True
 
 
-def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
-    """Host cost per call at M = 1 (Llama-3-8B MLP shapes): each producer call, each QuantLinear call
-    (given a QuantizedActivation, and given the bf16 tensor: quantizer + GEMM), the whole MLP, the same
-    calls through the checked path (nothing bound: every check every call), and bf16's."""
+def host_calls(keys=MLP_KEYS) -> tuple[dict, dict]:
+    """The decode calls whose host cost ``bench_host`` times and ``benchmarks/profile_host.py``
+    profiles, at M = 1 with Llama-3-8B's MLP shapes: ``({"bf16" | key name: {call name: fn}},
+    {key name: (gate_up, down)})``. Per key: each producer call, each QuantLinear call (given a
+    QuantizedActivation, and given the bf16 tensor: quantizer + GEMM), the whole MLP, and the same
+    QuantLinear calls through the checked path (nothing bound: every check every call)."""
     from torch import nn
 
     from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
 
     d, h = 4096, 14336
-    calls = 300 if quick else 1000
     act = SiluAndMul()
     torch.manual_seed(0)
     gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
     down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(1, d, device="cuda", dtype=torch.bfloat16)
     hx = gate_up(x)
-    rows = {"bf16": {"linear gate_up": host_us(lambda: gate_up(x), calls),
-                     "mlp": host_us(lambda: down(act(gate_up(x))), calls)}}
+    calls = {"bf16": {"linear gate_up": lambda: gate_up(x), "mlp": lambda: down(act(gate_up(x)))}}
+    layers = {}
     for name, key in keys.items():
         scale = 0.05 if K.is_static(key) else None
         qgu = QuantLinear.from_float(gate_up, key, scale, name="gate_up")
         qdown = QuantLinear.from_float(down, key, scale, name="down")
         qa = maybe_fused_act_quant(act, hx, qdown)
         qx = qgu._activation(x, None)
-        t = {
-            "producer silu_mul": host_us(lambda: maybe_fused_act_quant(act, hx, qdown), calls),
-            "QuantLinear(qa) down": host_us(lambda: qdown(qa), calls),
-            "QuantLinear(qa) gate_up": host_us(lambda: qgu(qx), calls),
-            "QuantLinear(x) gate_up": host_us(lambda: qgu(x), calls),
-            "mlp": host_us(lambda: qdown(maybe_fused_act_quant(act, qgu(x), qdown)), calls),
-            "checked QuantLinear(qa) down": host_us(lambda: qdown._checked_forward(qa, None, None), calls),
-            "checked QuantLinear(x) gate_up": host_us(lambda: qgu._checked_forward(x, None, None), calls),
+        calls[name] = {
+            "producer silu_mul": lambda qdown=qdown: maybe_fused_act_quant(act, hx, qdown),
+            "QuantLinear(qa) down": lambda qdown=qdown, qa=qa: qdown(qa),
+            "QuantLinear(qa) gate_up": lambda qgu=qgu, qx=qx: qgu(qx),
+            "QuantLinear(x) gate_up": lambda qgu=qgu: qgu(x),
+            "mlp": lambda qgu=qgu, qdown=qdown: qdown(maybe_fused_act_quant(act, qgu(x), qdown)),
+            "checked QuantLinear(qa) down": lambda qdown=qdown, qa=qa: qdown._checked_forward(qa, None, None),
+            "checked QuantLinear(x) gate_up": lambda qgu=qgu: qgu._checked_forward(x, None, None),
         }
-        t["providers"] = {"gate_up": next(iter(qgu._bound.values())).gemm.provider.name,
-                          "down": next(iter(qdown._bound.values())).gemm.provider.name}
-        rows[name] = t
-        print(f"host M=1 {name}: " + "  ".join(f"{k_} {v:.1f}" for k_, v in t.items() if k_ != "providers")
-              + f"  us/call  {t['providers']}", flush=True)
+        layers[name] = (qgu, qdown)
+    return calls, layers
+
+
+def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
+    """Host cost per call at M = 1 of each of ``host_calls``, and bf16's."""
+    n = 300 if quick else 1000
+    calls, layers = host_calls(keys)
+    rows = {}
+    for name, fns in calls.items():
+        rows[name] = t = {call: host_us(fn, n) for call, fn in fns.items()}
+        if name in layers:
+            t["providers"] = {layer.name: next(iter(layer._bound.values())).gemm.provider.name
+                              for layer in layers[name]}
+            print(f"host M=1 {name}: " + "  ".join(f"{k_} {v:.1f}" for k_, v in t.items() if k_ != "providers")
+                  + f"  us/call  {t['providers']}", flush=True)
     print("host M=1 bf16: " + "  ".join(f"{k_} {v:.1f}" for k_, v in rows["bf16"].items()) + " us/call", flush=True)
-    return {"versions": versions(), "calls": calls, "M": 1, "us_per_call": rows}
+    return {"versions": versions(), "calls": n, "M": 1, "us_per_call": rows}

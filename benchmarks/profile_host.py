@@ -1,7 +1,6 @@
 """Where a decode call's host time goes (GPU, M = 1, Llama-3-8B MLP shapes): cProfile of back-to-back
-bound calls (one QuantLinear given a QuantizedActivation, one given bf16, one producer call, the MLP)
-per key, the functions with the most own time first, and the host cost of the primitives a call is
-made of (``torch.empty``, a Triton direct launch, ``F.linear``).
+calls (``decode.host_calls``: those ``fused-quant bench host`` times), the functions with the most own
+time first, and the host cost of the primitives a call is made of (allocations, a view, a module call).
 
 Usage: python -m benchmarks.profile_host [--top N] [--calls N]
 """
@@ -14,13 +13,9 @@ import io
 import pstats
 
 import torch
-from torch import nn
 
+from benchmarks.decode import host_calls
 from benchmarks.timing import host_us
-from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
-from fused_quant import keys as K
-
-KEYS = {"fp8_static": K.kFp8StaticTensorSym, "fp8_token": K.kFp8DynamicTokenSym, "int8_token": K.kInt8DynamicTokenSym}
 
 
 def profile(fn, calls: int, top: int) -> str:
@@ -44,28 +39,18 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=18)
     ap.add_argument("--calls", type=int, default=1000)
     args = ap.parse_args()
-    d, h = 4096, 14336
-    torch.manual_seed(0)
-    gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
-    down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
-    x = torch.randn(1, d, device="cuda", dtype=torch.bfloat16)
-    hx = gate_up(x)
-    act = SiluAndMul()
-    ident = nn.Identity()
-    prims = {"torch.empty": lambda: torch.empty((1, 2 * h), dtype=torch.bfloat16, device="cuda"),
-             "F.linear bf16 gate_up": lambda: gate_up(x), "nn.Module call (identity)": lambda: ident(x),
-             "x.view(-1, d)": lambda: x.view(-1, d)}
+    t = torch.empty(1, device="cuda")
+    dev = t.device
+    prims = {"torch.empty": lambda: torch.empty((1, 28672), dtype=torch.bfloat16, device=dev),
+             "torch.empty_strided": lambda: torch.empty_strided((1, 28672), (28672, 1), dtype=torch.bfloat16,
+                                                                device=dev),
+             "nn.Module call (identity)": lambda m=torch.nn.Identity(): m(t), "t.view(-1)": lambda: t.view(-1),
+             "t.data_ptr()": lambda: t.data_ptr()}
     for name, fn in prims.items():
         print(f"primitive {name}: {host_us(fn):.2f} us/call", flush=True)
-    for name, key in KEYS.items():
-        scale = 0.05 if K.is_static(key) else None
-        qgu = QuantLinear.from_float(gate_up, key, scale, name="gate_up")
-        qdown = QuantLinear.from_float(down, key, scale, name="down")
-        qa = maybe_fused_act_quant(act, hx, qdown)
-        calls = {"QuantLinear(qa) down": lambda: qdown(qa), "QuantLinear(x) gate_up": lambda: qgu(x),
-                 "producer silu_mul": lambda: maybe_fused_act_quant(act, hx, qdown),
-                 "mlp": lambda: qdown(maybe_fused_act_quant(act, qgu(x), qdown))}
-        for cname, fn in calls.items():
+    calls, _ = host_calls()
+    for name, fns in calls.items():
+        for cname, fn in fns.items():
             print(f"=== {name} {cname}: {host_us(fn):.2f} us/call", flush=True)
             print(profile(fn, args.calls, args.top), flush=True)
 

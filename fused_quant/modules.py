@@ -145,9 +145,9 @@ class _BoundForward:
         return (buffers["weight"] is w and buffers["weight_scale"] is ws and buffers["bias"] is b
                 and buffers["input_scale"] is s)
 
-    def __call__(self, x, pair, scale):
+    def __call__(self, x, pair):
         if self.form == _TENSOR:
-            q, s = self.quant(x, scale)
+            q, s = self.quant(x, self.tensors[3])  # the layer's input scale (``current`` saw it in place)
             return self.gemm(q, s)
         if self.form == _QUANTIZED:
             return self.gemm(x.data, x.scale)
@@ -333,7 +333,7 @@ class QuantLinear(nn.Module):
         sig = _signature(x, x_and_scale_quanted)
         bound = self._bound.get(sig) if sig is not None else None
         if bound is not None and bound.generation == runtime.generation() and bound.current(self._buffers):
-            return bound(x, x_and_scale_quanted, self.input_scale)
+            return bound(x, x_and_scale_quanted)
         return self._checked_forward(x, x_and_scale_quanted, sig)
 
     def _checked_forward(self, x, pair, sig: tuple | None) -> torch.Tensor:

@@ -98,7 +98,20 @@ def may_run_now(runtime_knobs, index: int, x2: torch.Tensor, s: torch.Tensor) ->
     return not _HIP or (x2.untyped_storage().size() <= MAX_INT32 and s.untyped_storage().size() <= MAX_INT32)
 
 
+def contiguous_strides(shape: tuple) -> tuple:
+    """The strides of a contiguous tensor of ``shape`` (as torch counts them: a size-0 dimension steps
+    as a size-1 one), for outputs allocated with ``torch.empty_strided``, which costs the host less
+    than ``torch.empty`` (fewer overloads to parse: 2.0 vs 3.4-3.9 us on the H200's host)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
 def run(direct: tuple, index: int, args: tuple) -> None:
-    """Launch ``direct`` = (launcher, grid x3, function, metadata) on the current stream."""
+    """Launch ``direct`` = (launcher, grid x3, function, metadata) on the current stream. Pointer
+    arguments are passed as their integer addresses: the launcher takes those as they are, where for
+    a tensor it calls ``data_ptr()`` and asks the driver about the address once more."""
     launcher, g0, g1, g2, function, metadata = direct
     launcher(g0, g1, g2, _raw_stream(index), function, metadata, None, None, None, *args)

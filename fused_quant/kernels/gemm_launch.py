@@ -10,8 +10,10 @@ there. The small-M provider accepts a problem only where its config measured fas
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import operator
 from pathlib import Path
 
 import torch
@@ -113,19 +115,25 @@ class KernelCall:
     def __init__(self, plan, index: int):
         self.plan, self.index, self.direct = plan, index, None
 
-    def __call__(self, args: tuple, fresh_ptrs: int) -> None:
-        """``fresh_ptrs``: the OR of the data pointers of every tensor among ``args`` (the direct launch
-        runs the kernel compiled for 16-byte aligned operands; this object is shared by every layer of
-        the problem's shape)."""
+    def __call__(self, tensors: tuple, scalars: tuple) -> None:
+        """``tensors``: the kernel's pointer arguments, which come first in every GEMM kernel's
+        signature; ``scalars``: the runtime arguments after them. The direct launch runs the kernel
+        compiled for 16-byte aligned operands (this object is shared by every layer of the problem's
+        shape), given the pointers' addresses."""
         direct = self.direct
-        if direct is not None and not fresh_ptrs & 15 and dl.may_run_now(launch._tl()[2], self.index, None, None):
-            dl.run(direct, self.index, (*args, *self.plan.consts))
-            return
-        compiled = launch._launch(self.plan, args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if direct is not None:
+            ptrs = tuple(map(_data_ptr, tensors))
+            if not functools.reduce(operator.or_, ptrs) & 15 and dl.may_run_now(launch._tl()[2], self.index,
+                                                                                   None, None):
+                dl.run(direct, self.index, (*ptrs, *scalars, *self.plan.consts))
+                return
+        compiled = launch._launch(self.plan, (*tensors, *scalars))
         if (compiled is not None and not dl._HIP and self.index >= 0 and dl._current_device() == self.index
                 and not any(t.data_ptr() & 15 for t in tensors)):
             self.direct = (compiled.run, *self.plan.grid, compiled.function, compiled.packed_metadata)
+
+
+_data_ptr = torch.Tensor.data_ptr
 
 
 def _scale_flags(p: GemmProblem) -> dict:
@@ -156,27 +164,26 @@ def _triton_int8_call(p: GemmProblem) -> KernelCall:
 _GEMM_LAUNCHES = runtime.Cache("gemm_launches")
 
 
-def _fixed_operands(w, ws, bias):
-    """A layer's scale and bias as the Triton GEMMs read them (contiguous, ``ws[n]`` at ``ws_ptr + n``), the
-    bias argument (the scale stands in for a missing bias), and the OR of the fixed operands' pointers."""
+def _fixed_operands(ws, bias):
+    """A layer's scale and bias as the Triton GEMMs read them (contiguous, ``ws[n]`` at ``ws_ptr + n``) and
+    the bias argument (the scale stands in for a missing bias)."""
     ws = ws if ws.is_contiguous() else ws.contiguous()
     bias = bias if bias is None or bias.is_contiguous() else bias.contiguous()
-    bias_arg = bias if bias is not None else ws
-    return ws, bias_arg, w.data_ptr() | ws.data_ptr() | bias_arg.data_ptr()
+    return ws, bias if bias is not None else ws
 
 
 def bind_triton_int8(p: GemmProblem, w, ws, bias):
-    ws, bias_arg, fixed = _fixed_operands(w, ws, bias)
+    ws, bias_arg = _fixed_operands(ws, bias)
     m, n, k = p.m, p.n, p.k
-    shape, device, out_dtype = (m, n), w.device, p.out_dtype
+    shape, strides, device, out_dtype = (m, n), (n, 1), w.device, p.out_dtype
+    scalars = (m, n, k, k, w.stride(0), n)
 
     kernel = _triton_int8_call(p)
 
     def call(xq, xs):
         xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
-        out = torch.empty(shape, dtype=out_dtype, device=device)
-        kernel((xq, w, xs, ws, bias_arg, out, m, n, k, k, w.stride(0), n),
-               fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr())
+        out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
+        kernel((xq, w, xs, ws, bias_arg, out), scalars)
         return out
 
     return call
@@ -323,23 +330,22 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
 
 def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
     """The small-M GEMM for a layer's weight (``config`` overrides the sweep's table: sweeps, tests)."""
-    ws, bias_arg, fixed = _fixed_operands(w, ws, bias)
+    ws, bias_arg = _fixed_operands(ws, bias)
     m, n, k = p.m, p.n, p.k
-    shape, device, out_dtype = (m, n), w.device, p.out_dtype
+    shape, strides, device, out_dtype = (m, n), (n, 1), w.device, p.out_dtype
     c = _small_m_call(p, tuple(sorted(config.items())) if config else None)
+    scalars, reduce_scalars = (m, n, k, k, w.stride(0), n), (m, n, c.splits, n)
+    part_strides = dl.contiguous_strides(c.part_shape)
 
     def call(xq, xs):
         xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
-        out = torch.empty(shape, dtype=out_dtype, device=device)
+        out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
         if c.reduce is None:
-            c.main((xq, w, xs, ws, bias_arg, out, out, m, n, k, k, w.stride(0), n),
-                   fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr())
+            c.main((xq, w, xs, ws, bias_arg, out, out), scalars)
             return out
-        part = torch.empty(c.part_shape, dtype=c.acc_dtype, device=device)
-        c.main((xq, w, xs, ws, bias_arg, out, part, m, n, k, k, w.stride(0), n),
-               fixed | xq.data_ptr() | xs.data_ptr() | out.data_ptr() | part.data_ptr())
-        c.reduce((part, xs, ws, bias_arg, out, m, n, c.splits, n),
-                 fixed | xs.data_ptr() | out.data_ptr() | part.data_ptr())
+        part = torch.empty_strided(c.part_shape, part_strides, dtype=c.acc_dtype, device=device)
+        c.main((xq, w, xs, ws, bias_arg, out, part), scalars)
+        c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
         return out
 
     return call

@@ -280,7 +280,8 @@ class BoundLaunch:
     scratch, a Triton whose launcher was not measured) takes ``_launch``, Triton's own JIT path on a miss.
     """
 
-    __slots__ = ("args", "q_shape", "q_dtype", "s_shape", "device", "index", "rows", "q_small", "resolved")
+    __slots__ = ("args", "q_shape", "q_strides", "q_dtype", "s_shape", "s_strides", "device", "index", "rows",
+                 "q_small", "resolved")
 
     def __init__(self, act: str, key_name: str, x_dtype: torch.dtype, shape: torch.Size, row_stride: int,
                  round_product: bool, fp8_dtype: torch.dtype, device: torch.device, config: tuple | None):
@@ -292,6 +293,8 @@ class BoundLaunch:
         d = activations.out_features(act, d_in)
         self.q_dtype, per_token = _outputs(key_name, fp8_dtype)
         self.q_shape, self.s_shape = (*lead, d), ((*lead, 1) if per_token else None)
+        self.q_strides = dl.contiguous_strides(self.q_shape)
+        self.s_strides = dl.contiguous_strides(self.s_shape) if per_token else None
         # on ROCm q's storage (its exact size) is part of the specialization
         self.q_small = m * d * self.q_dtype.itemsize <= dl.MAX_INT32
         self.rows = None if len(shape) == 2 else (m, d_in)  # x.view(rows) is rows_view(x)
@@ -314,8 +317,9 @@ class BoundLaunch:
         return _Resolved(generation, plan, tail, (*tail, *plan.consts), spec, [None])
 
     def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        q = torch.empty(self.q_shape, dtype=self.q_dtype, device=self.device)
-        s = scale if self.s_shape is None else torch.empty(self.s_shape, dtype=torch.float32, device=self.device)
+        q = torch.empty_strided(self.q_shape, self.q_strides, dtype=self.q_dtype, device=self.device)
+        s = scale if self.s_shape is None else torch.empty_strided(self.s_shape, self.s_strides, dtype=torch.float32,
+                                                                   device=self.device)
         r = self.resolved
         if r.generation != runtime.generation():
             r = self.resolved = self._resolve()
@@ -324,10 +328,12 @@ class BoundLaunch:
             return q, s
         x2 = x if self.rows is None else x.view(self.rows)
         direct = r.direct[0] or _direct_of(r)
-        if (direct is not None and s.dtype == torch.float32 and not (x2.data_ptr() | q.data_ptr() | s.data_ptr()) & 15
-                and dl.may_run_now(_tl()[2], self.index, x2, s)):
-            dl.run(direct, self.index, (x2, q, s, *r.rest))
-        elif plan.variant == "persistent":
+        if direct is not None and s.dtype == torch.float32:
+            xp, qp, sp = x2.data_ptr(), q.data_ptr(), s.data_ptr()
+            if not (xp | qp | sp) & 15 and dl.may_run_now(_tl()[2], self.index, x2, s):
+                dl.run(direct, self.index, (xp, qp, sp, *r.rest))
+                return q, s
+        if plan.variant == "persistent":
             y = torch.empty((plan.grid[0], self.q_shape[-1]) if plan.scratch else (1,),
                             dtype=plan.scratch or x.dtype, device=self.device)
             _launch(plan, (x2, q, s, y, *r.tail))

@@ -290,8 +290,10 @@ def test_bound_launch_goes_direct_once_its_aligned_kernel_is_compiled(key_name, 
     x2 = _aligned((16, 1024))
     q2, s2 = bound(x2, scale)
     g = bound.resolved.plan.grid
+    # the launcher is given the operands' addresses (it takes integers as they are)
     assert compiled.calls == [(g[0], g[1], g[2], ("stream", -1), "function", "metadata", None, None, None,
-                               x2, q2, s2, *bound.resolved.tail, *bound.resolved.plan.consts)]
+                               x2.data_ptr(), q2.data_ptr(), s2.data_ptr(), *bound.resolved.tail,
+                               *bound.resolved.plan.consts)]
     assert len(direct) == 1
 
 
@@ -520,3 +522,41 @@ def test_every_kernel_takes_pdl_last(module, names):
         if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # the docstring
         assert ast.unparse(body[0]) == "pdl_prologue(PDL)", f"{name} starts with {ast.unparse(body[0])!r}"
+
+
+def test_gemm_kernel_call_goes_direct_with_addresses_once_compiled(monkeypatch):
+    """A GEMM's ``KernelCall`` launches through Triton's JIT (tensors) until a compiled kernel for
+    16-byte aligned operands exists, then directly with the operands' addresses, the scalars and the
+    plan's constexprs; an unaligned operand goes through the JIT again."""
+    from fused_quant.kernels import gemm_launch
+
+    compiled = _Run()
+    generic = []
+
+    def jit(plan, args):
+        generic.append(args)
+        return compiled
+
+    monkeypatch.setattr(launch, "_launch", jit)
+    monkeypatch.setattr(dl, "_HIP", False)
+    monkeypatch.setattr(dl, "_current_device", lambda: 0)
+    monkeypatch.setattr(dl, "_raw_stream", lambda index: ("stream", index))
+    plan = launch._Plan(None, (3, 2, 1), {"A": 7, "num_warps": 4}, (7,), "small_m", None, object())
+    call = gemm_launch.KernelCall(plan, 0)
+    a, b = _aligned((16, 64)), _aligned((8,), torch.float32)
+    call((a, b), (16, 64))
+    assert generic == [(a, b, 16, 64)] and not compiled.calls
+    a2 = _aligned((16, 64))
+    call((a2, b), (16, 5))
+    assert compiled.calls == [(3, 2, 1, ("stream", 0), "function", "metadata", None, None, None,
+                               a2.data_ptr(), b.data_ptr(), 16, 5, 7)]
+    unaligned = _aligned((16, 64), offset=1)
+    call((unaligned, b), (16, 64))
+    assert len(generic) == 2 and generic[1][0] is unaligned and len(compiled.calls) == 1
+
+
+@pytest.mark.parametrize("shape", [(16, 1024), (1, 28672), (2, 8, 1), (0, 3, 1024), (4, 0, 2), (7,), ()])
+def test_contiguous_strides_are_torchs(shape):
+    assert dl.contiguous_strides(shape) == torch.empty(shape).stride()
+    out = torch.empty_strided(shape, dl.contiguous_strides(shape))
+    assert out.is_contiguous() and out.shape == shape
