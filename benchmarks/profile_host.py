@@ -1,6 +1,7 @@
 """Where a decode call's host time goes (GPU, M = 1, Llama-3-8B MLP shapes): cProfile of back-to-back
 calls (``decode.host_calls``: those ``fused-quant bench host`` times), the functions with the most own
-time first, and the host cost of the primitives a call is made of (allocations, a view, a module call).
+time first, and the host cost of the primitives a call is made of (allocations, a view, a module call, one
+direct launch of the small-M GEMM given tensors or addresses).
 
 Usage: python -m benchmarks.profile_host [--top N] [--calls N]
 """
@@ -34,6 +35,39 @@ def profile(fn, calls: int, top: int) -> str:
     return out.getvalue()
 
 
+def launch_primitives() -> dict:
+    """One direct launch of the small-M GEMM (int8 gate_up, M = 1) given its operands as tensors and
+    as addresses (what the bound calls pass), and the launcher alone."""
+    from fused_quant.gemm import GemmProblem
+    from fused_quant.kernels import direct_launch as dl
+    from fused_quant.kernels import gemm_launch as g
+
+    dev = torch.device("cuda", torch.cuda.current_device())
+    m, n, k = 1, 28672, 4096
+    xq = torch.randint(-127, 128, (m, k), dtype=torch.int8, device=dev)
+    w = torch.randint(-127, 128, (n, k), dtype=torch.int8, device=dev)
+    xs, ws = torch.rand(m, 1, device=dev), torch.rand(n, 1, device=dev)
+    out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+    p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, dev, True, True, False)
+    bound = g.bind_small_m(p, w, ws, None)
+    for _ in range(3):  # compiles, then files the kernel for the direct launch
+        bound(xq, xs)
+    torch.cuda.synchronize()
+    main = g._small_m_call(p).main
+    if main.direct is None:
+        return {}
+    index, consts = dev.index, main.plan.consts
+    tensors = (xq, w, xs, ws, ws, out, out, m, n, k, k, w.stride(0), n)
+    addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in tensors)
+    launcher, g0, g1, g2, function, metadata = main.direct
+    stream = torch.cuda.current_stream().cuda_stream
+    return {"small-M GEMM bound call (int8 gate_up)": lambda: bound(xq, xs),
+            "direct launch given tensors": lambda: dl.run(main.direct, index, (*tensors, *consts)),
+            "direct launch given addresses": lambda: dl.run(main.direct, index, (*addresses, *consts)),
+            "Triton's launcher alone (addresses)": lambda: launcher(g0, g1, g2, stream, function, metadata, None,
+                                                                    None, None, *addresses, *consts)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--top", type=int, default=18)
@@ -46,6 +80,7 @@ def main() -> None:
                                                                 device=dev),
              "nn.Module call (identity)": lambda m=torch.nn.Identity(): m(t), "t.view(-1)": lambda: t.view(-1),
              "t.data_ptr()": lambda: t.data_ptr()}
+    prims.update(launch_primitives())
     for name, fn in prims.items():
         print(f"primitive {name}: {host_us(fn):.2f} us/call", flush=True)
     calls, _ = host_calls()
