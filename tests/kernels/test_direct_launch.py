@@ -1,4 +1,5 @@
-"""The direct launch's contract with the installed Triton: version range and launcher layout.
+"""The direct launch's contract with the installed Triton: version range, launcher layout and
+the launcher's integer pointers.
 
 ``fused_quant.kernels.direct_launch`` calls Triton's private compiled-kernel launcher with the
 arguments in ``RUNNER_ARGS`` order, as Triton's own ``CompiledKernel.__getitem__`` runner does.
@@ -37,6 +38,21 @@ def test_launchers_take_nine_leading_arguments_then_the_kernels(module, cls):
     params = list(inspect.signature(getattr(importlib.import_module(module), cls).__call__).parameters.values())
     leading = [p for p in params[1:] if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
     assert len(leading) == 9 and params[-1].kind is inspect.Parameter.VAR_POSITIONAL, params
+
+
+@pytest.mark.parametrize("backend", ["nvidia", "amd"])
+def test_launchers_take_integer_addresses_for_pointers(backend):
+    """The direct launch passes pointer arguments as integer addresses: the launcher's C source
+    (``driver.c``, or the template in ``driver.py`` in older releases) takes a Python int as the
+    address itself before it would call ``data_ptr()``."""
+    import importlib
+    from pathlib import Path
+
+    folder = Path(importlib.import_module(f"triton.backends.{backend}").__file__).parent
+    sources = [f.read_text() for f in (folder / "driver.c", folder / "driver.py") if f.is_file()]
+    text = "\n".join(sources)
+    assert "PyLong_Check(obj)" in text and "PyLong_AsUnsignedLongLong(obj)" in text, (
+        f"triton {INSTALLED}'s {backend} launcher does not read an int as a pointer: pass tensors instead")
 
 
 def test_tritons_own_runner_calls_the_launcher_as_we_do():
