@@ -5,8 +5,9 @@ candidate tile config (x split-K counts) and the torch providers the chain would
 (``torch._scaled_mm`` with tensor-wise and row-wise scales; ``torch._int_mm`` + epilogue and the
 Triton scaled int8 GEMM): GPU time per call replayed from a CUDA graph cycling through copies of the
 weight that exceed L2 (``decode.graph_us``), so that every call streams its weight from HBM.
-The fastest config per (kind, N, K, M) is written with its time and the best torch time; the
-provider's predicate takes a problem only where ours measured faster (``gemm_launch.small_m_config``).
+The fastest config per (kind, N, K, M) is checked against float64 (``error_bound``; a config outside it
+stops the sweep) and written with its time, its error and the best torch time; the provider's
+predicate takes a problem only where ours measured faster (``gemm_launch.small_m_config``).
 
 ``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then copy ``DIR/small_m_gemm_configs.json``
 to ``fused_quant/kernels/`` (``--install`` does that).
@@ -80,6 +81,14 @@ def torch_times(kind, xq, xs_tok, xs_ten, weights) -> dict[str, float]:
     return t
 
 
+def error_bound(kind: str, k: int) -> float:
+    """The largest ``_error`` a kept config may show (fp32 out, relative to sum |x||w| * xs * ws): int8's
+    exact accumulator leaves the fp32 scaling and its rounding; FP8 adds the fp32 sum of K products and
+    the tensor cores' reduced-precision partial sums (4 * 2^-13, the allowance of
+    ``tests.helpers.assert_gemm_close``). A config that drops or repeats part of K lands near 1e-2."""
+    return 5 * 2.0**-24 if kind == "int8" else (k + 5) * 2.0**-24 + 4 * 2.0**-13
+
+
 def _error(out, xq, xs, w, ws) -> float:
     ref = (xq.double() @ w.double().T) * xs.double() * ws.double().T
     mag = (xq.double().abs() @ w.double().abs().T) * xs.double() * ws.double().T
@@ -123,6 +132,9 @@ def sweep(kinds, shapes, ms, log, save) -> list[dict]:
                     us, cfg = min(single, key=lambda t: t[0])
                 p32 = dataclasses.replace(p, out_dtype=torch.float32)
                 err = _error(g.bind_small_m(p32, w, ws, None, cfg)(xq, xs_tok), xq, xs_tok, w, ws)
+                if not err <= error_bound(kind, k):  # a wrong result is a kernel bug: stop, keep nothing of it
+                    raise RuntimeError(f"{kind} {label} M={m}: config {cfg} is off by {err:.2e} against float64 "
+                                       f"(bound {error_bound(kind, k):.2e})")
                 row = dict(arch=arch, kind=kind, shape=label, n=n, k=k, m=m, **cfg, us=round(us, 2),
                            torch_us=round(tt[best_torch], 2), torch=best_torch,
                            weight_TBps=round(n * k / (us * 1e-6) / 1e12, 3), rel_err=err,

@@ -172,11 +172,16 @@ def _fixed_operands(ws, bias):
     return ws, bias if bias is not None else ws
 
 
+def gemm_scalars(p: GemmProblem, w: torch.Tensor) -> tuple:
+    """The runtime scalars after the pointers of both Triton GEMM kernels: ``M, N, K``, then the row
+    strides of the activation (contiguous ``[M, K]``), the weight and the output (contiguous ``[M, N]``)."""
+    return (p.m, p.n, p.k, p.k, w.stride(0), p.n)
+
+
 def bind_triton_int8(p: GemmProblem, w, ws, bias):
     ws, bias_arg = _fixed_operands(ws, bias)
-    m, n, k = p.m, p.n, p.k
-    shape, strides, device, out_dtype = (m, n), (n, 1), w.device, p.out_dtype
-    scalars = (m, n, k, k, w.stride(0), n)
+    shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
+    scalars = gemm_scalars(p, w)
 
     kernel = _triton_int8_call(p)
 
@@ -285,7 +290,7 @@ class SmallMCall:
     """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
     sums the partials in order and applies the epilogue. Holds no tensors."""
 
-    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape")
+    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape", "part_strides")
 
     def __init__(self, p: GemmProblem, cfg: dict):
         from fused_quant.kernels.triton import small_m_gemm as kernels
@@ -305,6 +310,7 @@ class SmallMCall:
         self.splits = splits
         self.acc_dtype = torch.int32 if int8 else torch.float32
         self.part_shape = (splits, p.m, p.n)
+        self.part_strides = dl.contiguous_strides(self.part_shape)
         self.reduce = None
         if splits > 1:
             rbn, rbm = 64, 16
@@ -331,11 +337,9 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
 def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
     """The small-M GEMM for a layer's weight (``config`` overrides the sweep's table: sweeps, tests)."""
     ws, bias_arg = _fixed_operands(ws, bias)
-    m, n, k = p.m, p.n, p.k
-    shape, strides, device, out_dtype = (m, n), (n, 1), w.device, p.out_dtype
+    shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     c = _small_m_call(p, tuple(sorted(config.items())) if config else None)
-    scalars, reduce_scalars = (m, n, k, k, w.stride(0), n), (m, n, c.splits, n)
-    part_strides = dl.contiguous_strides(c.part_shape)
+    scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
 
     def call(xq, xs):
         xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
@@ -343,7 +347,7 @@ def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
         if c.reduce is None:
             c.main((xq, w, xs, ws, bias_arg, out, out), scalars)
             return out
-        part = torch.empty_strided(c.part_shape, part_strides, dtype=c.acc_dtype, device=device)
+        part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
         c.main((xq, w, xs, ws, bias_arg, out, part), scalars)
         c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
         return out
