@@ -132,9 +132,10 @@ def sweep(kinds, shapes, ms, log, save) -> list[dict]:
                     us, cfg = min(single, key=lambda t: t[0])
                 p32 = dataclasses.replace(p, out_dtype=torch.float32)
                 err = _error(g.bind_small_m(p32, w, ws, None, cfg)(xq, xs_tok), xq, xs_tok, w, ws)
-                if not err <= error_bound(kind, k):  # a wrong result is a kernel bug: stop, keep nothing of it
+                bound = error_bound(kind, k)
+                if not err <= bound:  # a wrong result is a kernel bug: stop, keep nothing of it
                     raise RuntimeError(f"{kind} {label} M={m}: config {cfg} is off by {err:.2e} against float64 "
-                                       f"(bound {error_bound(kind, k):.2e})")
+                                       f"(bound {bound:.2e})")
                 row = dict(arch=arch, kind=kind, shape=label, n=n, k=k, m=m, **cfg, us=round(us, 2),
                            torch_us=round(tt[best_torch], 2), torch=best_torch,
                            weight_TBps=round(n * k / (us * 1e-6) / 1e12, 3), rel_err=err,

@@ -105,6 +105,9 @@ def triton_int8_supported(p: GemmProblem) -> tuple[bool, str]:
     return _on_gpu(p)
 
 
+_data_ptr = torch.Tensor.data_ptr
+
+
 class KernelCall:
     """One Triton kernel launch for fixed operand metadata (sizes, strides, dtypes, device): through
     Triton's JIT until it has compiled the kernel for 16-byte aligned operands, then directly
@@ -120,20 +123,16 @@ class KernelCall:
         signature; ``scalars``: the runtime arguments after them. The direct launch runs the kernel
         compiled for 16-byte aligned operands (this object is shared by every layer of the problem's
         shape), given the pointers' addresses."""
+        ptrs = tuple(map(_data_ptr, tensors))
+        aligned = not functools.reduce(operator.or_, ptrs) & 15
         direct = self.direct
-        if direct is not None:
-            ptrs = tuple(map(_data_ptr, tensors))
-            if not functools.reduce(operator.or_, ptrs) & 15 and dl.may_run_now(launch._tl()[2], self.index,
-                                                                                   None, None):
-                dl.run(direct, self.index, (*ptrs, *scalars, *self.plan.consts))
-                return
+        if direct is not None and aligned and dl.may_run_now(launch._tl()[2], self.index, None, None):
+            dl.run(direct, self.index, (*ptrs, *scalars, *self.plan.consts))
+            return
         compiled = launch._launch(self.plan, (*tensors, *scalars))
-        if (compiled is not None and not dl._HIP and self.index >= 0 and dl._current_device() == self.index
-                and not any(t.data_ptr() & 15 for t in tensors)):
+        if (compiled is not None and aligned and not dl._HIP and self.index >= 0
+                and dl._current_device() == self.index):
             self.direct = (compiled.run, *self.plan.grid, compiled.function, compiled.packed_metadata)
-
-
-_data_ptr = torch.Tensor.data_ptr
 
 
 def _scale_flags(p: GemmProblem) -> dict:
