@@ -11,7 +11,9 @@ bias [N] | None, out_dtype) -> out [M, N]`` with
 ``out = Tout(float(xq @ w.T) * xs * ws) + bias`` (docs/NUMERICS.md, consumer GEMMs).
 A provider may also have ``bind(problem, w, ws, bias) -> call(xq, xs) -> out``: ``fn``'s work for
 one layer's operands and one problem, resolved once (views of the weight and scales, the kernel
-launch). ``bind_gemm`` is the checked entry's bound form: it runs every check once and returns a
+launch); and ``bind_quantizing(problem, w, ws, bias, quantizer) -> call(x, scale) -> out`` or None:
+the same for a float activation ``x [M, K]`` that the provider quantizes itself, bit for bit as the
+bound producer launch ``quantizer`` would (one launch for both, ``QuantLinear``'s plain-tensor input). ``bind_gemm`` is the checked entry's bound form: it runs every check once and returns a
 ``BoundGemm`` for every later call whose operands have the same metadata (a layer's fast path).
 """
 
@@ -49,6 +51,8 @@ class GemmProvider:
     fn: GemmFn
     supported: GemmSupportFn | None = None
     bind: GemmBindFn | None = None  # bind(problem, w, ws [N, 1] | [1, 1], bias) -> call(xq [M, K], xs)
+    # bind_quantizing(problem, w, ws, bias, quantizer) -> call(x [M, K] float, scale | None) or None
+    bind_quantizing: Callable | None = None
 
     def check(self, problem: GemmProblem) -> tuple[bool, str]:
         if problem.kind != self.kind:
@@ -64,11 +68,13 @@ _PROVIDERS: dict[str | None, list[GemmProvider]] = {}
 
 def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
                            backends: tuple[str, ...] | None = None, supported: GemmSupportFn | None = None,
-                           first: bool = True, bind: GemmBindFn | None = None):
+                           first: bool = True, bind: GemmBindFn | None = None,
+                           bind_quantizing: Callable | None = None):
     """Register a GEMM provider (as a call or a decorator) for some backends, or all (None).
 
     ``first`` puts it ahead of the providers already there. Re-registering a name
-    replaces the old entry (idempotent for plugins). ``bind``, optional: see the module docstring.
+    replaces the old entry (idempotent for plugins). ``bind`` and ``bind_quantizing``, optional: see the
+module docstring.
     """
     who = f"register_gemm_provider({name!r})"
     if not isinstance(name, str) or not name:
@@ -77,14 +83,14 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
         raise UnsupportedError(f"{who}: kind must be 'int8' or 'fp8', got {kind!r}")
     if backends is not None:
         backends = check_backend_names(backends, who, selection.BACKENDS)
-    for what, f in (("supported", supported), ("bind", bind)):
+    for what, f in (("supported", supported), ("bind", bind), ("bind_quantizing", bind_quantizing)):
         if f is not None and not callable(f):
             raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")
 
     def add(f: GemmFn) -> GemmFn:
         if not callable(f):
             raise TypeError(f"{who}: the provider must be callable, got {type(f).__name__}")
-        provider = GemmProvider(name, kind, f, supported, bind)
+        provider = GemmProvider(name, kind, f, supported, bind, bind_quantizing)
         for backend in backends or (None,):
             chain = _PROVIDERS.setdefault(backend, [])
             chain[:] = [p for p in chain if p.name != name]
@@ -198,13 +204,16 @@ class BoundGemm:
     """The checked entry for one layer's operands and one activation signature (dtype, shape, device,
     and the scale's): the checks ran once, the provider is chosen and bound. ``__call__(x, xs)``
     takes an activation with the metadata it was bound for (the caller keys on it) and returns
-    ``[*lead, N]``; the provider's first output is checked, later ones are not."""
+    ``[*lead, N]``; the provider's first output is checked, later ones are not. ``from_float``, where the
+    provider has bound one: the float activation the bound producer launch quantizes, quantized by the
+    provider itself (``quantizing``)."""
 
-    __slots__ = ("call", "x_rows", "xs_rows", "out_shape", "provider", "problem", "layer", "checked")
+    __slots__ = ("call", "from_float", "x_rows", "xs_rows", "out_shape", "provider", "problem", "layer", "checked")
 
-    def __init__(self, call, x_rows, xs_rows, out_shape, provider, problem, layer):
+    def __init__(self, call, x_rows, xs_rows, out_shape, provider, problem, layer, from_float=None):
         self.call, self.x_rows, self.xs_rows, self.out_shape = call, x_rows, xs_rows, out_shape
         self.provider, self.problem, self.layer, self.checked = provider, problem, layer, False
+        self.from_float = from_float
 
     def __call__(self, x: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
         # views only where the operand is not already as the provider takes it (None: as it is)
@@ -215,14 +224,25 @@ class BoundGemm:
             self.checked = True
         return out if self.out_shape is None else out.view(self.out_shape)
 
+    def quantizing(self, x: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
+        """The GEMM of the float activation ``x`` (the metadata the producer launch was bound for) with
+        its static ``scale`` (None per token), quantized by the provider: the bits of ``self(*producer(x))``."""
+        x_rows = self.x_rows
+        out = self.from_float(x if x_rows is None else x.view(x_rows), scale)
+        if not self.checked:
+            _check_output(out, self.problem, self.provider, self.layer, x.device)
+            self.checked = True
+        return out if self.out_shape is None else out.view(self.out_shape)
+
 
 def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
               bias: torch.Tensor | None, out_dtype: torch.dtype, key: K.QuantKey, layer: str | None = None,
-              backend: str | None = None) -> BoundGemm | None:
+              backend: str | None = None, quantizer: object = None) -> BoundGemm | None:
     """Check ``x``'s call as the checked entry does and bind the chosen provider to these operands;
     None for M = 0 (nothing to bind: ``quant_gemm`` answers it). A provider's bound call takes a
     per-tensor scale of any one-element shape (``[1]``, as static input scales are kept, or ``[1, 1]``);
-    its plain ``fn`` gets ``[1, 1]``."""
+    its plain ``fn`` gets ``[1, 1]``. ``quantizer``: the bound producer launch that made ``x`` from a
+    float activation; the provider may bind its ``bind_quantizing`` for it (``BoundGemm.from_float``)."""
     p = check_gemm_operands(x, xs, key, weight, weight_scale, bias, out_dtype, layer)
     if p.m == 0:
         return None
@@ -236,8 +256,11 @@ def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_sc
     xs_rows = (p.m, 1) if p.per_token else (1, 1)
     as_given = tuple(xs.shape) == xs_rows or (provider.bind is not None and not p.per_token)
     flat = x.dim() == 2
+    from_float = None
+    if quantizer is not None and provider.bind_quantizing is not None:
+        from_float = provider.bind_quantizing(p, weight, ws2, bias, quantizer)
     return BoundGemm(call, None if flat else (p.m, p.k), None if as_given else xs_rows,
-                     None if flat else (*x.shape[:-1], p.n), provider, p, layer or "")
+                     None if flat else (*x.shape[:-1], p.n), provider, p, layer or "", from_float)
 
 
 def dequant_epilogue(acc: torch.Tensor, xs: torch.Tensor, ws: torch.Tensor, bias: torch.Tensor | None,

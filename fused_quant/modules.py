@@ -98,6 +98,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
 # QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
 _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
+_capturing = torch.cuda.is_current_stream_capturing
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
 
 
@@ -130,7 +131,10 @@ def _signature(x: object, pair: object) -> tuple | None:
 
 class _BoundForward:
     """One QuantLinear call signature, checked once: the quantizer (plain-tensor input) and the GEMM,
-    both bound, for the runtime generation they were bound in."""
+    both bound, for the runtime generation they were bound in. A plain-tensor input goes straight to
+    the GEMM where its provider quantizes it itself (``BoundGemm.from_float``: the same bits, one
+    launch fewer for the host, a little more GPU time), except under CUDA graph capture, where only the
+    GPU time counts."""
 
     __slots__ = ("generation", "form", "quant", "gemm", "pin", "tensors")
 
@@ -147,7 +151,10 @@ class _BoundForward:
 
     def __call__(self, x, pair):
         if self.form == _TENSOR:
-            q, s = self.quant(x, self.tensors[3])  # the layer's input scale (``current`` saw it in place)
+            scale = self.tensors[3]  # the layer's input scale (``current`` saw it in place)
+            if self.gemm.from_float is not None and not _capturing():
+                return self.gemm.quantizing(x, scale)  # one launch: the same bits as the two below
+            q, s = self.quant(x, scale)
             return self.gemm(q, s)
         if self.form == _QUANTIZED:
             return self.gemm(x.data, x.scale)
@@ -354,16 +361,16 @@ class QuantLinear(nn.Module):
 
     def _bind(self, sig: tuple, generation: int, x, qa: QuantizedActivation) -> None:
         """Bind this call's quantizer and GEMM for its signature (after its checks passed)."""
-        quant = None
+        quant = quantizer = None
         if sig[0] == _TENSOR:
             from fused_quant.registry import bind_fused_act_quant
 
             call = bind_fused_act_quant("identity", x, self.input_key, self.input_scale)
             if call is None:  # the producer has no bound form: this signature keeps the checked path
                 return
-            quant = call.tensors
+            quant, quantizer = call.tensors, call.fn
         gemm = bind_gemm(qa.data, qa.scale, self.weight, self.weight_scale, self.bias, self.out_dtype,
-                         self.input_key, self.name)
+                         self.input_key, self.name, quantizer=quantizer)
         if gemm is not None and generation == runtime.generation():
             if len(self._bound) >= MAX_BOUND:
                 self._bound.clear()

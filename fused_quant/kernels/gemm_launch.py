@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from fused_quant import keys as K
 from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import direct_launch as dl
@@ -285,13 +286,34 @@ def _tensor_wise(p: GemmProblem) -> bool:
     return not p.per_token and not p.per_channel
 
 
+# The quantizer constexprs of a small-M GEMM whose activation comes quantized (``XQ`` = NO_XQ: unused)
+_NO_XQ = dict(XQ=-1, M8=0.0, NAN_CODE=0, SATFINITE=False, FAST_DIV=False)
+
+
+def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> dict:
+    """The small-M kernel's ``XQ`` and quantizer arguments: those of the identity producer for ``x_quant``
+    = (name of a per-tensor key, float dtype of x), as ``launch`` builds them for it."""
+    fp8 = p.x_dtype if p.kind == "fp8" else torch.float8_e4m3fn  # int8: FP8 is a placeholder
+    if x_quant is None:
+        return dict(_NO_XQ, FP8=launch._tl()[1][fp8])
+    key_name, x_dtype = x_quant
+    nvidia = index >= 0 and launch._NVIDIA_TORCH and not launch._interpreting()
+    c = launch._constexprs("identity", key_name, x_dtype, False, fp8, True, nvidia, False)
+    # int8 divides with div_rn: the value the producer's fast quotient gives wherever it takes it
+    # (act_quant._quotient); FP8 multiplies by the reciprocal
+    return dict(XQ=c["QUANT"], M8=c["M8"], FP8=c["FP8"], NAN_CODE=c["NAN_CODE"], SATFINITE=c["SATFINITE"],
+                FAST_DIV=False)
+
+
 class SmallMCall:
     """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
-    sums the partials in order and applies the epilogue. Holds no tensors."""
+    sums the partials in order and applies the epilogue. With ``x_quant`` = (name of a per-tensor key,
+    float dtype) the main kernel takes the activation as floats and quantizes it as the identity
+    producer of that key would. Holds no tensors."""
 
     __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape", "part_strides")
 
-    def __init__(self, p: GemmProblem, cfg: dict):
+    def __init__(self, p: GemmProblem, cfg: dict, x_quant: tuple | None = None):
         from fused_quant.kernels.triton import small_m_gemm as kernels
 
         bn, bm, bk, splits = cfg["BLOCK_N"], cfg["BLOCK_M"], cfg["BLOCK_K"], cfg["splits"]
@@ -304,6 +326,7 @@ class SmallMCall:
         pdl = launch.pdl_options(index)
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
+                      **_quantizer_constexprs(x_quant, p, index),
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
         self.splits = splits
@@ -318,8 +341,8 @@ class SmallMCall:
             self.reduce = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, rgrid, rkw, "split_k"), index)
 
 
-def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
-    key = ("small_m", p, config)
+def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | None = None) -> SmallMCall:
+    key = ("small_m", p, config, x_quant)
     call = _GEMM_LAUNCHES.get(key)
     if call is None:
         generation = runtime.generation()
@@ -329,29 +352,82 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None) -> SmallMCall:
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:
             cfg = dict(config)
-        call = _GEMM_LAUNCHES.put(key, SmallMCall(p, cfg), generation)
+        call = _GEMM_LAUNCHES.put(key, SmallMCall(p, cfg, x_quant), generation)
     return call
 
 
 def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
     """The small-M GEMM for a layer's weight (``config`` overrides the sweep's table: sweeps, tests)."""
+    return _small_m_caller(p, _small_m_call(p, tuple(sorted(config.items())) if config else None), w, ws, bias)
+
+
+def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
+    """``call(x, xs)`` running ``c`` for a layer's weight."""
     ws, bias_arg = _fixed_operands(ws, bias)
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
-    c = _small_m_call(p, tuple(sorted(config.items())) if config else None)
     scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
 
-    def call(xq, xs):
+    def call(x, xs):
         xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
         out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
         if c.reduce is None:
-            c.main((xq, w, xs, ws, bias_arg, out, out), scalars)
+            c.main((x, w, xs, ws, bias_arg, out, out), scalars)
             return out
         part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
-        c.main((xq, w, xs, ws, bias_arg, out, part), scalars)
+        c.main((x, w, xs, ws, bias_arg, out, part), scalars)
         c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
         return out
 
     return call
+
+
+# The widest token block whose float tile the small-M GEMM quantizes per K step at a gain (H200,
+# benchmarks/RESULTS.md, eleventh round): with 16-token blocks an MLP took 0.3-2.2 us more GPU time and
+# the quantizing call ~10 us less host time; with 64-token blocks 27 us more GPU time
+QUANTIZING_MAX_BLOCK_M = 16
+
+
+def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict | None = None):
+    """The small-M GEMM for a layer's weight taking the activation as contiguous float rows ``x [M, K]``
+    with a per-tensor scale (``x_quant`` = (key name, x dtype)), quantized in the kernel as the identity
+    producer of that key would: ``call(x, scale)`` gives the bits of ``bind_small_m``'s call on the
+    producer's output, with one launch (two with split-K) and one allocation fewer. Only for configs
+    with token blocks of at most ``QUANTIZING_MAX_BLOCK_M`` (a ValueError for others)."""
+    if config is None:
+        config, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
+        if config is None:
+            raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
+    if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
+        raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
+                         f"the config has BLOCK_M={config['BLOCK_M']}")
+    return _small_m_caller(p, _small_m_call(p, tuple(sorted(config.items())), x_quant), w, ws, bias)
+
+
+def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
+    """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
+    says the kernel can stand in for the producer launch and the problem's config has a token block of
+    at most ``QUANTIZING_MAX_BLOCK_M``; else None."""
+    x_quant = quantizer_of(quantizer, p)
+    if x_quant is None:
+        return None
+    cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
+    if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
+        return None
+    return bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
+
+
+def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:
+    """``bind_small_m_quantizing``'s ``x_quant`` for a producer's bound launch when the small-M GEMM can
+    stand in for it: the package's Triton identity producer of a per-tensor key, the problem's
+    activation dtype, on contiguous rows of K on the problem's device. Else None."""
+    if type(bound) is not launch.BoundLaunch:
+        return None
+    act, key_name, x_dtype, _, _, config, row_stride, (m, d_in) = bound.args
+    if (act != "identity" or config is not None or row_stride != d_in or (m, d_in) != (p.m, p.k)
+            or bound.q_dtype != p.x_dtype or bound.device != p.device or K.is_per_token(K.key_from_name(key_name))
+            or p.per_token):
+        return None
+    return key_name, x_dtype
 
 
 def small_m_gemm(xq, xs, w, ws, bias, out_dtype, config: dict | None = None):

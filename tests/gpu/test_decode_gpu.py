@@ -12,6 +12,8 @@ from torch import nn
 from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
 from fused_quant import keys as K
 from fused_quant.gemm import GemmProblem, select_gemm_provider
+from fused_quant.kernels import gemm_launch as g
+from fused_quant.kernels import launch
 from tests.helpers import assert_bits_equal, capture_graph
 
 pytestmark = pytest.mark.gpu
@@ -49,8 +51,8 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
     used = set()
     for m in (1, 16, 64):
         x = torch.randn(m, D, device=CUDA, dtype=torch.bfloat16)
-        eager = mlp(x)
-        assert_bits_equal(mlp(x), eager, f"bound eager call M={m}")
+        eager = mlp(x)  # checked calls: the producers, then the GEMMs
+        assert_bits_equal(mlp(x), eager, f"bound eager call M={m}")  # gate_up's GEMM quantizing x where it can
         graph, out = capture_graph(mlp, x)
         for _ in range(2):
             graph.replay()
@@ -68,6 +70,13 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
             p = GemmProblem(m, n, k, kind, mlp.down.weight.dtype, torch.bfloat16, CUDA, K.is_per_token(key), True,
                             False)
             used.add(select_gemm_provider(p)[0].name)
+        gate_up = select_gemm_provider(GemmProblem(m, 2 * H, D, kind, mlp.down.weight.dtype, torch.bfloat16, CUDA,
+                                                   K.is_per_token(key), True, False))[0].name
+        # eager calls of a static key quantize x in gate_up's small-M GEMM where its token block is 16
+        want = gate_up.startswith("small_m") and K.is_static(key) and g.small_m_config(
+            launch._cuda_arch(torch.cuda.current_device()), kind, 2 * H, D, m)[0]["BLOCK_M"] <= 16
+        quantizing = [b.gemm.from_float is not None for b in mlp.gate_up._bound.values() if b.gemm.problem.m == m]
+        assert quantizing == [want], (m, gate_up, quantizing)
     assert any(name.startswith("small_m") for name in used), f"no small-M GEMM among the providers used: {used}"
 
 

@@ -149,6 +149,89 @@ def test_interpreted_kernels_against_float64(kind, case):
     _check(kind, m, n, k, cfg, torch.device("cpu"), out_dtype, bias, per_token, adversarial=case == 1, seed=case)
 
 
+STATIC_KEYS = ["fp8_static_tensor", "int8_static_tensor"]
+X_DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+
+
+def _float_input(m, k, x_dtype, device, seed, adversarial):
+    """Float activations; adversarial: a zero row, a row with NaN, one with +-Inf, subnormals (the first
+    rows, as many as M has), values far beyond the FP8 / int8 ranges and the dtype's max (the last row)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, k, generator=gen) * 3
+    if adversarial:
+        info = torch.finfo(x_dtype)
+        special = [torch.zeros(k), torch.full((k,), float("nan")), torch.full((k,), float("inf")),
+                   torch.full((k,), info.tiny / 4)]
+        special[2][1::2] = -float("inf")
+        for i, row in enumerate(special[:m]):
+            x[i] = row
+            x[i, ::5] = torch.randn(len(x[i, ::5]), generator=gen)  # a normal part: NaN / Inf rows stay so
+        x[-1, ::3] = info.max
+        x[-1, 1::7] = 1e4
+    return x.to(x_dtype).to(device)
+
+
+def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed, bias=True,
+                      out_dtype=torch.bfloat16):
+    """The small-M GEMM quantizing float rows itself gives the bits of the GEMM of the identity
+    producer's output (the spec, ``reference.quant_ref``), which is within the float64 bound."""
+    from fused_quant import keys as K
+    from fused_quant.reference import quant_ref
+
+    key = K.KEYS[key_name]
+    kind = "fp8" if K.is_fp8(key) else "int8"
+    _, _, w, ws = _operands(kind, m, n, k, device, seed)
+    x = _float_input(m, k, x_dtype, device, seed, adversarial)
+    scale = torch.tensor([0.02 if kind == "fp8" else 0.03], device=device)
+    if device.type == "cuda":  # the Triton producer the kernel stands in for
+        from fused_quant.kernels import launch
+
+        q, s = launch.launch_act_quant(x, "identity", key, scale, False, FP8)
+        assert_bits_equal(q.cpu(), quant_ref(x.cpu(), key, scale.cpu())[0], "producer vs the spec")
+    else:
+        q, s = quant_ref(x, key, scale)
+    b = (torch.randn(n, generator=torch.Generator().manual_seed(seed + 1)) * 3).to(out_dtype).to(device) if bias else None
+    p = GemmProblem(m, n, k, kind, q.dtype, out_dtype, x.device, False, True, bias)
+    fused = g.bind_small_m_quantizing(p, w, ws, b, (key_name, x_dtype), cfg)(x, scale)
+    unfused = g.bind_small_m(p, w, ws, b, cfg)(q, s.reshape(1, 1))
+    what = f"quantizing small-M {key_name} {x_dtype} {m}x{n}x{k} {cfg} adversarial={adversarial}"
+    assert_bits_equal(fused, unfused, what)
+    finite = torch.isfinite(x.float()).all(dim=1)  # the float64 oracle takes finite rows
+    assert_gemm_close(unfused[finite], q[finite], s.reshape(1, 1).expand(m, 1)[finite], w, ws, b,
+                      exact_acc=kind == "int8", what=what)
+
+
+def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
+    """The GEMM stands in for a producer launch only where it computes that producer's values: the
+    package's identity producer of a per-tensor key, its q dtype, shape and device, rows of K."""
+    from fused_quant.kernels import launch
+
+    cpu = torch.device("cpu")
+    x = torch.zeros(4, 64, dtype=torch.bfloat16)
+    p = GemmProblem(4, 32, 64, "fp8", FP8, torch.bfloat16, cpu, False, True, False)
+
+    def bound(act="identity", key="fp8_static_tensor", xx=x, rows=None):
+        return launch.BoundLaunch(act, key, xx.dtype, xx.shape, xx.shape[-1] if rows is None else rows, False, FP8,
+                                  cpu, None)
+
+    assert g.quantizer_of(bound(), p) == ("fp8_static_tensor", torch.bfloat16)
+    assert g.quantizer_of(bound(act="relu2"), p) is None  # not the identity
+    per_token = GemmProblem(4, 32, 64, "fp8", FP8, torch.bfloat16, cpu, True, True, False)
+    assert g.quantizer_of(bound(key="fp8_dynamic_token"), per_token) is None  # a scale per row: a first sweep
+    assert g.quantizer_of(bound(key="int8_static_tensor"), p) is None  # int8 q for an FP8 GEMM
+    assert g.quantizer_of(bound(xx=torch.zeros(5, 64, dtype=torch.bfloat16)), p) is None  # another M
+    assert g.quantizer_of(bound(rows=128), p) is None  # strided rows
+    assert g.quantizer_of(lambda x, s: (x, s), p) is None  # a user's producer: its values are its own
+
+
+def test_quantizing_kernel_refuses_wider_token_blocks():
+    p = GemmProblem(64, 32, 64, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
+    w, ws = torch.zeros(32, 64, dtype=FP8), torch.ones(32, 1)
+    cfg = dict(BLOCK_N=32, BLOCK_M=64, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+    with pytest.raises(ValueError, match="at most 16 tokens, the config has BLOCK_M=64"):
+        g.bind_small_m_quantizing(p, w, ws, None, ("fp8_static_tensor", torch.bfloat16), cfg)
+
+
 # --- the GPU ------------------------------------------------------------------------------------
 
 GPU_CASES = CASES + [
@@ -170,6 +253,42 @@ GPU_CASES = CASES + [
 def test_gpu_kernels_against_float64(kind, case, out_dtype, bias, per_token):
     m, n, k, cfg = GPU_CASES[case]
     _check(kind, m, n, k, cfg, torch.device("cuda"), out_dtype, bias, per_token, adversarial=case % 2 == 0, seed=case)
+
+
+# (device, case): the interpreter's small cases on the CPU, on the GPU every case with 16-token blocks
+QUANTIZING_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in CASES]
+                    + [pytest.param("cuda", c, marks=pytest.mark.gpu) for c in GPU_CASES
+                       if c[3]["BLOCK_M"] <= g.QUANTIZING_MAX_BLOCK_M])
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("key_name", STATIC_KEYS)
+@pytest.mark.parametrize("device,case", QUANTIZING_CASES)
+@pytest.mark.parametrize("adversarial", [False, True])
+def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case, adversarial):
+    m, n, k, cfg = case
+    _check_quantizing(key_name, m, n, k, cfg, X_DTYPES[(m + k) % 3], torch.device(device), adversarial, seed=n,
+                      bias=n % 3 != 1, out_dtype=(torch.bfloat16, torch.float16)[k % 2])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("key_name", STATIC_KEYS)
+def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):
+    """Split-K, captured: the reduce kernel reads the static scale the main kernel quantized with."""
+    m, n, k = 8, 4096, 14336
+    kind = key_name[:key_name.index("_")]
+    _, _, w, ws = _operands(kind, m, n, k, torch.device("cuda"))
+    x = _float_input(m, k, torch.bfloat16, torch.device("cuda"), 0, False)
+    scale = torch.tensor([0.02], device="cuda")
+    p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, x.device, False, True, False)
+    call = g.bind_small_m_quantizing(p, w, ws, None, (key_name, torch.bfloat16),
+                                     dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4))
+    eager = call(x, scale)
+    graph, out = capture_graph(call, x, scale)
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_bits_equal(out, eager, f"{key_name} replay")
 
 
 @pytest.mark.gpu

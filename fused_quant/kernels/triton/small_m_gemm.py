@@ -8,6 +8,13 @@ transposed output for tokens ``m*BLOCK_M..`` over its share of K: with ``SPLIT``
 ``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]`` and summed, in slice
 order, by ``split_k_epilogue_kernel`` (a fixed order: the same bits on every run, captured or not).
 
+With ``XQ`` (the QUANT code of a per-tensor key, ``act_quant``) the activation comes as floats with
+its static scale, and the kernel quantizes each tile as the identity producer would, bit for bit
+(``act_quant.quantized``): one launch instead of the producer's launch, its output and the GEMM's,
+and the GEMM's result is the same bits either way. It costs the GPU a float tile's load and its
+quantization per K step, which pays at a 16-token block in eager calls, where the host's launches
+are the bottleneck (``gemm_launch.bind_small_m_quantizing``).
+
 Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue``):
 ``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]``, the bias added in Tout.
 """
@@ -15,18 +22,25 @@ Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue
 import triton
 import triton.language as tl
 
+from fused_quant.kernels.triton.act_quant import quantized
 from fused_quant.kernels.triton.pdl import pdl_prologue
+
+NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized
 
 
 @triton.jit
-def _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
-              XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
-              OUT: tl.constexpr):
-    """Scale, cast and store ``acc`` ([BLOCK_N, BLOCK_M]: output columns rn x tokens rm)."""
+def _load_xs(xs_ptr, rm, M, XS_PER_TOKEN: tl.constexpr):
+    """The activation scale as the epilogue multiplies it in: ``[1, BLOCK_M]`` per token, else a scalar."""
     if XS_PER_TOKEN:
-        xs = tl.load(xs_ptr + rm, mask=rm < M, other=0.0)[None, :]
+        return tl.load(xs_ptr + rm, mask=rm < M, other=0.0)[None, :]
     else:
-        xs = tl.load(xs_ptr)
+        return tl.load(xs_ptr)
+
+
+@triton.jit
+def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+              WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr):
+    """Scale, cast and store ``acc`` ([BLOCK_N, BLOCK_M]: output columns rn x tokens rm)."""
     if WS_PER_CHANNEL:
         ws = tl.load(ws_ptr + rn, mask=rn < N, other=0.0)[:, None]
     else:
@@ -44,7 +58,9 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                         OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, EVEN_K: tl.constexpr,
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-                        IMPRECISE: tl.constexpr, PDL: tl.constexpr):
+                        IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+                        NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
+                        PDL: tl.constexpr):
     pdl_prologue(PDL)
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -59,20 +75,36 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
     # rows past N and tokens past M read row 0 instead of masking: their results are never stored
     rn_safe = tl.where(rn < N, rn, 0)
     rm_safe = tl.where(rm < M, rm, 0)
+    if XQ == NO_XQ:
+        xs = _load_xs(xs_ptr, rm, M, XS_PER_TOKEN)
+        x_r = xs
+    else:  # float x and its per-tensor scale: quantized as the identity producer does (r = 1 / s)
+        xs = tl.load(xs_ptr)
+        x_r = tl.math.div_rn(1.0, xs)
     w_ptrs = w_ptr + rn_safe[:, None] * stride_wn + (k_first * BLOCK_K + rk)[None, :]
     x_ptrs = x_ptr + rm_safe[:, None] * stride_xm + (k_first * BLOCK_K + rk)[None, :]
     if INT8:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
     else:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    # float x: rows past M are not read (few tokens in a 16-row block would read one row 16 times over)
+    m_in = rm[:, None] < M
     for kb in range(k_first, k_last):
         if EVEN_K:
             w = tl.load(w_ptrs)
-            x = tl.load(x_ptrs)
-        else:  # the K tail reads zeros (0 and +0.0 have the same bits in int8 and FP8)
-            k_left = K - kb * BLOCK_K
-            w = tl.load(w_ptrs, mask=rk[None, :] < k_left, other=0.0)
-            x = tl.load(x_ptrs, mask=rk[None, :] < k_left, other=0.0)
+            if XQ == NO_XQ:
+                x = tl.load(x_ptrs)
+            else:
+                x = tl.load(x_ptrs, mask=m_in, other=0.0)
+        else:  # the K tail reads zeros (0 and +0.0 have the same bits in int8 and FP8; they quantize to 0)
+            k_in = rk[None, :] < K - kb * BLOCK_K
+            w = tl.load(w_ptrs, mask=k_in, other=0.0)
+            if XQ == NO_XQ:
+                x = tl.load(x_ptrs, mask=k_in, other=0.0)
+            else:
+                x = tl.load(x_ptrs, mask=k_in & m_in, other=0.0)
+        if XQ != NO_XQ:  # the identity producer's values, bit for bit
+            x = quantized(x.to(tl.float32), xs, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
         if INT8:
             acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
         else:
@@ -83,8 +115,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         part = part_ptr + (pid_s.to(tl.int64) * M + rm[None, :]) * N + rn[:, None]
         tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
     else:
-        _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
-                  XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
+        _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT)
 
 
 @triton.jit
@@ -105,5 +136,5 @@ def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, S
     for _ in range(0, SPLITS):
         acc += tl.load(ptrs, mask=mask, other=0)
         ptrs += M * N
-    _epilogue(acc, rn, rm, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
-              XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
+    _epilogue(acc, rn, rm, _load_xs(xs_ptr, rm, M, XS_PER_TOKEN), ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+              WS_PER_CHANNEL, HAS_BIAS, OUT)
