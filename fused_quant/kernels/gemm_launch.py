@@ -383,7 +383,7 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
 
 # The widest token block whose float tile the small-M GEMM quantizes per K step at a gain (H200,
 # benchmarks/RESULTS.md, eleventh round): with 16-token blocks an MLP took 0.3-2.2 us more GPU time and
-# the quantizing call ~10 us less host time; with 64-token blocks 27 us more GPU time
+# the quantizing call 8-16 us less host time; with 64-token blocks 27 us more GPU time
 QUANTIZING_MAX_BLOCK_M = 16
 
 
