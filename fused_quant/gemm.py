@@ -12,9 +12,11 @@ bias [N] | None, out_dtype) -> out [M, N]`` with
 A provider may also have ``bind(problem, w, ws, bias) -> call(xq, xs) -> out``: ``fn``'s work for
 one layer's operands and one problem, resolved once (views of the weight and scales, the kernel
 launch); and ``bind_quantizing(problem, w, ws, bias, quantizer) -> call(x, scale) -> out`` or None:
-the same for a float activation ``x [M, K]`` that the provider quantizes itself, bit for bit as the
-bound producer launch ``quantizer`` would (one launch for both, ``QuantLinear``'s plain-tensor input). ``bind_gemm`` is the checked entry's bound form: it runs every check once and returns a
-``BoundGemm`` for every later call whose operands have the same metadata (a layer's fast path).
+the same for a float activation ``x [M, K]`` and its per-tensor ``scale``, which the provider
+quantizes itself, bit for bit as the bound producer launch ``quantizer`` would (``QuantLinear``'s
+plain-tensor input in eager calls: one launch for both). ``bind_gemm`` is the checked entry's bound
+form: it runs every check once and returns a ``BoundGemm`` for every later call whose operands have
+the same metadata (a layer's fast path).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class GemmProvider:
     fn: GemmFn
     supported: GemmSupportFn | None = None
     bind: GemmBindFn | None = None  # bind(problem, w, ws [N, 1] | [1, 1], bias) -> call(xq [M, K], xs)
-    # bind_quantizing(problem, w, ws, bias, quantizer) -> call(x [M, K] float, scale | None) or None
+    # bind_quantizing(problem, w, ws, bias, quantizer) -> call(x [M, K] float, per-tensor scale) or None
     bind_quantizing: Callable | None = None
 
     def check(self, problem: GemmProblem) -> tuple[bool, str]:
@@ -73,8 +75,8 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
     """Register a GEMM provider (as a call or a decorator) for some backends, or all (None).
 
     ``first`` puts it ahead of the providers already there. Re-registering a name
-    replaces the old entry (idempotent for plugins). ``bind`` and ``bind_quantizing``, optional: see the
-module docstring.
+    replaces the old entry (idempotent for plugins). ``bind`` and ``bind_quantizing``, optional: see
+    the module docstring.
     """
     who = f"register_gemm_provider({name!r})"
     if not isinstance(name, str) or not name:
@@ -204,16 +206,17 @@ class BoundGemm:
     """The checked entry for one layer's operands and one activation signature (dtype, shape, device,
     and the scale's): the checks ran once, the provider is chosen and bound. ``__call__(x, xs)``
     takes an activation with the metadata it was bound for (the caller keys on it) and returns
-    ``[*lead, N]``; the provider's first output is checked, later ones are not. ``from_float``, where the
-    provider has bound one: the float activation the bound producer launch quantizes, quantized by the
-    provider itself (``quantizing``)."""
+    ``[*lead, N]``; the provider's first output is checked, later ones are not. ``from_float``, where
+    the provider has bound one: the provider's own quantizing call for the float activation the bound
+    producer launch quantizes (``quantizing``; its first output is checked too)."""
 
-    __slots__ = ("call", "from_float", "x_rows", "xs_rows", "out_shape", "provider", "problem", "layer", "checked")
+    __slots__ = ("call", "from_float", "x_rows", "xs_rows", "out_shape", "provider", "problem", "layer", "checked",
+                 "checked_float")
 
     def __init__(self, call, x_rows, xs_rows, out_shape, provider, problem, layer, from_float=None):
         self.call, self.x_rows, self.xs_rows, self.out_shape = call, x_rows, xs_rows, out_shape
         self.provider, self.problem, self.layer, self.checked = provider, problem, layer, False
-        self.from_float = from_float
+        self.from_float, self.checked_float = from_float, False
 
     def __call__(self, x: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
         # views only where the operand is not already as the provider takes it (None: as it is)
@@ -224,14 +227,14 @@ class BoundGemm:
             self.checked = True
         return out if self.out_shape is None else out.view(self.out_shape)
 
-    def quantizing(self, x: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
-        """The GEMM of the float activation ``x`` (the metadata the producer launch was bound for) with
-        its static ``scale`` (None per token), quantized by the provider: the bits of ``self(*producer(x))``."""
+    def quantizing(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """The GEMM of the float activation ``x`` (the metadata the producer launch was bound for) and its
+        per-tensor ``scale``, quantized by the provider: the bits of ``self(*producer(x, scale))``."""
         x_rows = self.x_rows
         out = self.from_float(x if x_rows is None else x.view(x_rows), scale)
-        if not self.checked:
+        if not self.checked_float:
             _check_output(out, self.problem, self.provider, self.layer, x.device)
-            self.checked = True
+            self.checked_float = True
         return out if self.out_shape is None else out.view(self.out_shape)
 
 

@@ -297,12 +297,11 @@ def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> 
     if x_quant is None:
         return dict(_NO_XQ, FP8=launch._tl()[1][fp8])
     key_name, x_dtype = x_quant
-    nvidia = index >= 0 and launch._NVIDIA_TORCH and not launch._interpreting()
-    c = launch._constexprs("identity", key_name, x_dtype, False, fp8, True, nvidia, False)
-    # int8 divides with div_rn: the value the producer's fast quotient gives wherever it takes it
-    # (act_quant._quotient); FP8 multiplies by the reciprocal
+    # FP8 multiplies by the reciprocal; int8 divides with div_rn (no FAST_DIV), the value the producer's
+    # fast quotient gives wherever it takes it (act_quant._quotient, _quantize_static)
+    c = launch._constexprs("identity", key_name, x_dtype, False, fp8, False, launch.nvidia_device(index), False)
     return dict(XQ=c["QUANT"], M8=c["M8"], FP8=c["FP8"], NAN_CODE=c["NAN_CODE"], SATFINITE=c["SATFINITE"],
-                FAST_DIV=False)
+                FAST_DIV=c["FAST_DIV"])
 
 
 class SmallMCall:
@@ -382,21 +381,18 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
 
 
 # The widest token block whose float tile the small-M GEMM quantizes per K step at a gain (H200,
-# benchmarks/RESULTS.md, eleventh round): with 16-token blocks an MLP took 0.3-2.2 us more GPU time and
-# the quantizing call 8-16 us less host time; with 64-token blocks 27 us more GPU time
+# benchmarks/RESULTS.md, eleventh round): a first version took 0.3-2.2 us more GPU time per MLP with
+# 16-token blocks, 27 us more with 64-token blocks; the quantizing call costs the host what a one-kernel
+# call costs, where the producer added 7.6-16.1 us
 QUANTIZING_MAX_BLOCK_M = 16
 
 
-def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict | None = None):
+def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict):
     """The small-M GEMM for a layer's weight taking the activation as contiguous float rows ``x [M, K]``
     with a per-tensor scale (``x_quant`` = (key name, x dtype)), quantized in the kernel as the identity
     producer of that key would: ``call(x, scale)`` gives the bits of ``bind_small_m``'s call on the
-    producer's output, with one launch (two with split-K) and one allocation fewer. Only for configs
-    with token blocks of at most ``QUANTIZING_MAX_BLOCK_M`` (a ValueError for others)."""
-    if config is None:
-        config, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
-        if config is None:
-            raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
+    producer's output, with one launch and one allocation fewer. Only for a ``config`` with token blocks
+    of at most ``QUANTIZING_MAX_BLOCK_M`` (a ValueError for others)."""
     if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
                          f"the config has BLOCK_M={config['BLOCK_M']}")

@@ -77,6 +77,12 @@ def _interpreting() -> bool:
     return bool(getattr(_tl()[2], "interpret", False))
 
 
+def nvidia_device(device_index: int) -> bool:
+    """Kernels for this device (-1: the interpreter's CPU tensors) are compiled for an NVIDIA GPU: what
+    the e4m3fn conversion's own saturation (``SATFINITE``) and the fast silu need."""
+    return device_index >= 0 and _NVIDIA_TORCH and not _interpreting()
+
+
 @functools.cache
 def _cuda_arch(device_index: int) -> str:
     """``sm_XY`` of one CUDA device (a machine may hold several kinds)."""
@@ -157,7 +163,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     arch = _arch()
     cfg = dict(config) if config else {}
     fast_div = bool(cfg.pop("fast_div", 1))
-    nvidia = device_index >= 0 and _NVIDIA_TORCH and not _interpreting()
+    nvidia = nvidia_device(device_index)
     satfinite_ok = bool(cfg.pop("satfinite", nvidia))  # the interpreter tests model it (shim)
     # the approximate units' results are the device's own arch's; a tuning override still needs NVIDIA
     # (inline PTX). Which producers may use it is _constexprs' business.

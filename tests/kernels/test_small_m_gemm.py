@@ -172,7 +172,7 @@ def _float_input(m, k, x_dtype, device, seed, adversarial):
 
 
 def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed, bias=True,
-                      out_dtype=torch.bfloat16):
+                      out_dtype=torch.bfloat16, scale_value=None):
     """The small-M GEMM quantizing float rows itself gives the bits of the GEMM of the identity
     producer's output (the spec, ``reference.quant_ref``), which is within the float64 bound."""
     from fused_quant import keys as K
@@ -182,7 +182,7 @@ def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed
     kind = "fp8" if K.is_fp8(key) else "int8"
     _, _, w, ws = _operands(kind, m, n, k, device, seed)
     x = _float_input(m, k, x_dtype, device, seed, adversarial)
-    scale = torch.tensor([0.02 if kind == "fp8" else 0.03], device=device)
+    scale = torch.tensor([scale_value or (0.02 if kind == "fp8" else 0.03)], device=device)
     if device.type == "cuda":  # the Triton producer the kernel stands in for
         from fused_quant.kernels import launch
 
@@ -210,18 +210,69 @@ def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     x = torch.zeros(4, 64, dtype=torch.bfloat16)
     p = GemmProblem(4, 32, 64, "fp8", FP8, torch.bfloat16, cpu, False, True, False)
 
-    def bound(act="identity", key="fp8_static_tensor", xx=x, rows=None):
+    def bound(act="identity", key="fp8_static_tensor", xx=x, rows=None, device=cpu, config=None):
         return launch.BoundLaunch(act, key, xx.dtype, xx.shape, xx.shape[-1] if rows is None else rows, False, FP8,
-                                  cpu, None)
+                                  device, config)
 
     assert g.quantizer_of(bound(), p) == ("fp8_static_tensor", torch.bfloat16)
     assert g.quantizer_of(bound(act="relu2"), p) is None  # not the identity
     per_token = GemmProblem(4, 32, 64, "fp8", FP8, torch.bfloat16, cpu, True, True, False)
     assert g.quantizer_of(bound(key="fp8_dynamic_token"), per_token) is None  # a scale per row: a first sweep
+    assert g.quantizer_of(bound(key="fp8_dynamic_token"), p) is None  # the problem's scales are per tensor
+    assert g.quantizer_of(bound(), per_token) is None  # and here per token
     assert g.quantizer_of(bound(key="int8_static_tensor"), p) is None  # int8 q for an FP8 GEMM
+    assert g.quantizer_of(bound(device=torch.device("meta")), p) is None  # another device
+    tuning = (("BLOCK_M", 1), ("BLOCK_N", 64), ("num_warps", 4))
+    assert g.quantizer_of(bound(config=tuning), p) is None  # a tuning launch
     assert g.quantizer_of(bound(xx=torch.zeros(5, 64, dtype=torch.bfloat16)), p) is None  # another M
     assert g.quantizer_of(bound(rows=128), p) is None  # strided rows
     assert g.quantizer_of(lambda x, s: (x, s), p) is None  # a user's producer: its values are its own
+
+
+@pytest.mark.interpreter
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("key_name", STATIC_KEYS)
+@pytest.mark.parametrize("scale_value", [2.0 ** -80, 2.0 ** 100])
+def test_interpreted_quantizing_kernel_at_extreme_scales(key_name, scale_value):
+    """Scales near the ends of the range the producer's fast int8 quotient is proven for: every value
+    saturates, or quantizes to 0, as the spec says."""
+    m, n, k, cfg = CASES[0]
+    _check_quantizing(key_name, m, n, k, cfg, torch.bfloat16, torch.device("cpu"), True, seed=3,
+                      scale_value=scale_value)
+
+
+def test_bound_layer_quantizes_in_its_gemm_only_in_eager_calls(monkeypatch):
+    """A bound plain-tensor call goes to the GEMM's own quantizing call, except under CUDA graph capture,
+    where it runs the producer and then the GEMM."""
+    from fused_quant import modules
+
+    calls = []
+
+    class Gemm:
+        from_float = True
+
+        def quantizing(self, x, scale):
+            calls.append(("quantizing", x, scale))
+            return "fused"
+
+        def __call__(self, q, s):
+            calls.append(("gemm", q, s))
+            return "unfused"
+
+    def quant(x, scale):
+        calls.append(("producer", x, scale))
+        return "q", scale
+
+    bound = modules._BoundForward(0, modules._TENSOR, quant, Gemm(), None, (None, None, None, "scale"))
+    monkeypatch.setattr(modules, "_capturing", lambda: False)
+    assert bound("x", None) == "fused" and calls == [("quantizing", "x", "scale")]
+    calls.clear()
+    monkeypatch.setattr(modules, "_capturing", lambda: True)
+    assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
+    calls.clear()
+    Gemm.from_float = None  # a provider without one: the producer and the GEMM in eager calls too
+    monkeypatch.setattr(modules, "_capturing", lambda: False)
+    assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
 
 
 def test_quantizing_kernel_refuses_wider_token_blocks():
@@ -274,7 +325,8 @@ def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case,
 @pytest.mark.gpu
 @pytest.mark.parametrize("key_name", STATIC_KEYS)
 def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):
-    """Split-K, captured: the reduce kernel reads the static scale the main kernel quantized with."""
+    """Split-K, captured: replays give the eager call's bits (the producer-then-GEMM bits are
+    ``test_quantizing_kernel_is_the_producer_then_the_gemm``'s, split-K cases included)."""
     m, n, k = 8, 4096, 14336
     kind = key_name[:key_name.index("_")]
     _, _, w, ws = _operands(kind, m, n, k, torch.device("cuda"))
