@@ -18,7 +18,6 @@ from pathlib import Path
 
 import torch
 
-from fused_quant import keys as K
 from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import direct_launch as dl
@@ -420,7 +419,7 @@ def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:
         return None
     act, key_name, x_dtype, _, _, config, row_stride, (m, d_in) = bound.args
     if (act != "identity" or config is not None or row_stride != d_in or (m, d_in) != (p.m, p.k)
-            or bound.q_dtype != p.x_dtype or bound.device != p.device or K.is_per_token(K.key_from_name(key_name))
+            or bound.q_dtype != p.x_dtype or bound.device != p.device or bound.s_shape is not None  # per token
             or p.per_token):
         return None
     return key_name, x_dtype
