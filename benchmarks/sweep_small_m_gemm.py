@@ -177,7 +177,7 @@ def main(argv=None) -> int:
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
             "cuda": str(torch.version.cuda), "date": time.strftime("%Y-%m-%d"),
             "script": "benchmarks/sweep_small_m_gemm.py",
-            "pdl": launch.pdl_options(torch.cuda.current_device())["PDL"]}
+            "pdl": bool(launch.pdl_options(torch.cuda.current_device())["PDL"])}
 
     def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured
         meta["seconds"] = round(time.time() - t0)

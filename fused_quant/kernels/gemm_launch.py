@@ -35,6 +35,26 @@ CONFIG_FIELDS = ("BLOCK_N", "BLOCK_M", "BLOCK_K", "splits", "num_warps", "num_st
 # fp8 MMAs on sm_90 accumulate with reduced precision inside one instruction chain; Triton adds the
 # chain into the fp32 accumulator every this many products (what keeps the float64 bound K-independent)
 FP8_IMPRECISE_ACC = 32
+# With PDL, a small-M GEMM asks L2 for about this many bytes of its weight (its programs' first lines)
+# before its grid dependency wait, while the kernel before still runs
+PREFETCH_BYTES = 4 << 20
+
+
+def prefetch_lines(block_n: int, programs: int, pdl: bool) -> int:
+    """The small-M kernel's ``PREFETCH``: 128-byte lines per weight row and program, the largest power of
+    two within ``PREFETCH_BYTES`` over all ``programs`` (at least one), 0 without PDL (nothing runs
+    early then)."""
+    if not pdl or PREFETCH_BYTES <= 0:
+        return 0
+    lines = max(1, PREFETCH_BYTES // (programs * block_n * 128))
+    return 1 << (lines.bit_length() - 1)
+
+
+def weight_eviction(m_programs: int) -> str:
+    """The small-M kernel's weight loads' L2 eviction policy: ``evict_first`` where one program reads each
+    weight line (one token block), so the streamed weight does not push out lines prefetched for the
+    next kernel; the default where several token blocks read it again."""
+    return "evict_first" if m_programs == 1 else ""
 
 
 def _on_gpu(p: GemmProblem) -> tuple[bool, str]:
@@ -324,7 +344,8 @@ class SmallMCall:
         pdl = launch.pdl_options(index)
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
-                      **_quantizer_constexprs(x_quant, p, index),
+                      **_quantizer_constexprs(x_quant, p, index), PREFETCH=prefetch_lines(bn, math.prod(grid), bool(pdl["PDL"])),
+                      EVICT_W=weight_eviction(grid[1]),
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
         self.splits = splits
@@ -334,7 +355,8 @@ class SmallMCall:
         self.reduce = None
         if splits > 1:
             rbn, rbm = 64, 16
-            rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4, **pdl)
+            rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4,
+                       **launch.pdl_options(index, launch_first=True))
             rgrid = (-(-p.n // rbn), -(-p.m // rbm))
             self.reduce = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, rgrid, rkw, "split_k"), index)
 

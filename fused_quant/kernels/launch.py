@@ -94,12 +94,19 @@ def _cuda_arch(device_index: int) -> str:
 PDL_MIN_CAPABILITY = (9, 0)  # griddepcontrol: Hopper and later
 
 
-def pdl_options(device_index: int) -> dict:
+PDL_WAIT_FIRST, PDL_LAUNCH_FIRST = 1, 2  # kernels/triton/pdl.py: WAIT_FIRST, LAUNCH_FIRST
+
+
+def pdl_options(device_index: int, launch_first: bool = False) -> dict:
     """The kernels' ``PDL`` argument for launches on one device, and Triton's ``launch_pdl`` launch
     option where it is on: programmatic dependent launch (``kernels/triton/pdl.py``) on NVIDIA SM90+
-    with a Triton that has it, unless ``FUSED_QUANT_PDL=off``; off in the interpreter and on ROCm."""
+    with a Triton that has it, unless ``FUSED_QUANT_PDL=off``; off (False) in the interpreter and on ROCm.
+    ``launch_first``: the kernel lets the next one launch before its wait (producers, the split-K
+    epilogue); GEMMs wait first."""
     on = runtime.once(f"pdl:{device_index}", lambda: _pdl_ok(device_index))
-    return {"PDL": True, "launch_pdl": True} if on else {"PDL": False}
+    if not on:
+        return {"PDL": False}
+    return {"PDL": PDL_LAUNCH_FIRST if launch_first else PDL_WAIT_FIRST, "launch_pdl": True}
 
 
 def _pdl_ok(device_index: int) -> bool:
@@ -212,7 +219,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             raise ValueError(f"per-token kernel variant {variant!r} is not one of "
                              f"{', '.join(heuristics.TOKEN_VARIANTS)}")
     grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
-    kwargs = {**common, **cfg, **pdl_options(device_index)}
+    kwargs = {**common, **cfg, **pdl_options(device_index, launch_first=True)}
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
     return _Plan(kernel, grid, kwargs, consts, variant, scratch, (kernel, *kwargs.items()))
 

@@ -89,6 +89,25 @@ def _launch_pdl_flags() -> set:
             for c in launch._COMPILED._data.values()}
 
 
+def _prefetching_kernels() -> int:
+    """How many kernels compiled in this runtime state prefetch into L2 before their grid dependency wait;
+    checks that only GEMMs do, and that GEMMs wait before letting the next kernel launch, the other
+    kernels (producers, the split-K epilogue) after."""
+    from fused_quant.kernels import launch
+
+    n = 0
+    for c in launch._COMPILED._data.values():
+        ptx = c.asm["ptx"]
+        if "griddepcontrol.wait" not in ptx:
+            continue
+        gemm, wait = "gemm_kernel" in c.name, ptx.index("griddepcontrol.wait")
+        assert (wait < ptx.index("griddepcontrol.launch_dependents")) == gemm, c.name
+        if "prefetch.global.L2" in ptx:
+            assert gemm and ptx.index("prefetch.global.L2") < wait, c.name
+            n += 1
+    return n
+
+
 def _mlp_chain(mlp, x, steps: int) -> list:
     """``steps`` MLP calls back to back, each on the one before's output (every kernel boundary,
     within one MLP and between two, is a dependency)."""
@@ -130,6 +149,7 @@ def test_pdl_launches_bitwise_equal_plain_launches(backend, key_name, backend_en
             torch.cuda.synchronize()
             results[pdl, m] = (eager, replays)
         assert _launch_pdl_flags() == {(pdl == "on",) * 2}, f"FUSED_QUANT_PDL={pdl}: compiled kernels' launch_pdl"
+        assert (_prefetching_kernels() > 0) == (pdl == "on"), f"FUSED_QUANT_PDL={pdl}: the small-M GEMM's L2 prefetch"
     for m in (1, 16, 64, 256):
         (eager_on, replays_on), (eager_off, replays_off) = results["on", m], results["off", m]
         for i, want in enumerate(eager_off):

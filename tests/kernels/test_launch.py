@@ -451,18 +451,22 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     else:
         monkeypatch.setenv("FUSED_QUANT_PDL", env)
     runtime.reset()
-    want = {"PDL": True, "launch_pdl": True} if expected else {"PDL": False}
-    assert launch.pdl_options(device) == want
+    wait_first = launch.PDL_WAIT_FIRST if expected else False  # GEMMs
+    launch_first = launch.PDL_LAUNCH_FIRST if expected else False  # producers and the split-K epilogue
+    on = {"launch_pdl": True} if expected else {}
+    assert launch.pdl_options(device) == {"PDL": wait_first, **on}
+    assert launch.pdl_options(device, launch_first=True) == {"PDL": launch_first, **on}
     plan = launch._plan("silu_and_mul", "fp8_dynamic_token", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024,
                         False, device, None)
-    assert {k: plan.kwargs[k] for k in want} == want and ("launch_pdl" in plan.kwargs) == expected
-    assert plan.consts[-1] is expected  # PDL, the last constexpr of every kernel
+    assert plan.kwargs["PDL"] == launch_first and ("launch_pdl" in plan.kwargs) == expected
+    assert plan.consts[-1] == launch_first  # PDL, the last constexpr of every kernel
     dev = torch.device("cuda", device) if device >= 0 else torch.device("cpu")
     p = GemmProblem(16, 4096, 14336, "fp8", torch.float8_e4m3fn, torch.bfloat16, dev, True, True, False)
     call = gemm_launch.SmallMCall(p, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4))
     int8 = gemm_launch._triton_int8_call(dataclasses.replace(p, kind="int8", x_dtype=torch.int8))
-    for kernel in (call.main, call.reduce, int8):
-        assert kernel.plan.kwargs["PDL"] is expected and ("launch_pdl" in kernel.plan.kwargs) == expected
+    for kernel, want in ((call.main, wait_first), (call.reduce, launch_first), (int8, wait_first)):
+        assert kernel.plan.kwargs["PDL"] == want and ("launch_pdl" in kernel.plan.kwargs) == expected
+    assert call.main.plan.kwargs["PREFETCH"] == (gemm_launch.prefetch_lines(64, 64 * 4, True) if expected else 0)
 
 
 @pytest.mark.parametrize("missing", ["gdc", "launch_pdl"])
@@ -499,6 +503,15 @@ def test_pdl_switch_is_checked(monkeypatch):
         launch.pdl_options(-1)
 
 
+def _called(func) -> str:
+    """``tl.name`` for a Triton language function, the method name for a method (``x.to``), else the name."""
+    import ast
+
+    if isinstance(func, ast.Attribute):
+        return ast.unparse(func) if ast.unparse(func.value) == "tl" else func.attr
+    return ast.unparse(func)
+
+
 @pytest.mark.parametrize("module,names", [
     ("act_quant", KERNELS),
     ("small_m_gemm", ("small_m_gemm_kernel", "split_k_epilogue_kernel")),
@@ -506,13 +519,16 @@ def test_pdl_switch_is_checked(monkeypatch):
 ])
 def test_every_kernel_takes_pdl_last(module, names):
     """Each kernel of the package has the PDL constexpr (its prologue's switch) as its last argument,
-    where the plans' ``consts`` put it, and calls ``pdl_prologue(PDL)`` before anything else (after its
-    docstring): no memory access may come before the grid dependency wait."""
+    where the plans' ``consts`` put it, and calls ``pdl_prologue(PDL)`` before any memory access: what
+    comes before it (after the docstring) only reads program ids and computes, except the small-M
+    GEMM's L2 prefetch of its weight (``_prefetch_weight``)."""
     import ast
     import importlib
     import inspect
     import textwrap
 
+    before_wait = {"tl.program_id", "tl.num_programs", "tl.arange", "tl.cdiv", "tl.minimum", "tl.where", "to",
+                   "_prefetch_weight"}
     mod = importlib.import_module(f"fused_quant.kernels.triton.{module}")
     for name in names:
         fn = getattr(mod, name).fn
@@ -521,7 +537,33 @@ def test_every_kernel_takes_pdl_last(module, names):
         body = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0].body
         if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # the docstring
-        assert ast.unparse(body[0]) == "pdl_prologue(PDL)", f"{name} starts with {ast.unparse(body[0])!r}"
+        at = [i for i, st in enumerate(body) if ast.unparse(st) == "pdl_prologue(PDL)"]
+        assert len(at) == 1, f"{name} calls pdl_prologue(PDL) {len(at)} times at its top level"
+        calls = {_called(c.func) for st in body[:at[0]] for c in ast.walk(st) if isinstance(c, ast.Call)}
+        assert calls <= before_wait, f"{name} calls {sorted(calls - before_wait)} before its grid dependency wait"
+        prefetches = [st for st in body[:at[0]] if "_prefetch_weight" in ast.unparse(st)]
+        assert all(ast.unparse(st).startswith("if PREFETCH > 0:") for st in prefetches), name
+
+
+def test_prefetch_lines_and_weight_eviction():
+    """The small-M GEMM's early L2 prefetch: a power of two of 128-byte lines per weight row and program,
+    all programs together within ``PREFETCH_BYTES`` (one line at least), none without PDL; weight loads
+    evict first only where one token block reads each weight line."""
+    from fused_quant.kernels import gemm_launch as g
+
+    for block_n in (16, 32, 64, 128, 256, 512):
+        for programs in (1, 7, 112, 128, 192, 1024):
+            lines = g.prefetch_lines(block_n, programs, True)
+            total = programs * block_n * lines * 128
+            assert lines >= 1 and lines & (lines - 1) == 0, (block_n, programs, lines)
+            assert lines == 1 or total <= g.PREFETCH_BYTES < 2 * total, (block_n, programs, lines)
+            assert g.prefetch_lines(block_n, programs, False) == 0
+    assert g.prefetch_lines(128, 128, True) == max(1, g.PREFETCH_BYTES // (128 * 128 * 128))
+    assert g.weight_eviction(1) == "evict_first"
+    from fused_quant.kernels.triton import pdl  # the host's PDL values are the device code's
+
+    assert (launch.PDL_WAIT_FIRST, launch.PDL_LAUNCH_FIRST) == (pdl.WAIT_FIRST.value, pdl.LAUNCH_FIRST.value)
+    assert g.weight_eviction(2) == "" and g.weight_eviction(16) == ""
 
 
 def test_gemm_kernel_call_goes_direct_with_addresses_once_compiled(monkeypatch):

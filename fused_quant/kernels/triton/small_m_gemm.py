@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from fused_quant.kernels.triton.act_quant import quantized
-from fused_quant.kernels.triton.pdl import pdl_prologue
+from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
 NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized
 
@@ -53,6 +53,15 @@ def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
 
 
 @triton.jit
+def _prefetch_weight(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.constexpr):
+    """L2 prefetch of the first ``LINES`` 128-byte lines of this program's K range of each weight row
+    (lines past the range ask for the row's first line again)."""
+    offs = k_start + tl.arange(0, LINES)[None, :] * 128
+    row = w_ptr + rows[:, None] * stride_wn
+    prefetch_l2(tl.where(offs < k_end, row + offs, row))
+
+
+@triton.jit
 def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, M, N, K,
                         stride_xm, stride_wn, stride_om,
                         XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
@@ -60,8 +69,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                         IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                         NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
-                        PDL: tl.constexpr):
-    pdl_prologue(PDL)
+                        PREFETCH: tl.constexpr, EVICT_W: tl.constexpr, PDL: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     pid_s = tl.program_id(2)
@@ -74,6 +82,9 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
     k_last = tl.minimum(k_first + per_split, k_blocks)
     # rows past N and tokens past M read row 0 instead of masking: their results are never stored
     rn_safe = tl.where(rn < N, rn, 0)
+    if PREFETCH > 0:  # before the wait: a prefetch only warms L2, where the later loads see every write
+        _prefetch_weight(w_ptr, rn_safe, stride_wn, k_first * BLOCK_K, tl.minimum(k_last * BLOCK_K, K), PREFETCH)
+    pdl_prologue(PDL)
     rm_safe = tl.where(rm < M, rm, 0)
     if XQ == NO_XQ:
         xs = _load_xs(xs_ptr, rm, M, XS_PER_TOKEN)
@@ -91,14 +102,14 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
     m_in = rm[:, None] < M
     for kb in range(k_first, k_last):
         if EVEN_K:
-            w = tl.load(w_ptrs)
+            w = tl.load(w_ptrs, eviction_policy=EVICT_W)
             if XQ == NO_XQ:
                 x = tl.load(x_ptrs)
             else:
                 x = tl.load(x_ptrs, mask=m_in, other=0.0)
         else:  # the K tail reads zeros (0 and +0.0 have the same bits in int8 and FP8; they quantize to 0)
             k_in = rk[None, :] < K - kb * BLOCK_K
-            w = tl.load(w_ptrs, mask=k_in, other=0.0)
+            w = tl.load(w_ptrs, mask=k_in, other=0.0, eviction_policy=EVICT_W)
             if XQ == NO_XQ:
                 x = tl.load(x_ptrs, mask=k_in, other=0.0)
             else:
