@@ -40,20 +40,25 @@ FP8_IMPRECISE_ACC = 32
 PREFETCH_BYTES = 4 << 20
 
 
-def prefetch_lines(block_n: int, programs: int, pdl: bool) -> int:
-    """The small-M kernel's ``PREFETCH``: 128-byte lines per weight row and program, the largest power of
-    two within ``PREFETCH_BYTES`` over all ``programs`` (at least one), 0 without PDL (nothing runs
-    early then)."""
-    if not pdl or PREFETCH_BYTES <= 0:
+def _pow2_floor(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def prefetch_lines(block_n: int, programs: int, k_bytes: int, pdl: bool) -> int:
+    """The small-M kernel's ``PREFETCH``: 128-byte lines per weight row for each of ``programs`` programs
+    (N blocks x K splits) that stream ``k_bytes`` of each row. A power of two: the largest within
+    ``PREFETCH_BYTES`` over all programs (one line at least), but no more than covers ``k_bytes``.
+    0 without PDL (nothing runs early then) or with nothing to stream."""
+    if not pdl or PREFETCH_BYTES <= 0 or programs <= 0 or k_bytes <= 0:
         return 0
-    lines = max(1, PREFETCH_BYTES // (programs * block_n * 128))
-    return 1 << (lines.bit_length() - 1)
+    budget = _pow2_floor(max(1, PREFETCH_BYTES // (programs * block_n * 128)))
+    return min(budget, 1 << (-(-k_bytes // 128) - 1).bit_length())
 
 
 def weight_eviction(m_programs: int) -> str:
-    """The small-M kernel's weight loads' L2 eviction policy: ``evict_first`` where one program reads each
-    weight line (one token block), so the streamed weight does not push out lines prefetched for the
-    next kernel; the default where several token blocks read it again."""
+    """The small-M kernel's weight loads' L2 eviction policy where it prefetches: ``evict_first`` where one
+    program reads each weight line (one token block), so the streamed weight does not push out lines
+    prefetched for the next kernel; the default where several token blocks read it again."""
     return "evict_first" if m_programs == 1 else ""
 
 
@@ -342,10 +347,12 @@ class SmallMCall:
         grid = (-(-p.n // bn), -(-p.m // bm), splits)
         index = launch.device_index(p.device)
         pdl = launch.pdl_options(index)
+        k_bytes = min(-(-k_blocks // splits) * bk, p.k)  # of each weight row, per program (one-byte elements)
+        prefetch = prefetch_lines(bn, grid[0] * splits, k_bytes, bool(pdl["PDL"]))
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
-                      **_quantizer_constexprs(x_quant, p, index), PREFETCH=prefetch_lines(bn, math.prod(grid), bool(pdl["PDL"])),
-                      EVICT_W=weight_eviction(grid[1]),
+                      **_quantizer_constexprs(x_quant, p, index),
+                      PREFETCH=prefetch, EVICT_W=weight_eviction(grid[1]) if prefetch else "",
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
         self.splits = splits

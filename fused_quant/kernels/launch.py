@@ -94,9 +94,6 @@ def _cuda_arch(device_index: int) -> str:
 PDL_MIN_CAPABILITY = (9, 0)  # griddepcontrol: Hopper and later
 
 
-PDL_WAIT_FIRST, PDL_LAUNCH_FIRST = 1, 2  # kernels/triton/pdl.py: WAIT_FIRST, LAUNCH_FIRST
-
-
 def pdl_options(device_index: int, launch_first: bool = False) -> dict:
     """The kernels' ``PDL`` argument for launches on one device, and Triton's ``launch_pdl`` launch
     option where it is on: programmatic dependent launch (``kernels/triton/pdl.py``) on NVIDIA SM90+
@@ -106,7 +103,9 @@ def pdl_options(device_index: int, launch_first: bool = False) -> dict:
     on = runtime.once(f"pdl:{device_index}", lambda: _pdl_ok(device_index))
     if not on:
         return {"PDL": False}
-    return {"PDL": PDL_LAUNCH_FIRST if launch_first else PDL_WAIT_FIRST, "launch_pdl": True}
+    from fused_quant.kernels.triton import pdl  # imported by _pdl_ok already
+
+    return {"PDL": (pdl.LAUNCH_FIRST if launch_first else pdl.WAIT_FIRST).value, "launch_pdl": True}
 
 
 def _pdl_ok(device_index: int) -> bool:

@@ -4,6 +4,8 @@ providers) replays bitwise equal to eager from a manual ``torch.cuda.graph`` cap
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch._dynamo
@@ -89,10 +91,14 @@ def _launch_pdl_flags() -> set:
             for c in launch._COMPILED._data.values()}
 
 
+GEMM_KERNELS = {"small_m_gemm_kernel", "scaled_int8_gemm_kernel"}  # wait first; the others launch first
+
+
 def _prefetching_kernels() -> int:
-    """How many kernels compiled in this runtime state prefetch into L2 before their grid dependency wait;
-    checks that only GEMMs do, and that GEMMs wait before letting the next kernel launch, the other
-    kernels (producers, the split-K epilogue) after."""
+    """How many kernels compiled in this runtime state prefetch into L2 before their grid dependency wait.
+    Checks that no kernel loads or stores global memory before its wait, that only GEMMs prefetch, and
+    that GEMMs wait before letting the next kernel launch, the others (producers, the split-K epilogue)
+    after."""
     from fused_quant.kernels import launch
 
     n = 0
@@ -100,7 +106,8 @@ def _prefetching_kernels() -> int:
         ptx = c.asm["ptx"]
         if "griddepcontrol.wait" not in ptx:
             continue
-        gemm, wait = "gemm_kernel" in c.name, ptx.index("griddepcontrol.wait")
+        gemm, wait = c.name in GEMM_KERNELS, ptx.index("griddepcontrol.wait")
+        assert not re.search(r"\b(?:ld|st|atom|red)\.global", ptx[:wait]), f"{c.name} accesses memory before its wait"
         assert (wait < ptx.index("griddepcontrol.launch_dependents")) == gemm, c.name
         if "prefetch.global.L2" in ptx:
             assert gemm and ptx.index("prefetch.global.L2") < wait, c.name

@@ -451,22 +451,35 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     else:
         monkeypatch.setenv("FUSED_QUANT_PDL", env)
     runtime.reset()
-    wait_first = launch.PDL_WAIT_FIRST if expected else False  # GEMMs
-    launch_first = launch.PDL_LAUNCH_FIRST if expected else False  # producers and the split-K epilogue
+    from fused_quant.kernels.triton import pdl
+
+    def same(a, b):  # the value and its type (True would compile another specialization than 1)
+        return type(a) is type(b) and a == b
+
+    wait_first = pdl.WAIT_FIRST.value if expected else False  # GEMMs
+    launch_first = pdl.LAUNCH_FIRST.value if expected else False  # producers and the split-K epilogue
     on = {"launch_pdl": True} if expected else {}
-    assert launch.pdl_options(device) == {"PDL": wait_first, **on}
-    assert launch.pdl_options(device, launch_first=True) == {"PDL": launch_first, **on}
+    for first, want in ((False, wait_first), (True, launch_first)):
+        got = launch.pdl_options(device, launch_first=first)
+        assert got == {"PDL": want, **on} and same(got["PDL"], want), (first, got)
     plan = launch._plan("silu_and_mul", "fp8_dynamic_token", torch.bfloat16, True, torch.float8_e4m3fn, 16, 1024,
                         False, device, None)
-    assert plan.kwargs["PDL"] == launch_first and ("launch_pdl" in plan.kwargs) == expected
-    assert plan.consts[-1] == launch_first  # PDL, the last constexpr of every kernel
+    assert same(plan.kwargs["PDL"], launch_first) and ("launch_pdl" in plan.kwargs) == expected
+    assert same(plan.consts[-1], launch_first)  # PDL, the last constexpr of every kernel
     dev = torch.device("cuda", device) if device >= 0 else torch.device("cpu")
     p = GemmProblem(16, 4096, 14336, "fp8", torch.float8_e4m3fn, torch.bfloat16, dev, True, True, False)
-    call = gemm_launch.SmallMCall(p, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4))
+    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4)
+    call = gemm_launch.SmallMCall(p, cfg)
     int8 = gemm_launch._triton_int8_call(dataclasses.replace(p, kind="int8", x_dtype=torch.int8))
     for kernel, want in ((call.main, wait_first), (call.reduce, launch_first), (int8, wait_first)):
-        assert kernel.plan.kwargs["PDL"] == want and ("launch_pdl" in kernel.plan.kwargs) == expected
-    assert call.main.plan.kwargs["PREFETCH"] == (gemm_launch.prefetch_lines(64, 64 * 4, True) if expected else 0)
+        assert same(kernel.plan.kwargs["PDL"], want) and ("launch_pdl" in kernel.plan.kwargs) == expected
+    # 64 N blocks x 4 splits, each streaming 14336 / 4 bytes of its rows, one token block: evict first
+    lines = gemm_launch.prefetch_lines(64, 64 * 4, 14336 // 4, True) if expected else 0
+    assert call.main.plan.kwargs["PREFETCH"] == lines and (lines > 0) == expected
+    assert call.main.plan.kwargs["EVICT_W"] == ("evict_first" if expected else "")
+    # four token blocks read each weight line: the default policy, the same prefetch per N block and split
+    wide = gemm_launch.SmallMCall(dataclasses.replace(p, m=64), cfg)
+    assert wide.main.plan.kwargs["EVICT_W"] == "" and wide.main.plan.kwargs["PREFETCH"] == lines
 
 
 @pytest.mark.parametrize("missing", ["gdc", "launch_pdl"])
@@ -520,49 +533,77 @@ def _called(func) -> str:
 def test_every_kernel_takes_pdl_last(module, names):
     """Each kernel of the package has the PDL constexpr (its prologue's switch) as its last argument,
     where the plans' ``consts`` put it, and calls ``pdl_prologue(PDL)`` before any memory access: what
-    comes before it (after the docstring) only reads program ids and computes, except the small-M
-    GEMM's L2 prefetch of its weight (``_prefetch_weight``)."""
+    comes before it (after the docstring), and inside the package's device functions it calls there,
+    only reads program ids and computes, except the small-M GEMM's L2 prefetch of its weight
+    (``prefetch_l2``, under ``if PREFETCH > 0``)."""
     import ast
     import importlib
     import inspect
     import textwrap
 
-    before_wait = {"tl.program_id", "tl.num_programs", "tl.arange", "tl.cdiv", "tl.minimum", "tl.where", "to",
-                   "_prefetch_weight"}
     mod = importlib.import_module(f"fused_quant.kernels.triton.{module}")
+    before_wait = {"tl.program_id", "tl.num_programs", "tl.arange", "tl.cdiv", "tl.minimum", "tl.where", "to",
+                   "prefetch_l2"}
+
+    def body_of(fn):
+        return ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0].body
+
+    def calls_in(statements) -> set:
+        """Names called in ``statements``, and in the module's device functions they call (recursively)."""
+        names = set()
+        for c in (c for st in statements for c in ast.walk(st) if isinstance(c, ast.Call)):
+            name = _called(c.func)
+            helper = getattr(mod, name, None) if name != "prefetch_l2" else None
+            names |= calls_in(body_of(helper.fn)) if hasattr(helper, "fn") else {name}
+        return names
+
     for name in names:
         fn = getattr(mod, name).fn
         params = list(inspect.signature(fn).parameters)
         assert params[-1] == "PDL", f"{name}: {params}"
-        body = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0].body
+        body = body_of(fn)
         if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # the docstring
         at = [i for i, st in enumerate(body) if ast.unparse(st) == "pdl_prologue(PDL)"]
         assert len(at) == 1, f"{name} calls pdl_prologue(PDL) {len(at)} times at its top level"
-        calls = {_called(c.func) for st in body[:at[0]] for c in ast.walk(st) if isinstance(c, ast.Call)}
+        calls = calls_in(body[:at[0]])
         assert calls <= before_wait, f"{name} calls {sorted(calls - before_wait)} before its grid dependency wait"
-        prefetches = [st for st in body[:at[0]] if "_prefetch_weight" in ast.unparse(st)]
+        prefetches = [st for st in body[:at[0]] if "prefetch_l2" in ast.unparse(st)]
         assert all(ast.unparse(st).startswith("if PREFETCH > 0:") for st in prefetches), name
 
 
-def test_prefetch_lines_and_weight_eviction():
-    """The small-M GEMM's early L2 prefetch: a power of two of 128-byte lines per weight row and program,
-    all programs together within ``PREFETCH_BYTES`` (one line at least), none without PDL; weight loads
-    evict first only where one token block reads each weight line."""
+def test_prefetch_lines_and_weight_eviction(monkeypatch):
+    """The small-M GEMM's early L2 prefetch per weight row and program: the largest power of two of
+    128-byte lines whose total over all programs stays within ``PREFETCH_BYTES`` (one line at least),
+    capped at the power of two that covers the program's K range; none without PDL, without a budget
+    or with nothing to stream. Weight loads evict first only where one token block reads each line."""
     from fused_quant.kernels import gemm_launch as g
 
+    budget = 4 << 20
+    monkeypatch.setattr(g, "PREFETCH_BYTES", budget)
+    # (block_n, programs, k_bytes): lines, worked out by hand
+    for args, want in (((128, 128, 3584), 2),  # FP8 down at M = 1: 2 lines, 4 MB
+                       ((32, 192, 4096), 4),  # 5.3 lines fit: 4
+                       ((256, 112, 4096), 1),  # 1.1 lines fit: 1 (3.5 MB)
+                       ((256, 448, 4096), 1),  # not one line fits: one line anyway
+                       ((64, 64, 300), 4),  # 8 lines fit, 3 cover K: 4
+                       ((16, 1, 16), 1),  # the whole budget, one line of K
+                       ((16, 1, 1 << 20), 2048)):  # 2048 lines x 16 rows x 128 B = 4 MB
+        assert g.prefetch_lines(*args, True) == want, (args, g.prefetch_lines(*args, True))
     for block_n in (16, 32, 64, 128, 256, 512):
         for programs in (1, 7, 112, 128, 192, 1024):
-            lines = g.prefetch_lines(block_n, programs, True)
-            total = programs * block_n * lines * 128
-            assert lines >= 1 and lines & (lines - 1) == 0, (block_n, programs, lines)
-            assert lines == 1 or total <= g.PREFETCH_BYTES < 2 * total, (block_n, programs, lines)
-            assert g.prefetch_lines(block_n, programs, False) == 0
-    assert g.prefetch_lines(128, 128, True) == max(1, g.PREFETCH_BYTES // (128 * 128 * 128))
+            for k_bytes in (1, 100, 128, 129, 3584, 14336):
+                lines = g.prefetch_lines(block_n, programs, k_bytes, True)
+                cover = 1 << (-(-k_bytes // 128) - 1).bit_length()  # lines that cover k_bytes, a power of two
+                total = programs * block_n * lines * 128
+                assert lines >= 1 and lines & (lines - 1) == 0 and lines <= cover, (block_n, programs, k_bytes, lines)
+                assert lines == cover or budget < 2 * total, (block_n, programs, k_bytes, lines)
+                assert total <= budget or lines == 1, (block_n, programs, k_bytes, lines)
+                assert g.prefetch_lines(block_n, programs, k_bytes, False) == 0
+    assert g.prefetch_lines(128, 0, 4096, True) == 0 and g.prefetch_lines(128, 128, 0, True) == 0
+    monkeypatch.setattr(g, "PREFETCH_BYTES", 0)
+    assert g.prefetch_lines(128, 128, 4096, True) == 0
     assert g.weight_eviction(1) == "evict_first"
-    from fused_quant.kernels.triton import pdl  # the host's PDL values are the device code's
-
-    assert (launch.PDL_WAIT_FIRST, launch.PDL_LAUNCH_FIRST) == (pdl.WAIT_FIRST.value, pdl.LAUNCH_FIRST.value)
     assert g.weight_eviction(2) == "" and g.weight_eviction(16) == ""
 
 

@@ -201,6 +201,36 @@ def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed
                       exact_acc=kind == "int8", what=what)
 
 
+@pytest.mark.interpreter
+@pytest.mark.parametrize("n,k,block_n,block_k,splits,lines", [
+    (13, 300, 8, 128, 2, 4),  # rows past N; the last split is a K tail shorter than one line past its start
+    (5, 640, 8, 128, 4, 2),  # 5 K blocks in 4 splits of 2: the last split's range is empty
+    (3, 100, 4, 128, 1, 2),  # one partial K block: the second line is past K
+])
+def test_interpreted_prefetch_addresses_stay_in_each_programs_rows(n, k, block_n, block_k, splits, lines):
+    """What the small-M kernel asks L2 for before its grid dependency wait, for each program (N block, K
+    split): its rows (row 0 for rows past N) at the first lines of its own K range, and a line past that
+    range or past K at its row's first element: never outside the weight. Read back through the
+    addresses from a weight whose every element holds its own position (fp32: lines of 128 elements)."""
+    from tests.kernels.prefetch_probe import probe
+
+    w = torch.arange(n * k, dtype=torch.float32).reshape(n, k)
+    n_blocks = -(-n // block_n)
+    out = torch.full((splits * n_blocks * block_n, lines), -1.0)
+    probe[(n_blocks, splits)](w, out, n, k, k, BLOCK_N=block_n, BLOCK_K=block_k, LINES=lines)
+    k_blocks = -(-k // block_k)
+    per_split = -(-k_blocks // splits)
+    for s in range(splits):
+        start, end = s * per_split * block_k, min((s * per_split + per_split) * block_k, k_blocks * block_k, k)
+        for b in range(n_blocks):
+            for i in range(block_n):
+                row = b * block_n + i if b * block_n + i < n else 0
+                for j in range(lines):
+                    col = start + j * 128 if start + j * 128 < end else 0
+                    got = out[(s * n_blocks + b) * block_n + i, j].item()
+                    assert got == row * k + col, (s, b, i, j, got, row * k + col)
+
+
 def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     """The GEMM stands in for a producer launch only where it computes that producer's values: the
     package's identity producer of a per-tensor key, its q dtype, shape and device, rows of K."""

@@ -64,7 +64,7 @@ for turn in range(3):
             print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
         print(f"# {vname} turn {turn}: {time.time()-t0:.1f}s", flush=True)
 json.dump(res, open(sys.argv[1], "w"), indent=1)
-# summary: per variant, median over turns, graph us
+# summary: per variant, mean over turns, graph us
 import statistics
 print("\nvariant      M   fp8_static fp8_token int8_token  (graph us, mean of turns)")
 for vname, *_ in variants:

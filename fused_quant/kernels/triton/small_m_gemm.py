@@ -53,12 +53,21 @@ def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
 
 
 @triton.jit
-def _prefetch_weight(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.constexpr):
-    """L2 prefetch of the first ``LINES`` 128-byte lines of this program's K range of each weight row
-    (lines past the range ask for the row's first line again)."""
+def _split_k_blocks(K, BLOCK_K: tl.constexpr, split, splits):
+    """The K blocks ``[first, last)`` of split ``split`` of ``splits`` (none where last <= first)."""
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(k_blocks, splits)
+    k_first = split * per_split
+    return k_first, tl.minimum(k_first + per_split, k_blocks)
+
+
+@triton.jit
+def _prefetch_addresses(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.constexpr):
+    """``[rows, LINES]`` addresses in the weight: the first ``LINES`` 128-element (128-byte) lines of each
+    row from ``k_start``; a line at or past ``k_end`` takes its row's first element instead."""
     offs = k_start + tl.arange(0, LINES)[None, :] * 128
     row = w_ptr + rows[:, None] * stride_wn
-    prefetch_l2(tl.where(offs < k_end, row + offs, row))
+    return tl.where(offs < k_end, row + offs, row)
 
 
 @triton.jit
@@ -76,14 +85,12 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rk = tl.arange(0, BLOCK_K)
-    k_blocks = tl.cdiv(K, BLOCK_K)
-    per_split = tl.cdiv(k_blocks, tl.num_programs(2))
-    k_first = pid_s * per_split
-    k_last = tl.minimum(k_first + per_split, k_blocks)
+    k_first, k_last = _split_k_blocks(K, BLOCK_K, pid_s, tl.num_programs(2))
     # rows past N and tokens past M read row 0 instead of masking: their results are never stored
     rn_safe = tl.where(rn < N, rn, 0)
     if PREFETCH > 0:  # before the wait: a prefetch only warms L2, where the later loads see every write
-        _prefetch_weight(w_ptr, rn_safe, stride_wn, k_first * BLOCK_K, tl.minimum(k_last * BLOCK_K, K), PREFETCH)
+        prefetch_l2(_prefetch_addresses(w_ptr, rn_safe, stride_wn, k_first * BLOCK_K, tl.minimum(k_last * BLOCK_K, K),
+                                        PREFETCH))
     pdl_prologue(PDL)
     rm_safe = tl.where(rm < M, rm, 0)
     if XQ == NO_XQ:
