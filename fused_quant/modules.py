@@ -136,18 +136,20 @@ class _BoundForward:
     launch fewer for the host, a little more GPU time), except under CUDA graph capture, where only the
     GPU time counts."""
 
-    __slots__ = ("generation", "form", "quant", "gemm", "pin", "tensors")
+    __slots__ = ("generation", "form", "quant", "gemm", "pin", "tensors", "scale_version")
 
-    def __init__(self, generation, form, quant, gemm, pin, tensors):
+    def __init__(self, generation, form, quant, gemm, pin, tensors, scale_version):
         self.generation, self.form, self.quant, self.gemm, self.pin = generation, form, quant, gemm, pin
         self.tensors = tensors  # the layer's (weight, weight_scale, bias, input_scale) it was bound to
+        self.scale_version = scale_version  # the input scale's version whose value was checked
 
     def current(self, buffers: dict) -> bool:
         """Bound to the layer's tensors still (a tensor put in place without setattr, as offloading
-        hooks do through ``_buffers``, binds again)."""
+        hooks do through ``_buffers``, binds again), and the input scale not written in place since its
+        value was checked (``copy_``, ``fill_``: the checked path checks it again)."""
         w, ws, b, s = self.tensors
         return (buffers["weight"] is w and buffers["weight_scale"] is ws and buffers["bias"] is b
-                and buffers["input_scale"] is s)
+                and buffers["input_scale"] is s and (s is None or _version(s) == self.scale_version))
 
     def __call__(self, x, pair):
         if self.form == _TENSOR:
@@ -169,7 +171,9 @@ class QuantLinear(nn.Module):
                  out_dtype: torch.dtype = torch.bfloat16, name: str | None = None):
         super().__init__()
         self._bound: dict[tuple, _BoundForward] = {}
-        self._scale_seen: tuple | None = None  # (id, version) of the input_scale whose value was checked
+        # (tensor, version) of the input_scale whose value was checked: the tensor itself, so that a new
+        # one that reuses a freed one's id is not taken for it
+        self._scale_seen: tuple | None = None
         where = name or "QuantLinear"
         key = K.as_key(input_key, f"{where}: input_key")
         if out_dtype not in ACT_DTYPES:
@@ -325,7 +329,12 @@ class QuantLinear(nn.Module):
             return
         check_scale_tensor(scale, device=self.weight.device, what=f"input_scale ({how})", layer=self.name)
         check_static_scale_value(scale, what=f"input_scale ({how})", layer=self.name)
-        self._scale_seen = (id(scale), _version(scale))
+        self._scale_seen = (scale, _version(scale))
+
+    def _checked_version(self, scale: torch.Tensor) -> int | None:
+        """The version of ``scale`` whose value was checked; None where this tensor's value never was."""
+        seen = self._scale_seen
+        return seen[1] if seen is not None and seen[0] is scale else None
 
     def forward(self, x: torch.Tensor | QuantizedActivation | None = None,
                 x_and_scale_quanted: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
@@ -333,7 +342,9 @@ class QuantLinear(nn.Module):
         dtypes, shapes, strides, devices) runs that call's bound quantizer and GEMM directly, in the
         same runtime generation and with the same weight, scale and bias tensors; the checks read
         metadata only, so they would pass again. Values may change in place (``copy_``,
-        ``load_state_dict``); a tensor's storage or shape changed in place (``.data = ...``,
+        ``load_state_dict``): a static input scale written in place is checked again at the next eager
+        call (by its version counter, which inference-mode tensors lack; not while a CUDA graph is
+        captured or replayed). A tensor's storage or shape changed in place (``.data = ...``,
         ``t_()``) is not seen: assign a new tensor instead, or call ``fused_quant.reset()``."""
         if torch.compiler.is_compiling():
             return self._checked_forward(x, x_and_scale_quanted, None)
@@ -350,9 +361,11 @@ class QuantLinear(nn.Module):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
         scale = self.input_scale
-        if (scale is not None and not torch.compiler.is_compiling() and (id(scale), _version(scale)) != self._scale_seen
+        if (scale is not None and not torch.compiler.is_compiling() and self._checked_version(scale) != _version(scale)
                 and not (scale.is_cuda and torch.cuda.is_current_stream_capturing())):
-            self._check_input_scale(scale, "first use")  # e.g. after to_empty(): values nobody checked
+            # e.g. after to_empty() (values nobody checked) or a copy_ into the scale
+            how = "first use" if self._checked_version(scale) is None else "changed in place"
+            self._check_input_scale(scale, how)
         qa = self._activation(x, pair)
         out = quant_gemm(qa, self.weight, self.weight_scale, self.bias, out_dtype=self.out_dtype, layer=self.name)
         if sig is not None:
@@ -375,8 +388,11 @@ class QuantLinear(nn.Module):
             if len(self._bound) >= MAX_BOUND:
                 self._bound.clear()
             pin = x.quant_key if sig[0] == _QUANTIZED else None  # keeps the key whose id is in sig alive
-            tensors = (self.weight, self.weight_scale, self.bias, self.input_scale)
-            self._bound[sig] = _BoundForward(generation, sig[0], quant, gemm, pin, tensors)
+            scale = self.input_scale
+            tensors = (self.weight, self.weight_scale, self.bias, scale)
+            # the version whose value was checked (not one first seen under capture, where it is not)
+            version = self._checked_version(scale) if scale is not None else None
+            self._bound[sig] = _BoundForward(generation, sig[0], quant, gemm, pin, tensors, version)
 
     def _activation(self, x, x_and_scale_quanted) -> QuantizedActivation:
         if x_and_scale_quanted is not None:

@@ -100,6 +100,50 @@ def test_reset_and_layer_changes_bind_again(checks):
     assert_bits_equal(layer(x), _unbound(layer, x), "after an in-place scale update")
 
 
+@pytest.mark.parametrize("key", [K.kInt8StaticTensorSym, K.kFp8StaticTensorSym], ids=K.key_name)
+def test_static_scale_written_in_place_is_checked_again(key, checks):
+    """A bound call's static input scale written in place (its version counter moved) goes through the
+    checked path once: a good value binds again and is used, a bad one is refused at the next call,
+    before anything is computed with it."""
+    layer = _layer(key)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+
+    def checked(call) -> bool:  # whether ``call`` ran the checked entry's operand checks
+        ran = checks[0]
+        call()
+        return checks[0] > ran
+
+    layer(x)
+    assert not checked(lambda: layer(x)), "bound, nothing written: no checks"
+    with torch.no_grad():
+        layer.input_scale.copy_(torch.tensor([0.01]))
+    assert checked(lambda: layer(x)), "a scale written in place must be checked again"
+    want = _unbound(layer, x)
+    assert not checked(lambda: assert_bits_equal(layer(x), want, "after a good value in place")), "bound again"
+    for bad in (0.0, float("nan"), float("inf"), -0.5):
+        with torch.no_grad():
+            layer.input_scale.fill_(bad)
+        with pytest.raises(fused_quant.ScaleError, match="proj: input_scale \\(changed in place\\)"):
+            layer(x)
+    with torch.no_grad():
+        layer.input_scale.fill_(0.02)
+    assert_bits_equal(layer(x), _unbound(layer, x), "a good value again")
+
+
+def test_static_scale_put_in_place_without_setattr_is_checked_at_first_use():
+    """A new input scale written into ``_buffers`` (as offloading hooks do, past ``__setattr__``'s check)
+    is checked at the layer's next call, whatever its id: the layer remembers the checked tensor itself."""
+    layer = _layer(K.kFp8StaticTensorSym)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+    layer(x)
+    for bad in (0.0, float("nan")):
+        layer._buffers["input_scale"] = torch.tensor([bad])
+        with pytest.raises(fused_quant.ScaleError, match="proj: input_scale \\(first use\\)"):
+            layer(x)
+    layer._buffers["input_scale"] = torch.tensor([0.03])
+    assert_bits_equal(layer(x), _unbound(layer, x), "a good scale through _buffers")
+
+
 def test_tensors_put_in_place_without_setattr_bind_again():
     # offloading hooks (accelerate's set_module_tensor_to_device) write module._buffers directly
     layer = _layer(K.kInt8DynamicTokenSym)

@@ -293,7 +293,7 @@ def test_bound_layer_quantizes_in_its_gemm_only_in_eager_calls(monkeypatch):
         calls.append(("producer", x, scale))
         return "q", scale
 
-    bound = modules._BoundForward(0, modules._TENSOR, quant, Gemm(), None, (None, None, None, "scale"))
+    bound = modules._BoundForward(0, modules._TENSOR, quant, Gemm(), None, (None, None, None, "scale"), None)
     monkeypatch.setattr(modules, "_capturing", lambda: False)
     assert bound("x", None) == "fused" and calls == [("quantizing", "x", "scale")]
     calls.clear()
