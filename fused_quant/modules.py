@@ -9,6 +9,7 @@ match. Every path ends in the checked GEMM entry, never in a provider directly.
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import torch
 from torch import nn
@@ -102,6 +103,11 @@ _capturing = torch.cuda.is_current_stream_capturing
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
 
 
+def _no_sync_now(t: torch.Tensor) -> bool:
+    """Whether reading ``t``'s value now is impossible: a CUDA tensor while the stream is captured."""
+    return t.is_cuda and _capturing()
+
+
 def _signature(x: object, pair: object) -> tuple | None:
     """What a QuantLinear call's checks read (the input's form and its tensors' metadata); None when
     the input is not plain tensors (the full checks run and name what is wrong)."""
@@ -171,8 +177,8 @@ class QuantLinear(nn.Module):
                  out_dtype: torch.dtype = torch.bfloat16, name: str | None = None):
         super().__init__()
         self._bound: dict[tuple, _BoundForward] = {}
-        # (tensor, version) of the input_scale whose value was checked: the tensor itself, so that a new
-        # one that reuses a freed one's id is not taken for it
+        # (weak reference, version) of the input_scale whose value was checked: a reference, so that a new
+        # tensor that reuses a freed one's id is not taken for it; weak, so that it keeps no old scale alive
         self._scale_seen: tuple | None = None
         where = name or "QuantLinear"
         key = K.as_key(input_key, f"{where}: input_key")
@@ -236,7 +242,9 @@ class QuantLinear(nn.Module):
 
     def __getstate__(self):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
-        return {**state, "_bound": {}}  # bound calls hold kernels and closures: rebuilt on first use
+        # bound calls hold kernels and closures: rebuilt on first use; a copy's scale has its own version
+        # counter, so its value is checked again at its first use
+        return {**state, "_bound": {}, "_scale_seen": None}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -329,12 +337,12 @@ class QuantLinear(nn.Module):
             return
         check_scale_tensor(scale, device=self.weight.device, what=f"input_scale ({how})", layer=self.name)
         check_static_scale_value(scale, what=f"input_scale ({how})", layer=self.name)
-        self._scale_seen = (scale, _version(scale))
+        self._scale_seen = (weakref.ref(scale), _version(scale))
 
     def _checked_version(self, scale: torch.Tensor) -> int | None:
         """The version of ``scale`` whose value was checked; None where this tensor's value never was."""
         seen = self._scale_seen
-        return seen[1] if seen is not None and seen[0] is scale else None
+        return seen[1] if seen is not None and seen[0]() is scale else None
 
     def forward(self, x: torch.Tensor | QuantizedActivation | None = None,
                 x_and_scale_quanted: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
@@ -343,8 +351,9 @@ class QuantLinear(nn.Module):
         same runtime generation and with the same weight, scale and bias tensors; the checks read
         metadata only, so they would pass again. Values may change in place (``copy_``,
         ``load_state_dict``): a static input scale written in place is checked again at the next eager
-        call (by its version counter, which inference-mode tensors lack; not while a CUDA graph is
-        captured or replayed). A tensor's storage or shape changed in place (``.data = ...``,
+        call, by its version counter (not for writes that bypass it, such as ``scale.data.copy_()``,
+        nor for inference-mode tensors, which have none; not while a CUDA graph is captured or
+        replayed, nor under torch.compile). A tensor's storage or shape changed in place (``.data = ...``,
         ``t_()``) is not seen: assign a new tensor instead, or call ``fused_quant.reset()``."""
         if torch.compiler.is_compiling():
             return self._checked_forward(x, x_and_scale_quanted, None)
@@ -362,7 +371,7 @@ class QuantLinear(nn.Module):
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
         scale = self.input_scale
         if (scale is not None and not torch.compiler.is_compiling() and self._checked_version(scale) != _version(scale)
-                and not (scale.is_cuda and torch.cuda.is_current_stream_capturing())):
+                and not _no_sync_now(scale)):
             # e.g. after to_empty() (values nobody checked) or a copy_ into the scale
             how = "first use" if self._checked_version(scale) is None else "changed in place"
             self._check_input_scale(scale, how)

@@ -130,6 +130,47 @@ def test_static_scale_written_in_place_is_checked_again(key, checks):
     assert_bits_equal(layer(x), _unbound(layer, x), "a good value again")
 
 
+def test_copied_layer_checks_its_scale_at_first_use():
+    """A copy of a layer (deepcopy, pickle, torch.save) has its own scale tensor with its own version
+    counter: its value is checked at the copy's first call, so a bad value written in place before the
+    copy, never checked since, is refused there."""
+    layer = _layer(K.kInt8StaticTensorSym)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+    with torch.no_grad():
+        layer.input_scale.copy_(torch.tensor([0.04]))  # version 1
+    layer(x)  # checked at version 1
+    assert layer._scale_seen[0]() is layer.input_scale, "the checked tensor itself is remembered"
+    with torch.no_grad():
+        layer.input_scale.fill_(float("nan"))  # version 2, never checked
+    buf = io.BytesIO()
+    torch.save(layer, buf)
+    buf.seek(0)
+    for clone in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer)), torch.load(buf, weights_only=False)):
+        with pytest.raises(fused_quant.ScaleError, match="proj: input_scale \\(first use\\)"):
+            clone(x)
+
+
+def test_scale_first_seen_under_capture_is_checked_at_the_next_eager_call(monkeypatch):
+    """While a CUDA graph is captured a scale's value cannot be read (no sync): a bad one written before
+    or during the capture goes unchecked there, and the next eager call checks and refuses it."""
+    from fused_quant import modules
+
+    layer = _layer(K.kFp8StaticTensorSym)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+    layer(x)
+    for how, write in (("changed in place", lambda t: t.fill_(0.0)),
+                       ("first use", lambda t: layer._buffers.__setitem__("input_scale", torch.tensor([0.0])))):
+        monkeypatch.setattr(modules, "_no_sync_now", lambda t: True)  # as under capture
+        with torch.no_grad():
+            write(layer.input_scale)
+        layer(x)  # captured: not checked (and bound, but not to a checked value)
+        layer(x)
+        monkeypatch.setattr(modules, "_no_sync_now", lambda t: False)
+        with pytest.raises(fused_quant.ScaleError, match=f"proj: input_scale \\({how}\\)"):
+            layer(x)
+        layer.set_input_scale(0.05)
+
+
 def test_static_scale_put_in_place_without_setattr_is_checked_at_first_use():
     """A new input scale written into ``_buffers`` (as offloading hooks do, past ``__setattr__``'s check)
     is checked at the layer's next call, whatever its id: the layer remembers the checked tensor itself."""
