@@ -370,11 +370,11 @@ class QuantLinear(nn.Module):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
         scale = self.input_scale
-        if (scale is not None and not torch.compiler.is_compiling() and self._checked_version(scale) != _version(scale)
-                and not _no_sync_now(scale)):
-            # e.g. after to_empty() (values nobody checked) or a copy_ into the scale
-            how = "first use" if self._checked_version(scale) is None else "changed in place"
-            self._check_input_scale(scale, how)
+        if scale is not None and not torch.compiler.is_compiling():
+            checked = self._checked_version(scale)
+            if checked != _version(scale) and not _no_sync_now(scale):
+                # e.g. after to_empty() (values nobody checked) or a copy_ into the scale
+                self._check_input_scale(scale, "first use" if checked is None else "changed in place")
         qa = self._activation(x, pair)
         out = quant_gemm(qa, self.weight, self.weight_scale, self.bias, out_dtype=self.out_dtype, layer=self.name)
         if sig is not None:
