@@ -12,8 +12,8 @@ bias [N] | None, out_dtype) -> out [M, N]`` with
 A provider may also have ``bind(problem, w, ws, bias) -> call(xq, xs) -> out``: ``fn``'s work for
 one layer's operands and one problem, resolved once (views of the weight and scales, the kernel
 launch); and ``bind_quantizing(problem, w, ws, bias, quantizer) -> call(x, scale) -> out`` or None:
-the same for a float activation ``x [M, K]`` and its per-tensor ``scale``, which the provider
-quantizes itself, bit for bit as the bound producer launch ``quantizer`` would (``QuantLinear``'s
+the same for a float activation ``x [M, K]`` and its per-tensor ``scale`` (None for a per-token
+key, whose scales the provider works out), which the provider quantizes itself, bit for bit as the bound producer launch ``quantizer`` would (``QuantLinear``'s
 plain-tensor input in eager calls: one launch for both). ``bind_gemm`` is the checked entry's bound
 form: it runs every check once and returns a ``BoundGemm`` for every later call whose operands have
 the same metadata (a layer's fast path).
@@ -53,7 +53,7 @@ class GemmProvider:
     fn: GemmFn
     supported: GemmSupportFn | None = None
     bind: GemmBindFn | None = None  # bind(problem, w, ws [N, 1] | [1, 1], bias) -> call(xq [M, K], xs)
-    # bind_quantizing(problem, w, ws, bias, quantizer) -> call(x [M, K] float, per-tensor scale) or None
+    # bind_quantizing(problem, w, ws, bias, quantizer) -> call(x [M, K] float, per-tensor scale | None) or None
     bind_quantizing: Callable | None = None
 
     def check(self, problem: GemmProblem) -> tuple[bool, str]:
@@ -229,7 +229,8 @@ class BoundGemm:
 
     def quantizing(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         """The GEMM of the float activation ``x`` (the metadata the producer launch was bound for) and its
-        per-tensor ``scale``, quantized by the provider: the bits of ``self(*producer(x, scale))``."""
+        per-tensor ``scale`` (None for a per-token key), quantized by the provider: the bits of
+        ``self(*producer(x, scale))``."""
         x_rows = self.x_rows
         out = self.from_float(x if x_rows is None else x.view(x_rows), scale)
         if not self.checked_float:

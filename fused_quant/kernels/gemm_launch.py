@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from fused_quant import keys as K
 from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import direct_launch as dl
@@ -311,30 +312,32 @@ def _tensor_wise(p: GemmProblem) -> bool:
 
 
 # The quantizer constexprs of a small-M GEMM whose activation comes quantized (``XQ`` = NO_XQ: unused)
-_NO_XQ = dict(XQ=-1, M8=0.0, NAN_CODE=0, SATFINITE=False, FAST_DIV=False)
+_NO_XQ = dict(XQ=-1, M8=0.0, NAN_CODE=0, SATFINITE=False, FAST_DIV=False, MIN_SCALE=0.0)
 
 
 def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> dict:
     """The small-M kernel's ``XQ`` and quantizer arguments: those of the identity producer for ``x_quant``
-    = (name of a per-tensor key, float dtype of x), as ``launch`` builds them for it."""
+    = (key name, float dtype of x), as ``launch`` builds them for it."""
     fp8 = p.x_dtype if p.kind == "fp8" else torch.float8_e4m3fn  # int8: FP8 is a placeholder
     if x_quant is None:
         return dict(_NO_XQ, FP8=launch._tl()[1][fp8])
     key_name, x_dtype = x_quant
-    # FP8 multiplies by the reciprocal; int8 divides with div_rn (no FAST_DIV), the value the producer's
-    # fast quotient gives wherever it takes it (act_quant._quotient, _quantize_static)
-    c = launch._constexprs("identity", key_name, x_dtype, False, fp8, False, launch.nvidia_device(index), False)
+    # static FP8 multiplies by the reciprocal; static int8 divides with div_rn (no FAST_DIV), the value the
+    # producer's fast quotient gives wherever it takes it (act_quant._quotient, _quantize_static); per-token
+    # keys quantize as the token producers do, with its fast quotient
+    per_token = K.is_per_token(K.key_from_name(key_name))
+    c = launch._constexprs("identity", key_name, x_dtype, False, fp8, per_token, launch.nvidia_device(index), False)
     return dict(XQ=c["QUANT"], M8=c["M8"], FP8=c["FP8"], NAN_CODE=c["NAN_CODE"], SATFINITE=c["SATFINITE"],
-                FAST_DIV=c["FAST_DIV"])
+                FAST_DIV=c["FAST_DIV"], MIN_SCALE=c.get("MIN_SCALE", 0.0))
 
 
 class SmallMCall:
     """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
-    sums the partials in order and applies the epilogue. With ``x_quant`` = (name of a per-tensor key,
-    float dtype) the main kernel takes the activation as floats and quantizes it as the identity
-    producer of that key would. Holds no tensors."""
+    sums the partials in order and applies the epilogue. With ``x_quant`` = (key name, float dtype) the
+    main kernel takes the activation as floats and quantizes it as the identity producer of that key
+    would; for a per-token key it works out the scales itself (``own_scales``). Holds no tensors."""
 
-    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape", "part_strides")
+    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales")
 
     def __init__(self, p: GemmProblem, cfg: dict, x_quant: tuple | None = None):
         from fused_quant.kernels.triton import small_m_gemm as kernels
@@ -356,6 +359,7 @@ class SmallMCall:
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
         self.splits = splits
+        self.own_scales = x_quant is not None and p.per_token
         self.acc_dtype = torch.int32 if int8 else torch.float32
         self.part_shape = (splits, p.m, p.n)
         self.part_strides = dl.contiguous_strides(self.part_shape)
@@ -383,9 +387,14 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | 
     return call
 
 
+def _config_key(config: dict | None) -> tuple | None:
+    """A config as ``_small_m_call`` keys its launches (None: the sweep's table)."""
+    return tuple(sorted(config.items())) if config else None
+
+
 def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
     """The small-M GEMM for a layer's weight (``config`` overrides the sweep's table: sweeps, tests)."""
-    return _small_m_caller(p, _small_m_call(p, tuple(sorted(config.items())) if config else None), w, ws, bias)
+    return _small_m_caller(p, _small_m_call(p, _config_key(config)), w, ws, bias)
 
 
 def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
@@ -393,9 +402,14 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
     ws, bias_arg = _fixed_operands(ws, bias)
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
+    own_scales, scales_shape = c.own_scales, (p.m,)
 
     def call(x, xs):
-        xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
+        if own_scales:  # xs is None: the main kernel stores its token scales for the epilogue kernel (split-K)
+            xs = ws if c.reduce is None else torch.empty_strided(scales_shape, (1,), dtype=torch.float32,
+                                                                 device=device)
+        elif not xs.is_contiguous():
+            xs = xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
         out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
         if c.reduce is None:
             c.main((x, w, xs, ws, bias_arg, out, out), scalars)
@@ -417,14 +431,14 @@ QUANTIZING_MAX_BLOCK_M = 16
 
 def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict):
     """The small-M GEMM for a layer's weight taking the activation as contiguous float rows ``x [M, K]``
-    with a per-tensor scale (``x_quant`` = (key name, x dtype)), quantized in the kernel as the identity
-    producer of that key would: ``call(x, scale)`` gives the bits of ``bind_small_m``'s call on the
-    producer's output, with one launch and one allocation fewer. Only for a ``config`` with token blocks
-    of at most ``QUANTIZING_MAX_BLOCK_M`` (a ValueError for others)."""
+    (``x_quant`` = (key name, x dtype)), quantized in the kernel as the identity producer of that key
+    would: ``call(x, scale)``, with a per-tensor key's scale or None for a per-token key, gives the bits
+    of ``bind_small_m``'s call on the producer's output, with one launch and one allocation fewer. Only
+    for a ``config`` with token blocks of at most ``QUANTIZING_MAX_BLOCK_M`` (a ValueError for others)."""
     if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
                          f"the config has BLOCK_M={config['BLOCK_M']}")
-    return _small_m_caller(p, _small_m_call(p, tuple(sorted(config.items())), x_quant), w, ws, bias)
+    return _small_m_caller(p, _small_m_call(p, _config_key(config), x_quant), w, ws, bias)
 
 
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
@@ -442,14 +456,15 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
 
 def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:
     """``bind_small_m_quantizing``'s ``x_quant`` for a producer's bound launch when the small-M GEMM can
-    stand in for it: the package's Triton identity producer of a per-tensor key, the problem's
-    activation dtype, on contiguous rows of K on the problem's device. Else None."""
+    stand in for it: the package's Triton identity producer (its heuristics' launch, not a tuning one)
+    of the problem's activation dtype and scales (per tensor or per token), on contiguous rows of K on
+    the problem's device. Else None."""
     if type(bound) is not launch.BoundLaunch:
         return None
     act, key_name, x_dtype, _, _, config, row_stride, (m, d_in) = bound.args
     if (act != "identity" or config is not None or row_stride != d_in or (m, d_in) != (p.m, p.k)
-            or bound.q_dtype != p.x_dtype or bound.device != p.device or bound.s_shape is not None  # per token
-            or p.per_token):
+            or bound.q_dtype != p.x_dtype or bound.device != p.device
+            or (bound.s_shape is not None) != p.per_token):
         return None
     return key_name, x_dtype
 

@@ -150,6 +150,7 @@ def test_interpreted_kernels_against_float64(kind, case):
 
 
 STATIC_KEYS = ["fp8_static_tensor", "int8_static_tensor"]
+QUANTIZING_KEYS = STATIC_KEYS + ["fp8_dynamic_token", "int8_dynamic_token"]  # every key the kernel quantizes
 X_DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 
 
@@ -174,30 +175,35 @@ def _float_input(m, k, x_dtype, device, seed, adversarial):
 def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed, bias=True,
                       out_dtype=torch.bfloat16, scale_value=None):
     """The small-M GEMM quantizing float rows itself gives the bits of the GEMM of the identity
-    producer's output (the spec, ``reference.quant_ref``), which is within the float64 bound."""
+    producer's output (the spec, ``reference.quant_ref``), which is within the float64 bound. A
+    per-token key's scales are the kernel's own (given None), the producer's per-token scales then."""
     from fused_quant import keys as K
     from fused_quant.reference import quant_ref
 
     key = K.KEYS[key_name]
     kind = "fp8" if K.is_fp8(key) else "int8"
+    per_token = K.is_per_token(key)
     _, _, w, ws = _operands(kind, m, n, k, device, seed)
     x = _float_input(m, k, x_dtype, device, seed, adversarial)
-    scale = torch.tensor([scale_value or (0.02 if kind == "fp8" else 0.03)], device=device)
+    scale = None if per_token else torch.tensor([scale_value or (0.02 if kind == "fp8" else 0.03)], device=device)
     if device.type == "cuda":  # the Triton producer the kernel stands in for
         from fused_quant.kernels import launch
 
         q, s = launch.launch_act_quant(x, "identity", key, scale, False, FP8)
-        assert_bits_equal(q.cpu(), quant_ref(x.cpu(), key, scale.cpu())[0], "producer vs the spec")
+        ref_q, ref_s = quant_ref(x.cpu(), key, None if scale is None else scale.cpu())
+        assert_bits_equal(q.cpu(), ref_q, "producer vs the spec")
+        assert_bits_equal(s.cpu(), ref_s, "producer's scales vs the spec")
     else:
         q, s = quant_ref(x, key, scale)
+    xs = s.reshape(m, 1) if per_token else s.reshape(1, 1)
     b = (torch.randn(n, generator=torch.Generator().manual_seed(seed + 1)) * 3).to(out_dtype).to(device) if bias else None
-    p = GemmProblem(m, n, k, kind, q.dtype, out_dtype, x.device, False, True, bias)
+    p = GemmProblem(m, n, k, kind, q.dtype, out_dtype, x.device, per_token, True, bias)
     fused = g.bind_small_m_quantizing(p, w, ws, b, (key_name, x_dtype), cfg)(x, scale)
-    unfused = g.bind_small_m(p, w, ws, b, cfg)(q, s.reshape(1, 1))
+    unfused = g.bind_small_m(p, w, ws, b, cfg)(q, xs)
     what = f"quantizing small-M {key_name} {x_dtype} {m}x{n}x{k} {cfg} adversarial={adversarial}"
     assert_bits_equal(fused, unfused, what)
     finite = torch.isfinite(x.float()).all(dim=1)  # the float64 oracle takes finite rows
-    assert_gemm_close(unfused[finite], q[finite], s.reshape(1, 1).expand(m, 1)[finite], w, ws, b,
+    assert_gemm_close(unfused[finite], q[finite], xs.expand(m, 1)[finite], w, ws, b,
                       exact_acc=kind == "int8", what=what)
 
 
@@ -247,7 +253,8 @@ def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     assert g.quantizer_of(bound(), p) == ("fp8_static_tensor", torch.bfloat16)
     assert g.quantizer_of(bound(act="relu2"), p) is None  # not the identity
     per_token = GemmProblem(4, 32, 64, "fp8", FP8, torch.bfloat16, cpu, True, True, False)
-    assert g.quantizer_of(bound(key="fp8_dynamic_token"), per_token) is None  # a scale per row: a first sweep
+    assert g.quantizer_of(bound(key="fp8_dynamic_token"), per_token) == ("fp8_dynamic_token", torch.bfloat16)
+    assert g.quantizer_of(bound(key="int8_dynamic_token"), per_token) is None  # int8 q for an FP8 GEMM
     assert g.quantizer_of(bound(key="fp8_dynamic_token"), p) is None  # the problem's scales are per tensor
     assert g.quantizer_of(bound(), per_token) is None  # and here per token
     assert g.quantizer_of(bound(key="int8_static_tensor"), p) is None  # int8 q for an FP8 GEMM
@@ -343,7 +350,7 @@ QUANTIZING_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c
 
 
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
-@pytest.mark.parametrize("key_name", STATIC_KEYS)
+@pytest.mark.parametrize("key_name", QUANTIZING_KEYS)
 @pytest.mark.parametrize("device,case", QUANTIZING_CASES)
 @pytest.mark.parametrize("adversarial", [False, True])
 def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case, adversarial):
@@ -353,7 +360,7 @@ def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case,
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("key_name", STATIC_KEYS)
+@pytest.mark.parametrize("key_name", QUANTIZING_KEYS)
 def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):
     """Split-K, captured: replays give the eager call's bits (the producer-then-GEMM bits are
     ``test_quantizing_kernel_is_the_producer_then_the_gemm``'s, split-K cases included)."""
@@ -361,8 +368,9 @@ def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):
     kind = key_name[:key_name.index("_")]
     _, _, w, ws = _operands(kind, m, n, k, torch.device("cuda"))
     x = _float_input(m, k, torch.bfloat16, torch.device("cuda"), 0, False)
-    scale = torch.tensor([0.02], device="cuda")
-    p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, x.device, False, True, False)
+    per_token = "token" in key_name
+    scale = None if per_token else torch.tensor([0.02], device="cuda")
+    p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, x.device, per_token, True, False)
     call = g.bind_small_m_quantizing(p, w, ws, None, (key_name, torch.bfloat16),
                                      dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4))
     eager = call(x, scale)

@@ -8,12 +8,15 @@ transposed output for tokens ``m*BLOCK_M..`` over its share of K: with ``SPLIT``
 ``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]`` and summed, in slice
 order, by ``split_k_epilogue_kernel`` (a fixed order: the same bits on every run, captured or not).
 
-With ``XQ`` (the QUANT code of a per-tensor key, ``act_quant``) the activation comes as floats with
-its static scale, and the kernel quantizes each tile as the identity producer would, bit for bit
-(``act_quant.quantized``): one launch instead of the producer's launch, its output and the GEMM's,
-and the GEMM's result is the same bits either way. It costs the GPU a float tile's load and its
-quantization per K step, which pays at a 16-token block in eager calls, where the host's launches
-are the bottleneck (``gemm_launch.bind_small_m_quantizing``).
+With ``XQ`` (the QUANT code of a key, ``act_quant``) the activation comes as floats and the kernel
+quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized``): one launch
+instead of the producer's launch, its output and the GEMM's, and the GEMM's result is the same bits
+either way. A per-tensor key brings its static scale; for a per-token key each program first sweeps
+its tokens' whole rows for their absmax (``_rows_absmax``) and derives the scales as the producer does
+(``act_quant._token_scale``); with split-K the programs of the first N block and split store them at
+``xs_ptr`` for the epilogue kernel. It costs the GPU a float tile's load and its quantization per K
+step (and the sweep), which pays at a 16-token block in eager calls, where the host's launches are
+the bottleneck (``gemm_launch.bind_small_m_quantizing``).
 
 Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue``):
 ``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]``, the bias added in Tout.
@@ -22,10 +25,12 @@ Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue
 import triton
 import triton.language as tl
 
-from fused_quant.kernels.triton.act_quant import quantized
+from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, _canonical_nan, _max_nan, _row_absmax,
+                                                  _token_scale, quantized)
 from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
 NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized
+SWEEP_STAGES: tl.constexpr = tl.constexpr(3)  # the per-token absmax sweep's loads in flight
 
 
 @triton.jit
@@ -62,6 +67,20 @@ def _split_k_blocks(K, BLOCK_K: tl.constexpr, split, splits):
 
 
 @triton.jit
+def _rows_absmax(x_ptr, rows, m_in, stride_xm, K, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """max |x| over each of ``rows``' K floats (fp32, NaN propagating; rows not ``m_in`` are not read and
+    give 0), as the identity producer reduces a row."""
+    rk = tl.arange(0, BLOCK_K)[None, :]
+    ptrs = x_ptr + rows[:, None] * stride_xm + rk
+    amax = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+    for k0 in tl.range(0, K, BLOCK_K, num_stages=SWEEP_STAGES):  # pipelined: loads in flight, not one at a time
+        x = tl.load(ptrs, mask=m_in & (rk < K - k0), other=0.0)
+        amax = _max_nan(amax, tl.abs(x.to(tl.float32)))  # masked lanes hold 0
+        ptrs += BLOCK_K
+    return _row_absmax(amax)
+
+
+@triton.jit
 def _prefetch_addresses(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.constexpr):
     """``[rows, LINES]`` addresses in the weight: the first ``LINES`` 128-element (128-byte) lines of each
     row from ``k_start``; a line at or past ``k_end`` takes its row's first element instead."""
@@ -78,7 +97,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                         IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                         NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
-                        PREFETCH: tl.constexpr, EVICT_W: tl.constexpr, PDL: tl.constexpr):
+                        MIN_SCALE: tl.constexpr, PREFETCH: tl.constexpr, EVICT_W: tl.constexpr, PDL: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     pid_s = tl.program_id(2)
@@ -93,11 +112,23 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                                         PREFETCH))
     pdl_prologue(PDL)
     rm_safe = tl.where(rm < M, rm, 0)
+    # float x: rows past M are not read (few tokens in a 16-row block would read one row 16 times over)
+    m_in = rm[:, None] < M
     if XQ == NO_XQ:
         xs = _load_xs(xs_ptr, rm, M, XS_PER_TOKEN)
+        x_s = xs
         x_r = xs
+    elif (XQ == FP8_TOKEN) | (XQ == INT8_TOKEN):  # float x, a scale per token: the producer's, from its absmax
+        s, r = _token_scale(_rows_absmax(x_ptr, rm_safe, m_in, stride_xm, K, BLOCK_M, BLOCK_K), XQ, M8, MIN_SCALE)
+        x_s = s[:, None]
+        x_r = r[:, None]
+        xs = _canonical_nan(s)  # the bits the producer stores, as the epilogue multiplies them in
+        if SPLIT:  # for the epilogue kernel: one writer per token
+            tl.store(xs_ptr + rm, xs, mask=(rm < M) & (pid_n == 0) & (pid_s == 0))
+        xs = xs[None, :]
     else:  # float x and its per-tensor scale: quantized as the identity producer does (r = 1 / s)
         xs = tl.load(xs_ptr)
+        x_s = xs
         x_r = tl.math.div_rn(1.0, xs)
     w_ptrs = w_ptr + rn_safe[:, None] * stride_wn + (k_first * BLOCK_K + rk)[None, :]
     x_ptrs = x_ptr + rm_safe[:, None] * stride_xm + (k_first * BLOCK_K + rk)[None, :]
@@ -105,8 +136,6 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
     else:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    # float x: rows past M are not read (few tokens in a 16-row block would read one row 16 times over)
-    m_in = rm[:, None] < M
     for kb in range(k_first, k_last):
         if EVEN_K:
             w = tl.load(w_ptrs, eviction_policy=EVICT_W)
@@ -122,7 +151,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
             else:
                 x = tl.load(x_ptrs, mask=k_in & m_in, other=0.0)
         if XQ != NO_XQ:  # the identity producer's values, bit for bit
-            x = quantized(x.to(tl.float32), xs, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
+            x = quantized(x.to(tl.float32), x_s, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
         if INT8:
             acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
         else:
