@@ -427,6 +427,10 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
 # 16-token blocks, 27 us more with 64-token blocks; the quantizing call costs the host what a one-kernel
 # call costs, where the producer added 7.6-16.1 us
 QUANTIZING_MAX_BLOCK_M = 16
+# The most tokens for which a per-token key's small-M GEMM quantizes its float input in eager calls: each
+# program first sweeps its tokens' rows for their absmax, GPU time that grows with the tokens, where the
+# host time saved (the producer's launch and outputs) does not
+QUANTIZING_TOKEN_MAX_M = 16
 
 
 def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict):
@@ -443,10 +447,11 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
 
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
-    says the kernel can stand in for the producer launch and the problem's config has a token block of
-    at most ``QUANTIZING_MAX_BLOCK_M``; else None."""
+    says the kernel can stand in for the producer launch, the problem's config has a token block of
+    at most ``QUANTIZING_MAX_BLOCK_M`` and, for a per-token key, M is at most ``QUANTIZING_TOKEN_MAX_M``;
+    else None."""
     x_quant = quantizer_of(quantizer, p)
-    if x_quant is None:
+    if x_quant is None or (p.per_token and p.m > QUANTIZING_TOKEN_MAX_M):
         return None
     cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
     if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:

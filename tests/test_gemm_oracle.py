@@ -1,0 +1,55 @@
+"""The float64 oracle of the GEMM tests (``tests.helpers.assert_gemm_close``) at the ends of the output
+range: what it must refuse and what it must accept, on a one-element int8 GEMM whose result is set by
+its scale."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.helpers import assert_gemm_close
+
+BF16_MAX = torch.finfo(torch.bfloat16).max
+
+
+def _one(result: float, out: float, xs: float = 1.0):
+    """``assert_gemm_close`` for 1 x 1 x 1: acc = 127 * 127, an fp32 ``xs`` and ``ws`` such that the float64
+    result is ``result``."""
+    q = torch.full((1, 1), 127, dtype=torch.int8)
+    assert_gemm_close(torch.tensor([[out]], dtype=torch.bfloat16), q, torch.tensor([[xs]]), q,
+                      torch.tensor([[result / (127 * 127 * xs)]], dtype=torch.float64), exact_acc=True)
+
+
+def test_in_range_results_are_held_to_the_bound():
+    _one(3.0, 3.0)
+    with pytest.raises(AssertionError, match="outside the float64 bound"):
+        _one(3.0, 3.5)
+    with pytest.raises(AssertionError, match="outside the float64 bound"):
+        _one(3.0, float("inf"))  # an overflow where there is none
+
+
+def test_a_result_far_beyond_the_range_must_be_inf():
+    _one(BF16_MAX * 1.1, float("inf"))
+    _one(-BF16_MAX * 1.1, float("-inf"))
+    with pytest.raises(AssertionError, match="not \\+-Inf"):
+        _one(BF16_MAX * 1.1, BF16_MAX)
+    with pytest.raises(AssertionError, match="not \\+-Inf"):
+        _one(BF16_MAX * 1.1, float("-inf"))  # the wrong sign
+
+
+def test_a_result_at_the_range_limit_may_round_either_way():
+    edge = BF16_MAX * (1 + 2.0**-10)  # within the bound of the limit: RN may give the max or Inf
+    _one(edge, float("inf"))
+    _one(edge, BF16_MAX)
+    with pytest.raises(AssertionError):
+        _one(edge, float("-inf"))
+
+
+def test_an_fp32_first_product_past_fp32_may_overflow():
+    """acc * xs beyond fp32's range overflows in the spec's epilogue order even when ws brings the
+    float64 result back in range: Inf is accepted there, as is the in-range value of other orders."""
+    xs = 3e38  # an fp32 activation scale: acc * xs = 4.8e42 > FLT_MAX
+    _one(2.0, float("inf"), xs=xs)
+    _one(2.0, 2.0, xs=xs)
+    with pytest.raises(AssertionError, match="outside the float64 bound"):
+        _one(2.0, 3.0, xs=xs)
