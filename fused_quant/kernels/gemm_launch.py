@@ -429,8 +429,10 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
 QUANTIZING_MAX_BLOCK_M = 16
 # The most tokens for which a per-token key's small-M GEMM quantizes its float input in eager calls: each
 # program first sweeps its tokens' rows for their absmax, GPU time that grows with the tokens, where the
-# host time saved (the producer's launch and outputs) does not
-QUANTIZING_TOKEN_MAX_M = 16
+# host time saved (the producer's launch and outputs) does not. H200 (benchmarks/RESULTS.md, thirteenth
+# round): the eager MLP 10-45 us faster at M = 1-8 in every turn; at M = 16 from 26 us slower to 25 us
+# faster, with the host
+QUANTIZING_TOKEN_MAX_M = 8
 
 
 def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict):
