@@ -430,7 +430,7 @@ QUANTIZING_MAX_BLOCK_M = 16
 # The most tokens for which a per-token key's small-M GEMM quantizes its float input in eager calls: each
 # program first sweeps its tokens' rows for their absmax, GPU time that grows with the tokens, where the
 # host time saved (the producer's launch and outputs) does not. H200 (benchmarks/RESULTS.md, thirteenth
-# round): the eager MLP 10-45 us faster at M = 1-8 in every turn; at M = 16 from 26 us slower to 25 us
+# round): the eager MLP 10-45 us faster at M = 1-8 in every turn; at M = 16 from 26 us slower to 27 us
 # faster, with the host
 QUANTIZING_TOKEN_MAX_M = 8
 
