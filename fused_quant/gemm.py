@@ -227,7 +227,7 @@ class BoundGemm:
             self.checked = True
         return out if self.out_shape is None else out.view(self.out_shape)
 
-    def quantizing(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    def quantizing(self, x: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
         """The GEMM of the float activation ``x`` (the metadata the producer launch was bound for) and its
         per-tensor ``scale`` (None for a per-token key), quantized by the provider: the bits of
         ``self(*producer(x, scale))``."""

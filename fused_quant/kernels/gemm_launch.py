@@ -427,12 +427,6 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
 # 16-token blocks, 27 us more with 64-token blocks; the quantizing call costs the host what a one-kernel
 # call costs, where the producer added 7.6-16.1 us
 QUANTIZING_MAX_BLOCK_M = 16
-# The most tokens for which a per-token key's small-M GEMM quantizes its float input in eager calls: each
-# program first sweeps its tokens' rows for their absmax, GPU time that grows with the tokens, where the
-# host time saved (the producer's launch and outputs) does not. H200 (benchmarks/RESULTS.md, thirteenth
-# round): the eager MLP 10-45 us faster at M = 1-8 in every turn; at M = 16 from 26 us slower to 27 us
-# faster, with the host
-QUANTIZING_TOKEN_MAX_M = 8
 
 
 def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict):
@@ -444,16 +438,20 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
     if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
                          f"the config has BLOCK_M={config['BLOCK_M']}")
+    key = K.key_from_name(x_quant[0])
+    kind = "fp8" if K.is_fp8(key) else "int8"
+    if K.is_per_token(key) != p.per_token or kind != p.kind:
+        raise ValueError(f"the small-M GEMM quantizes for a {p.kind} problem with "
+                         f"{'per-token' if p.per_token else 'per-tensor'} activation scales, got key {x_quant[0]}")
     return _small_m_caller(p, _small_m_call(p, _config_key(config), x_quant), w, ws, bias)
 
 
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
-    says the kernel can stand in for the producer launch, the problem's config has a token block of
-    at most ``QUANTIZING_MAX_BLOCK_M`` and, for a per-token key, M is at most ``QUANTIZING_TOKEN_MAX_M``;
-    else None."""
+    says the kernel can stand in for the producer launch and the problem's config has a token block of
+    at most ``QUANTIZING_MAX_BLOCK_M``; else None."""
     x_quant = quantizer_of(quantizer, p)
-    if x_quant is None or (p.per_token and p.m > QUANTIZING_TOKEN_MAX_M):
+    if x_quant is None:
         return None
     cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
     if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:

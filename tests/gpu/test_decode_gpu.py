@@ -74,11 +74,9 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
             used.add(select_gemm_provider(p)[0].name)
         gate_up = select_gemm_provider(GemmProblem(m, 2 * H, D, kind, mlp.down.weight.dtype, torch.bfloat16, CUDA,
                                                    K.is_per_token(key), True, False))[0].name
-        # eager calls quantize x in gate_up's small-M GEMM where its token block is 16 (per-token keys: up
-        # to QUANTIZING_TOKEN_MAX_M tokens)
+        # eager calls quantize x in gate_up's small-M GEMM where its token block is 16 (every key)
         arch = launch._cuda_arch(torch.cuda.current_device())
-        want = (gate_up.startswith("small_m") and (K.is_static(key) or m <= g.QUANTIZING_TOKEN_MAX_M)
-                and g.small_m_config(arch, kind, 2 * H, D, m)[0]["BLOCK_M"] <= 16)
+        want = gate_up.startswith("small_m") and g.small_m_config(arch, kind, 2 * H, D, m)[0]["BLOCK_M"] <= 16
         quantizing = [b.gemm.from_float is not None for b in mlp.gate_up._bound.values() if b.gemm.problem.m == m]
         assert quantizing == [want], (m, gate_up, quantizing)
     assert any(name.startswith("small_m") for name in used), f"no small-M GEMM among the providers used: {used}"

@@ -312,27 +312,17 @@ def test_bound_layer_quantizes_in_its_gemm_only_in_eager_calls(monkeypatch):
     assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
 
 
-def test_per_token_keys_quantize_in_the_gemm_up_to_their_token_count(monkeypatch):
-    """``bind_small_m_from_producer`` binds the quantizing GEMM for a per-token key only up to
-    ``QUANTIZING_TOKEN_MAX_M`` tokens, for a per-tensor key at every M its token block allows."""
-    from fused_quant.kernels import launch
-
-    cpu = torch.device("cpu")
-    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
-    monkeypatch.setattr(g, "small_m_config", lambda *a, **k: (cfg, ""))
-    monkeypatch.setattr(g, "QUANTIZING_TOKEN_MAX_M", 4)
+@pytest.mark.parametrize("key_name,per_token,kind", [
+    ("fp8_dynamic_token", False, "fp8"),  # per-token scales the kernel would store for a per-tensor problem
+    ("fp8_static_tensor", True, "fp8"),
+    ("int8_dynamic_token", True, "fp8"),  # int8 q for an FP8 GEMM
+])
+def test_quantizing_kernel_refuses_a_key_that_is_not_the_problems(key_name, per_token, kind):
+    p = GemmProblem(4, 32, 64, kind, FP8, torch.bfloat16, torch.device("cpu"), per_token, True, False)
     w, ws = torch.zeros(32, 64, dtype=FP8), torch.ones(32, 1)
-
-    def bound(m, key_name):
-        per_token = "token" in key_name
-        p = GemmProblem(m, 32, 64, "fp8", FP8, torch.bfloat16, cpu, per_token, True, False)
-        producer = launch.BoundLaunch("identity", key_name, torch.bfloat16, torch.Size((m, 64)), 64, False, FP8,
-                                      cpu, None)
-        return g.bind_small_m_from_producer(p, w, ws, None, producer)
-
-    assert bound(4, "fp8_dynamic_token") is not None
-    assert bound(5, "fp8_dynamic_token") is None
-    assert bound(5, "fp8_static_tensor") is not None and bound(16, "fp8_static_tensor") is not None
+    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=2, num_warps=4, num_stages=2)
+    with pytest.raises(ValueError, match=f"got key {key_name}"):
+        g.bind_small_m_quantizing(p, w, ws, None, (key_name, torch.bfloat16), cfg)
 
 
 def test_quantizing_kernel_refuses_wider_token_blocks():
@@ -379,7 +369,7 @@ QUANTIZING_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c
 def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case, adversarial):
     m, n, k, cfg = case
     _check_quantizing(key_name, m, n, k, cfg, X_DTYPES[(m + k) % 3], torch.device(device), adversarial, seed=n,
-                      bias=n % 3 != 1, out_dtype=(torch.bfloat16, torch.float16)[k % 2])
+                      bias=n % 3 != 1, out_dtype=(torch.bfloat16, torch.float16)[(m + n) % 2])
 
 
 @pytest.mark.gpu
