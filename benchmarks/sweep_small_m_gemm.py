@@ -9,8 +9,10 @@ The fastest config per (kind, N, K, M) is checked against float64 (``error_bound
 stops the sweep) and written with its time, its error and the best torch time; the provider's
 predicate takes a problem only where ours measured faster (``gemm_launch.small_m_config``).
 
-``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then copy ``DIR/small_m_gemm_configs.json``
-to ``fused_quant/kernels/`` (``--install`` does that).
+``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json``
+into ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with
+``--kinds`` / ``--shapes`` / ``--ms`` installs part by part). On the H200, 17 of qkv's 18 rows (both kinds)
+took 158 s (benchmarks/RESULTS.md, thirteenth round): the four shapes take about four times that.
 """
 
 from __future__ import annotations
@@ -191,14 +193,23 @@ def main(argv=None) -> int:
     return 0
 
 
-def install(path: Path) -> None:
-    """Merge a sweep's rows into the package's table: its arch's rows replace that arch's, others stay."""
+def _row_key(row: dict) -> tuple:
+    return row["arch"], row["kind"], row["n"], row["k"], row["m"]
+
+
+def install(path: Path, table: Path | None = None) -> None:
+    """Merge a sweep's rows into the package's table (``table``, default the provider's file): each swept
+    (arch, kind, N, K, M) replaces its old row, the rest stay, so a sweep split over calls (``--kinds``,
+    ``--shapes``, ``--ms``) installs part by part. The arch's meta is the latest sweep's."""
+    table = table or g.SMALL_M_CONFIG_FILE
     new = json.loads(path.read_text())
-    archs = {r["arch"] for r in new["rows"]}
-    old = json.loads(g.SMALL_M_CONFIG_FILE.read_text()) if g.SMALL_M_CONFIG_FILE.is_file() else {"rows": []}
-    kept = [r for r in old["rows"] if r["arch"] not in archs]
-    metas = {**old.get("metas", {}), **{a: new["meta"] for a in archs}}
-    g.SMALL_M_CONFIG_FILE.write_text(json.dumps({"metas": metas, "rows": kept + new["rows"]}, indent=1) + "\n")
+    swept = {_row_key(r): r for r in new["rows"]}
+    old = json.loads(table.read_text()) if table.is_file() else {"rows": []}
+    rows = [swept.get(_row_key(r), r) for r in old["rows"]]  # in place: the table's order stays
+    have = {_row_key(r) for r in old["rows"]}
+    rows += [r for key, r in swept.items() if key not in have]
+    metas = {**old.get("metas", {}), **{r["arch"]: new["meta"] for r in new["rows"]}}
+    table.write_text(json.dumps({"metas": metas, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -461,3 +461,23 @@ def test_gpu_checked_entry_with_odd_layer_operands(kind, backend_env):
         assert_gemm_close(out, xq, xs, w, s.expand(n, 1), b, exact_acc=kind == "int8", what=what)
         bound = bind_gemm(xq, xs, w, s, b, torch.bfloat16, key)
         assert_bits_equal(bound(xq, xs), out, f"{what}: bound vs checked")
+
+
+def test_sweep_install_merges_row_by_row(tmp_path):
+    """A partial sweep (one kind) replaces only the rows it swept; the rest of the table stays, in its
+    order, and a row the table lacks is added."""
+    from benchmarks.sweep_small_m_gemm import install
+
+    def row(kind, m, us):
+        return dict(arch="sm_90", kind=kind, n=4096, k=4096, m=m, us=us)
+
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"metas": {"sm_90": {"date": "old"}, "gfx942": {"date": "amd"}},
+                                 "rows": [row("int8", 1, 8.0), row("fp8", 1, 9.0), row("fp8", 2, 9.5)]}))
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"meta": {"date": "new"}, "rows": [row("fp8", 2, 8.5), row("fp8", 4, 8.7)]}))
+    install(sweep, table)
+    got = json.loads(table.read_text())
+    assert [(r["kind"], r["m"], r["us"]) for r in got["rows"]] == [("int8", 1, 8.0), ("fp8", 1, 9.0), ("fp8", 2, 8.5),
+                                                                  ("fp8", 4, 8.7)]
+    assert got["metas"] == {"sm_90": {"date": "new"}, "gfx942": {"date": "amd"}}
