@@ -85,7 +85,7 @@ def _conversions_kernel(out_ptr, BLOCK: tl.constexpr):
     spec_f8 = _spec_fp8_bits(v, 448.0)
     bad_f8 = (_fp8_bits(v, True) != spec_f8) | (_fp8_bits(v, False) != spec_f8)
     bad_i8 = AQ._to_int8(v) != _spec_int8(v)
-    relu_fast = AQ._max_nan(v, 0.0)
+    relu_fast = AQ.max_nan(v, 0.0)
     relu_spec = tl.where(v < 0.0, 0.0, v)
     sq_fast, sq_spec = relu_fast * relu_fast, relu_spec * relu_spec
     bad_relu = (sq_fast.to(tl.int32, bitcast=True) != sq_spec.to(tl.int32, bitcast=True)) & ~(

@@ -124,7 +124,7 @@ def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_
             y = y.to(T).to(tl.float32)
     elif ACT == RELU2:
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        r = _max_nan(x, 0.0)  # NaN stays NaN, like torch.relu
+        r = max_nan(x, 0.0)  # NaN stays NaN, like torch.relu
         y = (r * r).to(T).to(tl.float32)
     else:
         y = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
@@ -137,7 +137,7 @@ def _clamp_keep_nan(v, lo, hi):
 
 
 @triton.jit
-def _max_nan(a, b):
+def max_nan(a, b):
     """max that propagates NaN (PTX ``max.NaN``; numpy's maximum in the interpreter)."""
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
@@ -168,7 +168,7 @@ def _to_int8(v):
 
 
 @triton.jit
-def _row_absmax(y):
+def row_absmax(y):
     """max |y| along axis 1 with NaN propagating (masked lanes hold y = 0): an integer max over
     the bit patterns of |y|, which order like the values and put every NaN above Inf."""
     bits = y.to(tl.int32, bitcast=True) & 0x7FFFFFFF
@@ -176,7 +176,7 @@ def _row_absmax(y):
 
 
 @triton.jit
-def _token_scale(a, QUANT: tl.constexpr, M8: tl.constexpr, MIN_SCALE: tl.constexpr):
+def token_scale(a, QUANT: tl.constexpr, M8: tl.constexpr, MIN_SCALE: tl.constexpr):
     """(scale, r) for a per-token row from its absmax ``a``: r is the multiplier for int8
     (``127 / a``, 0 for an all-zero row) and the correctly rounded ``1 / scale`` for FP8."""
     if QUANT == FP8_TOKEN:
@@ -192,7 +192,7 @@ def _token_scale(a, QUANT: tl.constexpr, M8: tl.constexpr, MIN_SCALE: tl.constex
 @triton.jit
 def quantized(y, s, r, QUANT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
               SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
-    """``y`` quantized with broadcastable scale ``s`` and ``r`` (``_token_scale``; for static keys
+    """``y`` quantized with broadcastable scale ``s`` and ``r`` (``token_scale``; for static keys
     ``r = div_rn(1, s)``): the producers' values, also what the small-M GEMM quantizes a float input to."""
     if QUANT == FP8_STATIC:
         q = _to_fp8(y * r, M8, FP8, NAN_CODE, SATFINITE)
@@ -234,7 +234,7 @@ def _quantize_static(y, q_ptr, q_offs, mask, scale_ptr, QUANT: tl.constexpr, M8:
 
 
 @triton.jit
-def _canonical_nan(s):
+def canonical_nan(s):
     nan = tl.full(s.shape, 0x7FC00000, tl.int32).to(tl.float32, bitcast=True)
     return tl.where(s != s, nan, s)
 
@@ -275,9 +275,9 @@ def _finish_rows(y, mask, q_ptr, q_offs, s_ptr, r_offs, r_mask, QUANT: tl.conste
                  FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, MIN_SCALE: tl.constexpr,
                  FAST_DIV: tl.constexpr):
     """Per-token tail for whole rows held in registers: absmax, scale, quantize, store."""
-    s, r = _token_scale(_row_absmax(y), QUANT, M8, MIN_SCALE)
+    s, r = token_scale(row_absmax(y), QUANT, M8, MIN_SCALE)
     _quantize(y, q_ptr, q_offs, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
-    tl.store(s_ptr + r_offs, _canonical_nan(s), mask=r_mask)
+    tl.store(s_ptr + r_offs, canonical_nan(s), mask=r_mask)
 
 
 @triton.jit
@@ -318,17 +318,17 @@ def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
     for c in tl.static_range(NCHUNK):
         cc = c * CHUNK + cols
         y = _activation(x_row, cc, cc < D, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
-        amax = _max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
+        amax = max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
         if ROUND_PRODUCT or ACT != SILU_AND_MUL:
             ys = ys + (y.to(T),)  # exact: y is T-valued
         else:
             ys = ys + (y,)
-    s, r = _token_scale(_row_absmax(amax), QUANT, M8, MIN_SCALE)
+    s, r = token_scale(row_absmax(amax), QUANT, M8, MIN_SCALE)
     for c in tl.static_range(NCHUNK):
         cc = c * CHUNK + cols
         _quantize(ys[c].to(tl.float32), q_row, cc, cc < D, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE,
                   SATFINITE, FAST_DIV)
-    tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
+    tl.store(s_ptr + row + tl.arange(0, 1), canonical_nan(s))
 
 
 @triton.jit
@@ -345,8 +345,8 @@ def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND
         y = _activation(x_row, cols, mask, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
         if USE_SCRATCH:
             tl.store(y_row + cols, y.to(Y), mask=mask)
-        amax = _max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
-    return _row_absmax(amax)
+        amax = max_nan(amax, tl.abs(y))  # masked lanes hold y = 0
+    return row_absmax(amax)
 
 
 @triton.jit
@@ -377,10 +377,10 @@ def act_quant_token_2pass_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_xm
     a = _row_sweep_absmax(x_row, x_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, BLOCK_N, False, T, STAGES)
-    s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
+    s, r = token_scale(a, QUANT, M8, MIN_SCALE)
     _row_sweep_quantize(x_row, x_row, q_ptr + row * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT, M8, FP8, NAN_CODE,
                         SATFINITE, FAST_SILU, FAST_DIV, BLOCK_N, False, STAGES)
-    tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
+    tl.store(s_ptr + row + tl.arange(0, 1), canonical_nan(s))
 
 
 @triton.jit
@@ -406,9 +406,9 @@ def act_quant_token_persistent_kernel(x_ptr, q_ptr, s_ptr, y_ptr, M, D, stride_x
         x_row = x_ptr + row.to(tl.int64) * stride_xm
         a = _row_sweep_absmax(x_row, y_row, D, ACT, T, ROUND_PRODUCT, FAST_SILU, BLOCK_N, USE_SCRATCH, Y,
                               STAGES)
-        s, r = _token_scale(a, QUANT, M8, MIN_SCALE)
+        s, r = token_scale(a, QUANT, M8, MIN_SCALE)
         tl.debug_barrier()  # scratch writes of sweep 1 visible to every thread of the program
         _row_sweep_quantize(x_row, y_row, q_ptr + row.to(tl.int64) * D, D, s, r, ACT, QUANT, T, ROUND_PRODUCT,
                             M8, FP8, NAN_CODE, SATFINITE, FAST_SILU, FAST_DIV, BLOCK_N, USE_SCRATCH, STAGES)
         tl.debug_barrier()  # the next row's sweep 1 must not overwrite scratch still being read
-        tl.store(s_ptr + row + tl.arange(0, 1), _canonical_nan(s))
+        tl.store(s_ptr + row + tl.arange(0, 1), canonical_nan(s))

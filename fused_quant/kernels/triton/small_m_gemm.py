@@ -13,7 +13,7 @@ quantizes each tile as the identity producer would, bit for bit (``act_quant.qua
 instead of the producer's launch, its output and the GEMM's, and the GEMM's result is the same bits
 either way. A per-tensor key brings its static scale; for a per-token key each program first sweeps
 its tokens' whole rows for their absmax (``_rows_absmax``) and derives the scales as the producer does
-(``act_quant._token_scale``); with split-K the programs of the first N block and split store them at
+(``act_quant.token_scale``); with split-K the programs of the first N block and split store them at
 ``xs_ptr`` for the epilogue kernel. It costs the GPU a float tile's load and its quantization per K
 step (and the sweep), which pays at a 16-token block in eager calls, where the host's launches are
 the bottleneck (``gemm_launch.bind_small_m_quantizing``).
@@ -25,8 +25,8 @@ Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue
 import triton
 import triton.language as tl
 
-from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, _canonical_nan, _max_nan, _row_absmax,
-                                                  _token_scale, quantized)
+from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, canonical_nan, max_nan, quantized,
+                                                  row_absmax, token_scale)
 from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
 NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized
@@ -75,9 +75,9 @@ def _rows_absmax(x_ptr, rows, m_in, stride_xm, K, BLOCK_M: tl.constexpr, BLOCK_K
     amax = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
     for k0 in tl.range(0, K, BLOCK_K, num_stages=SWEEP_STAGES):  # pipelined: loads in flight, not one at a time
         x = tl.load(ptrs, mask=m_in & (rk < K - k0), other=0.0)
-        amax = _max_nan(amax, tl.abs(x.to(tl.float32)))  # masked lanes hold 0
+        amax = max_nan(amax, tl.abs(x.to(tl.float32)))  # masked lanes hold 0
         ptrs += BLOCK_K
-    return _row_absmax(amax)
+    return row_absmax(amax)
 
 
 @triton.jit
@@ -119,10 +119,10 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         x_s = xs
         x_r = xs
     elif (XQ == FP8_TOKEN) | (XQ == INT8_TOKEN):  # float x, a scale per token: the producer's, from its absmax
-        s, r = _token_scale(_rows_absmax(x_ptr, rm_safe, m_in, stride_xm, K, BLOCK_M, BLOCK_K), XQ, M8, MIN_SCALE)
+        s, r = token_scale(_rows_absmax(x_ptr, rm_safe, m_in, stride_xm, K, BLOCK_M, BLOCK_K), XQ, M8, MIN_SCALE)
         x_s = s[:, None]
         x_r = r[:, None]
-        xs = _canonical_nan(s)  # the bits the producer stores, as the epilogue multiplies them in
+        xs = canonical_nan(s)  # the bits the producer stores, as the epilogue multiplies them in
         if SPLIT:  # for the epilogue kernel: one writer per token
             tl.store(xs_ptr + rm, xs, mask=(rm < M) & (pid_n == 0) & (pid_s == 0))
         xs = xs[None, :]
