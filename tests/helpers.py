@@ -62,8 +62,10 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
     """
     x = xq.cpu().to(torch.float64).reshape(-1, xq.shape[-1])
     w = wq.cpu().to(torch.float64)
-    s = xs.cpu().to(torch.float64).reshape(-1, 1) * ws.cpu().to(torch.float64).reshape(1, -1)
-    p = (x @ w.T) * s
+    xs64 = xs.cpu().to(torch.float64).reshape(-1, 1)
+    s = xs64 * ws.cpu().to(torch.float64).reshape(1, -1)
+    dot = x @ w.T
+    p = dot * s
     b = bias.cpu().to(torch.float64) if bias is not None else torch.zeros(())
     ref = p + b
     eps_t = torch.finfo(out.dtype).eps
@@ -98,7 +100,7 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
     # limit, or whose fp32 product acc * xs (the spec's epilogue's first product, in its order) may pass
     # fp32's, may round to +-Inf or stay within the bound
     out_max, f32_max, inf = torch.finfo(out.dtype).max, torch.finfo(torch.float32).max, float("inf")
-    first = ((x @ w.T) * xs.cpu().to(torch.float64).reshape(-1, 1)).abs()
+    first = (dot * xs64).abs()
     must = torch.isfinite(ref) & (ref.abs() - tol > out_max)
     may = torch.isfinite(ref) & ((ref.abs() + tol > out_max) | (first * (1 + 2.0**-20) > f32_max))
     assert torch.equal(o[must], ref[must].sign() * inf), f"{what}: results beyond {out.dtype}'s range not +-Inf"

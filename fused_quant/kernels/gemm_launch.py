@@ -439,8 +439,7 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
         raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
                          f"the config has BLOCK_M={config['BLOCK_M']}")
     key = K.key_from_name(x_quant[0])
-    kind = "fp8" if K.is_fp8(key) else "int8"
-    if K.is_per_token(key) != p.per_token or kind != p.kind:
+    if K.is_per_token(key) != p.per_token or K.is_fp8(key) != (p.kind == "fp8"):
         raise ValueError(f"the small-M GEMM quantizes for a {p.kind} problem with "
                          f"{'per-token' if p.per_token else 'per-tensor'} activation scales, got key {x_quant[0]}")
     return _small_m_caller(p, _small_m_call(p, _config_key(config), x_quant), w, ws, bias)
