@@ -36,6 +36,9 @@ CONFIG_FIELDS = ("BLOCK_N", "BLOCK_M", "BLOCK_K", "splits", "num_warps", "num_st
 # fp8 MMAs on sm_90 accumulate with reduced precision inside one instruction chain; Triton adds the
 # chain into the fp32 accumulator every this many products (what keeps the float64 bound K-independent)
 FP8_IMPRECISE_ACC = 32
+# Split-K partials summed by the last split of each output tile in the main kernel (one launch) instead of by
+# split_k_epilogue_kernel (a second launch): the same sum in the same order, the same bits
+SPLIT_K_LAST_REDUCES = True
 # With PDL, a small-M GEMM asks L2 for about this many bytes of its weight (its programs' first lines)
 # before its grid dependency wait, while the kernel before still runs
 PREFETCH_BYTES = 4 << 20
@@ -337,7 +340,7 @@ class SmallMCall:
     main kernel takes the activation as floats and quantizes it as the identity producer of that key
     would; for a per-token key it works out the scales itself (``own_scales``). Holds no tensors."""
 
-    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales")
+    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales", "tiles")
 
     def __init__(self, p: GemmProblem, cfg: dict, x_quant: tuple | None = None):
         from fused_quant.kernels.triton import small_m_gemm as kernels
@@ -352,7 +355,9 @@ class SmallMCall:
         pdl = launch.pdl_options(index)
         k_bytes = min(-(-k_blocks // splits) * bk, p.k)  # of each weight row, per program (one-byte elements)
         prefetch = prefetch_lines(bn, grid[0] * splits, k_bytes, bool(pdl["PDL"]))
-        kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, EVEN_K=p.k % bk == 0, BLOCK_N=bn, BLOCK_M=bm,
+        last_reduces = splits > 1 and SPLIT_K_LAST_REDUCES
+        kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, LAST_REDUCES=last_reduces, EVEN_K=p.k % bk == 0,
+                      BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
                       **_quantizer_constexprs(x_quant, p, index),
                       PREFETCH=prefetch, EVICT_W=weight_eviction(grid[1]) if prefetch else "",
@@ -363,8 +368,9 @@ class SmallMCall:
         self.acc_dtype = torch.int32 if int8 else torch.float32
         self.part_shape = (splits, p.m, p.n)
         self.part_strides = dl.contiguous_strides(self.part_shape)
+        self.tiles = grid[0] * grid[1] if last_reduces else 0  # counters: one per output tile
         self.reduce = None
-        if splits > 1:
+        if splits > 1 and not last_reduces:
             rbn, rbm = 64, 16
             rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4,
                        **launch.pdl_options(index, launch_first=True))
@@ -403,6 +409,8 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
     own_scales, scales_shape = c.own_scales, (p.m,)
+    # the split-K tiles' counters, this call's own (at 0 between calls: the last split of a tile resets it)
+    locks = torch.zeros(c.tiles, dtype=torch.int32, device=device) if c.tiles else ws
 
     def call(x, xs):
         if own_scales:  # xs is None: the main kernel stores its token scales for the epilogue kernel (split-K)
@@ -411,12 +419,13 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
         elif not xs.is_contiguous():
             xs = xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
         out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
-        if c.reduce is None:
-            c.main((x, w, xs, ws, bias_arg, out, out), scalars)
+        if c.splits == 1:
+            c.main((x, w, xs, ws, bias_arg, out, out, locks), scalars)
             return out
         part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
-        c.main((x, w, xs, ws, bias_arg, out, part), scalars)
-        c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
+        c.main((x, w, xs, ws, bias_arg, out, part, locks), scalars)
+        if c.reduce is not None:
+            c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
         return out
 
     return call

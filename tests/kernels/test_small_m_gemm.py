@@ -372,6 +372,42 @@ def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case,
                       bias=n % 3 != 1, out_dtype=(torch.bfloat16, torch.float16)[(m + n) % 2])
 
 
+def _splits(case) -> int:
+    """The splits a case runs with (no more than its K blocks)."""
+    return min(case[3]["splits"], -(-case[2] // case[3]["BLOCK_K"]))
+
+
+# split-K cases: the interpreter's small ones, and on the GPU the larger ones
+SPLIT_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in CASES if _splits(c) > 1]
+               + [pytest.param("cuda", c, marks=pytest.mark.gpu) for c in GPU_CASES
+                  if _splits(c) > 1 and c[1] >= 200])
+
+
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+@pytest.mark.parametrize("device,case", SPLIT_CASES)
+def test_last_split_reduces_as_the_epilogue_kernel_does(monkeypatch, kind, device, case):
+    """With ``SPLIT_K_LAST_REDUCES`` the last split of each tile sums the partials in the main kernel: one
+    launch, and the bits of the split-K epilogue kernel's sum (the same order), call after call of one
+    bound call (its counters are back at 0 after each: a count left over would leave the tiles unreduced)."""
+    from fused_quant import runtime
+
+    m, n, k, cfg = case
+    dev = torch.device(device)
+    inputs = [_operands(kind, m, n, k, dev, seed) for seed in range(3)]
+    _, _, w, ws = inputs[0]
+    b = (torch.randn(n, generator=torch.Generator().manual_seed(7)) * 3).to(torch.bfloat16).to(dev)
+    p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, dev, True, True, True)
+    outs = {}
+    for last_reduces in (False, True):
+        monkeypatch.setattr(g, "SPLIT_K_LAST_REDUCES", last_reduces)
+        runtime.reset()
+        assert (g._small_m_call(p, g._config_key(cfg)).reduce is None) == last_reduces
+        call = g.bind_small_m(p, w, ws, b, cfg)
+        outs[last_reduces] = [call(xq, xs).clone() for xq, xs, _, _ in inputs]
+    for i, (one, two) in enumerate(zip(outs[True], outs[False])):
+        assert_bits_equal(one, two, f"{kind} {m}x{n}x{k} {cfg} call {i}")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("key_name", QUANTIZING_KEYS)
 def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):

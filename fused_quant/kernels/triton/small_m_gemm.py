@@ -6,7 +6,12 @@ weight rows once. The MMA's wide (M) side takes those weight rows and the narrow
 more than one 16-wide MMA column block. Program (n, m, s) computes rows ``n*BLOCK_N..`` of the
 transposed output for tokens ``m*BLOCK_M..`` over its share of K: with ``SPLIT`` the share is one of
 ``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]`` and summed, in slice
-order, by ``split_k_epilogue_kernel`` (a fixed order: the same bits on every run, captured or not).
+order (a fixed order: the same bits on every run, captured or not), by ``split_k_epilogue_kernel``
+or, with ``LAST_REDUCES``, by the tile's last split to finish: each split counts itself in on the
+tile's counter (``lock[m, n]``, an atomic with release and acquire order after its partial is
+stored), and the one that counts last sets the counter back to 0, sums the partials and applies the
+epilogue. One launch instead of two; a bound call's counters are its own and start at 0, so a bound
+layer must not run on two streams at once.
 
 With ``XQ`` (the QUANT code of a key, ``act_quant``) the activation comes as floats and the kernel
 quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized``): one launch
@@ -58,6 +63,23 @@ def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
 
 
 @triton.jit
+def _sum_partials(part_ptr, rn, rm, M, N, SPLITS, INT8: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_M: tl.constexpr):
+    """``sum(part[s, rm, rn] for s in 0..SPLITS-1)``, in that order from zero ([BLOCK_N, BLOCK_M]); read
+    from L2 (``.cg``), where the other programs' stores are."""
+    mask = (rn[:, None] < N) & (rm[None, :] < M)
+    ptrs = part_ptr + rm[None, :] * N + rn[:, None]
+    if INT8:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for _ in range(0, SPLITS):
+        acc += tl.load(ptrs, mask=mask, other=0, cache_modifier=".cg")
+        ptrs += M * N
+    return acc
+
+
+@triton.jit
 def _split_k_blocks(K, BLOCK_K: tl.constexpr, split, splits):
     """The K blocks ``[first, last)`` of split ``split`` of ``splits`` (none where last <= first)."""
     k_blocks = tl.cdiv(K, BLOCK_K)
@@ -90,10 +112,11 @@ def _prefetch_addresses(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.conste
 
 
 @triton.jit
-def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, M, N, K,
+def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, lock_ptr, M, N, K,
                         stride_xm, stride_wn, stride_om,
                         XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
-                        OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, EVEN_K: tl.constexpr,
+                        OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, LAST_REDUCES: tl.constexpr,
+                        EVEN_K: tl.constexpr,
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                         IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                         NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
@@ -123,8 +146,9 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         x_s = s[:, None]
         x_r = r[:, None]
         xs = canonical_nan(s)  # the bits the producer stores, as the epilogue multiplies them in
-        if SPLIT:  # for the epilogue kernel: one writer per token
-            tl.store(xs_ptr + rm, xs, mask=(rm < M) & (pid_n == 0) & (pid_s == 0))
+        if SPLIT:
+            if LAST_REDUCES == 0:  # for the epilogue kernel: one writer per token
+                tl.store(xs_ptr + rm, xs, mask=(rm < M) & (pid_n == 0) & (pid_s == 0))
         xs = xs[None, :]
     else:  # float x and its per-tensor scale: quantized as the identity producer does (r = 1 / s)
         xs = tl.load(xs_ptr)
@@ -161,6 +185,13 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
     if SPLIT:
         part = part_ptr + (pid_s.to(tl.int64) * M + rm[None, :]) * N + rn[:, None]
         tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
+        if LAST_REDUCES:
+            tl.debug_barrier()  # every thread's partial stored before the count releases them
+            lock = lock_ptr + pid_m * tl.num_programs(0) + pid_n
+            if tl.atomic_add(lock, 1, sem="acq_rel", scope="gpu") == tl.num_programs(2) - 1:
+                tl.atomic_xchg(lock, 0, sem="relaxed", scope="gpu")  # for the next call
+                _epilogue(_sum_partials(part_ptr, rn, rm, M, N, tl.num_programs(2), INT8, BLOCK_N, BLOCK_M),
+                          rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT)
     else:
         _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT)
 
@@ -174,14 +205,6 @@ def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, S
     pdl_prologue(PDL)
     rn = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     rm = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    mask = (rn[:, None] < N) & (rm[None, :] < M)
-    ptrs = part_ptr + rm[None, :] * N + rn[:, None]
-    if INT8:
-        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
-    else:
-        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for _ in range(0, SPLITS):
-        acc += tl.load(ptrs, mask=mask, other=0)
-        ptrs += M * N
+    acc = _sum_partials(part_ptr, rn, rm, M, N, SPLITS, INT8, BLOCK_N, BLOCK_M)
     _epilogue(acc, rn, rm, _load_xs(xs_ptr, rm, M, XS_PER_TOKEN), ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
               WS_PER_CHANNEL, HAS_BIAS, OUT)
