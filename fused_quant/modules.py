@@ -18,7 +18,7 @@ from fused_quant import envs, runtime
 from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (their long-standing import path)
 from fused_quant.contract import QuantizedActivation, as_quantized_activation, expose_input_quant_key
-from fused_quant.gemm import bind_gemm, quant_gemm
+from fused_quant.gemm import bind_gemm, capturing, quant_gemm
 from fused_quant.reference import quantize_weight_ref
 from fused_quant.validation import (
     ACT_DTYPES,
@@ -99,13 +99,12 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
 # QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
 _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
-_capturing = torch.cuda.is_current_stream_capturing
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
 
 
 def _no_sync_now(t: torch.Tensor) -> bool:
     """Whether reading ``t``'s value now is impossible: a CUDA tensor while the stream is captured."""
-    return t.is_cuda and _capturing()
+    return t.is_cuda and capturing()
 
 
 def _signature(x: object, pair: object) -> tuple | None:
@@ -160,7 +159,7 @@ class _BoundForward:
     def __call__(self, x, pair):
         if self.form == _TENSOR:
             scale = self.tensors[3]  # the layer's input scale (``current`` saw it in place)
-            if self.gemm.from_float is not None and not _capturing():
+            if self.gemm.from_float is not None and not capturing():
                 return self.gemm.quantizing(x, scale)  # one launch: the same bits as the two below
             q, s = self.quant(x, scale)
             return self.gemm(q, s)

@@ -20,7 +20,7 @@ import torch
 
 from fused_quant import keys as K
 from fused_quant import runtime
-from fused_quant.gemm import GemmProblem, dequant_epilogue
+from fused_quant.gemm import GemmProblem, capturing, dequant_epilogue
 from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import launch
 
@@ -36,9 +36,6 @@ CONFIG_FIELDS = ("BLOCK_N", "BLOCK_M", "BLOCK_K", "splits", "num_warps", "num_st
 # fp8 MMAs on sm_90 accumulate with reduced precision inside one instruction chain; Triton adds the
 # chain into the fp32 accumulator every this many products (what keeps the float64 bound K-independent)
 FP8_IMPRECISE_ACC = 32
-# Split-K partials summed by the last split of each output tile in the main kernel (one launch) instead of by
-# split_k_epilogue_kernel (a second launch): the same sum in the same order, the same bits
-SPLIT_K_LAST_REDUCES = True
 # With PDL, a small-M GEMM asks L2 for about this many bytes of its weight (its programs' first lines)
 # before its grid dependency wait, while the kernel before still runs
 PREFETCH_BYTES = 4 << 20
@@ -336,11 +333,13 @@ def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> 
 
 class SmallMCall:
     """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
-    sums the partials in order and applies the epilogue. With ``x_quant`` = (key name, float dtype) the
+    sums the partials in order and applies the epilogue (``reduce``), and the main kernel whose last split of
+    each tile does that itself (``fused``: the same sum in the same order, the same bits, one launch). With ``x_quant`` = (key name, float dtype) the
     main kernel takes the activation as floats and quantizes it as the identity producer of that key
     would; for a per-token key it works out the scales itself (``own_scales``). Holds no tensors."""
 
-    __slots__ = ("main", "reduce", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales", "tiles")
+    __slots__ = ("main", "reduce", "fused", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales",
+                 "tiles")
 
     def __init__(self, p: GemmProblem, cfg: dict, x_quant: tuple | None = None):
         from fused_quant.kernels.triton import small_m_gemm as kernels
@@ -355,8 +354,7 @@ class SmallMCall:
         pdl = launch.pdl_options(index)
         k_bytes = min(-(-k_blocks // splits) * bk, p.k)  # of each weight row, per program (one-byte elements)
         prefetch = prefetch_lines(bn, grid[0] * splits, k_bytes, bool(pdl["PDL"]))
-        last_reduces = splits > 1 and SPLIT_K_LAST_REDUCES
-        kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, LAST_REDUCES=last_reduces, EVEN_K=p.k % bk == 0,
+        kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, LAST_REDUCES=False, EVEN_K=p.k % bk == 0,
                       BLOCK_N=bn, BLOCK_M=bm,
                       BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
                       **_quantizer_constexprs(x_quant, p, index),
@@ -368,9 +366,11 @@ class SmallMCall:
         self.acc_dtype = torch.int32 if int8 else torch.float32
         self.part_shape = (splits, p.m, p.n)
         self.part_strides = dl.contiguous_strides(self.part_shape)
-        self.tiles = grid[0] * grid[1] if last_reduces else 0  # counters: one per output tile
-        self.reduce = None
-        if splits > 1 and not last_reduces:
+        self.tiles = grid[0] * grid[1]  # the fused kernel's counters: one per output tile
+        self.reduce = self.fused = None
+        if splits > 1:
+            self.fused = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, dict(kwargs, LAST_REDUCES=True),
+                                                     "small_m"), index)
             rbn, rbm = 64, 16
             rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4,
                        **launch.pdl_options(index, launch_first=True))
@@ -404,28 +404,35 @@ def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
 
 
 def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
-    """``call(x, xs)`` running ``c`` for a layer's weight."""
+    """``call(x, xs)`` running ``c`` for a layer's weight. With split-K, an eager call launches the fused
+    kernel (one launch: the host's time counts) and a call under CUDA graph capture the main kernel and
+    the epilogue kernel (the least GPU time, benchmarks/RESULTS.md, fourteenth round); the same bits."""
     ws, bias_arg = _fixed_operands(ws, bias)
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
     own_scales, scales_shape = c.own_scales, (p.m,)
-    # the split-K tiles' counters, this call's own (at 0 between calls: the last split of a tile resets it)
-    locks = torch.zeros(c.tiles, dtype=torch.int32, device=device) if c.tiles else ws
+    locks = None  # the fused kernel's tile counters, this call's own: zeroed at its first eager call, and set
+    # back to 0 by each tile's last split (so one bound call must not run on two streams at once)
 
     def call(x, xs):
-        if own_scales:  # xs is None: the main kernel stores its token scales for the epilogue kernel (split-K)
-            xs = ws if c.reduce is None else torch.empty_strided(scales_shape, (1,), dtype=torch.float32,
-                                                                 device=device)
+        nonlocal locks
+        two_kernels = c.reduce is not None and capturing()
+        if own_scales:  # xs is None: the main kernel stores its token scales for the epilogue kernel
+            xs = torch.empty_strided(scales_shape, (1,), dtype=torch.float32, device=device) if two_kernels else ws
         elif not xs.is_contiguous():
             xs = xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
         out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
-        if c.splits == 1:
-            c.main((x, w, xs, ws, bias_arg, out, out, locks), scalars)
+        if c.reduce is None:
+            c.main((x, w, xs, ws, bias_arg, out, out, ws), scalars)
             return out
         part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
-        c.main((x, w, xs, ws, bias_arg, out, part, locks), scalars)
-        if c.reduce is not None:
+        if two_kernels:
+            c.main((x, w, xs, ws, bias_arg, out, part, ws), scalars)
             c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
+            return out
+        if locks is None:
+            locks = torch.zeros(c.tiles, dtype=torch.int32, device=device)
+        c.fused((x, w, xs, ws, bias_arg, out, part, locks), scalars)
         return out
 
     return call

@@ -471,10 +471,7 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4)
     call = gemm_launch.SmallMCall(p, cfg)
     int8 = gemm_launch._triton_int8_call(dataclasses.replace(p, kind="int8", x_dtype=torch.int8))
-    with monkeypatch.context() as mp:  # the split-K epilogue kernel, where it is launched
-        mp.setattr(gemm_launch, "SPLIT_K_LAST_REDUCES", False)
-        epilogue = gemm_launch.SmallMCall(p, cfg).reduce
-    for kernel, want in ((call.main, wait_first), (epilogue, launch_first), (int8, wait_first)):
+    for kernel, want in ((call.main, wait_first), (call.reduce, launch_first), (int8, wait_first)):
         assert same(kernel.plan.kwargs["PDL"], want) and ("launch_pdl" in kernel.plan.kwargs) == expected
     # 64 N blocks x 4 splits, each streaming 14336 / 4 bytes of its rows, one token block: evict first
     lines = gemm_launch.prefetch_lines(64, 64 * 4, 14336 // 4, True) if expected else 0

@@ -301,14 +301,14 @@ def test_bound_layer_quantizes_in_its_gemm_only_in_eager_calls(monkeypatch):
         return "q", scale
 
     bound = modules._BoundForward(0, modules._TENSOR, quant, Gemm(), None, (None, None, None, "scale"), None)
-    monkeypatch.setattr(modules, "_capturing", lambda: False)
+    monkeypatch.setattr(modules, "capturing", lambda: False)
     assert bound("x", None) == "fused" and calls == [("quantizing", "x", "scale")]
     calls.clear()
-    monkeypatch.setattr(modules, "_capturing", lambda: True)
+    monkeypatch.setattr(modules, "capturing", lambda: True)
     assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
     calls.clear()
     Gemm.from_float = None  # a provider without one: the producer and the GEMM in eager calls too
-    monkeypatch.setattr(modules, "_capturing", lambda: False)
+    monkeypatch.setattr(modules, "capturing", lambda: False)
     assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
 
 
@@ -385,26 +385,32 @@ SPLIT_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in C
 
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
 @pytest.mark.parametrize("device,case", SPLIT_CASES)
-def test_last_split_reduces_as_the_epilogue_kernel_does(monkeypatch, kind, device, case):
-    """With ``SPLIT_K_LAST_REDUCES`` the last split of each tile sums the partials in the main kernel: one
-    launch, and the bits of the split-K epilogue kernel's sum (the same order), call after call of one
-    bound call (its counters are back at 0 after each: a count left over would leave the tiles unreduced)."""
-    from fused_quant import runtime
-
+def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch, kind, device, case):
+    """Split-K in an eager call: the last split of each tile sums the partials in the main kernel (one
+    launch), with the bits of the main kernel then the epilogue kernel that a captured call launches (the
+    same sum in the same order), call after call of one bound call (its counters are back at 0 after each:
+    a count left over would leave the tiles unreduced, and the output uninitialized memory)."""
     m, n, k, cfg = case
-    dev = torch.device(device)
-    inputs = [_operands(kind, m, n, k, dev, seed) for seed in range(3)]
+    inputs = [_operands(kind, m, n, k, torch.device(device), seed) for seed in range(3)]
     _, _, w, ws = inputs[0]
-    b = (torch.randn(n, generator=torch.Generator().manual_seed(7)) * 3).to(torch.bfloat16).to(dev)
-    p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, dev, True, True, True)
+    b = (torch.randn(n, generator=torch.Generator().manual_seed(7)) * 3).to(torch.bfloat16).to(w.device)
+    p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, w.device, True, True, True)
+    c = g._small_m_call(p, g._config_key(cfg))
+    launched = []
+    for name in ("main", "reduce", "fused"):
+        kernel = getattr(c, name)
+        monkeypatch.setattr(c, name, lambda tensors, scalars, kernel=kernel, name=name: (
+            launched.append(name), kernel(tensors, scalars)))
     outs = {}
-    for last_reduces in (False, True):
-        monkeypatch.setattr(g, "SPLIT_K_LAST_REDUCES", last_reduces)
-        runtime.reset()
-        assert (g._small_m_call(p, g._config_key(cfg)).reduce is None) == last_reduces
+    for captured in (True, False):  # the two-kernel path first: the fused one must not lean on its output
+        monkeypatch.setattr(g, "capturing", lambda captured=captured: captured)
         call = g.bind_small_m(p, w, ws, b, cfg)
-        outs[last_reduces] = [call(xq, xs).clone() for xq, xs, _, _ in inputs]
-    for i, (one, two) in enumerate(zip(outs[True], outs[False])):
+        outs[captured] = []
+        for xq, xs, _, _ in inputs:
+            launched.clear()
+            outs[captured].append(call(xq, xs).clone())
+            assert launched == (["main", "reduce"] if captured else ["fused"])
+    for i, (one, two) in enumerate(zip(outs[False], outs[True])):
         assert_bits_equal(one, two, f"{kind} {m}x{n}x{k} {cfg} call {i}")
 
 

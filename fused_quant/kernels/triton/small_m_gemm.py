@@ -7,11 +7,11 @@ more than one 16-wide MMA column block. Program (n, m, s) computes rows ``n*BLOC
 transposed output for tokens ``m*BLOCK_M..`` over its share of K: with ``SPLIT`` the share is one of
 ``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]`` and summed, in slice
 order (a fixed order: the same bits on every run, captured or not), by ``split_k_epilogue_kernel``
-or, with ``LAST_REDUCES``, by the tile's last split to finish: each split counts itself in on the
-tile's counter (``lock[m, n]``, an atomic with release and acquire order after its partial is
-stored), and the one that counts last sets the counter back to 0, sums the partials and applies the
-epilogue. One launch instead of two; a bound call's counters are its own and start at 0, so a bound
-layer must not run on two streams at once.
+(under CUDA graph capture: the least GPU time) or, with ``LAST_REDUCES`` (eager calls: one launch
+fewer for the host), by the tile's last split to finish: each split counts itself in on the tile's
+counter (``lock[m, n]``, an atomic with release and acquire order after its partial is stored), and
+the one that counts last sets the counter back to 0, sums the partials and applies the epilogue. A
+bound call's counters are its own and start at 0, so one bound call must not run on two streams at once.
 
 With ``XQ`` (the QUANT code of a key, ``act_quant``) the activation comes as floats and the kernel
 quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized``): one launch
