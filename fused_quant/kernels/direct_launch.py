@@ -33,7 +33,7 @@ MAX_INT32 = (1 << 31) - 1
 # What Triton's launcher itself asks torch for (the current device, and its current stream: the
 # capturing one under CUDA graph capture); attribute lookups only, nothing is initialized here.
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-_raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None)
+raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None)
                or (lambda index: torch.cuda.current_stream(index).cuda_stream))
 
 
@@ -114,4 +114,4 @@ def run(direct: tuple, index: int, args: tuple) -> None:
     arguments are passed as their integer addresses: the launcher takes those as they are, where for
     a tensor it calls ``data_ptr()`` and asks the driver about the address once more."""
     launcher, g0, g1, g2, function, metadata = direct
-    launcher(g0, g1, g2, _raw_stream(index), function, metadata, None, None, None, *args)
+    launcher(g0, g1, g2, raw_stream(index), function, metadata, None, None, None, *args)

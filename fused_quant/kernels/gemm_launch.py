@@ -403,20 +403,27 @@ def bind_small_m(p: GemmProblem, w, ws, bias, config: dict | None = None):
     return _small_m_caller(p, _small_m_call(p, _config_key(config)), w, ws, bias)
 
 
-def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
-    """``call(x, xs)`` running ``c`` for a layer's weight. With split-K, an eager call launches the fused
-    kernel (one launch: the host's time counts) and a call under CUDA graph capture the main kernel and
-    the epilogue kernel (the least GPU time, benchmarks/RESULTS.md, fourteenth round); the same bits."""
+def _no_stream(index: int) -> None:
+    return None
+
+
+def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = True):
+    """``call(x, xs)`` running ``c`` for a layer's weight. With split-K, an eager call of a ``bound`` caller
+    (one called again and again) launches the fused kernel (one launch: the host's time counts); a call
+    under CUDA graph capture (the least GPU time, benchmarks/RESULTS.md, fourteenth round) and every call
+    of a one-call caller (its counters would need zeroing each time) the main kernel and the epilogue
+    kernel. The same bits."""
     ws, bias_arg = _fixed_operands(ws, bias)
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
     own_scales, scales_shape = c.own_scales, (p.m,)
-    locks = None  # the fused kernel's tile counters, this call's own: zeroed at its first eager call, and set
-    # back to 0 by each tile's last split (so one bound call must not run on two streams at once)
+    # the fused kernel's tile counters, this caller's own per stream (two streams may run it at once): zeroed
+    # at its first eager call on the stream, set back to 0 by each tile's last split
+    locks, index = {}, launch.device_index(device)
+    stream_of = dl.raw_stream if index >= 0 else _no_stream  # the interpreter's calls run on no stream
 
     def call(x, xs):
-        nonlocal locks
-        two_kernels = c.reduce is not None and capturing()
+        two_kernels = c.reduce is not None and (not bound or capturing())
         if own_scales:  # xs is None: the main kernel stores its token scales for the epilogue kernel
             xs = torch.empty_strided(scales_shape, (1,), dtype=torch.float32, device=device) if two_kernels else ws
         elif not xs.is_contiguous():
@@ -430,9 +437,11 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias):
             c.main((x, w, xs, ws, bias_arg, out, part, ws), scalars)
             c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
             return out
-        if locks is None:
-            locks = torch.zeros(c.tiles, dtype=torch.int32, device=device)
-        c.fused((x, w, xs, ws, bias_arg, out, part, locks), scalars)
+        stream = stream_of(index)
+        counters = locks.get(stream)
+        if counters is None:
+            counters = locks[stream] = torch.zeros(c.tiles, dtype=torch.int32, device=device)
+        c.fused((x, w, xs, ws, bias_arg, out, part, counters), scalars)
         return out
 
     return call
@@ -492,4 +501,4 @@ def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:
 def small_m_gemm(xq, xs, w, ws, bias, out_dtype, config: dict | None = None):
     """Provider call of the small-M GEMM (``xq [M, K]``, ``xs [M, 1] | [1, 1]``, ``w [N, K]``, ``ws [N, 1] | [1, 1]``)."""
     p = _problem_of(xq, xs, w, ws, bias, out_dtype)
-    return bind_small_m(p, w, ws, bias, config)(xq, xs)
+    return _small_m_caller(p, _small_m_call(p, _config_key(config)), w, ws, bias, bound=False)(xq, xs)

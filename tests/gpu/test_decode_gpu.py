@@ -42,6 +42,24 @@ class MLP(nn.Module):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_static_tensor", "int8_dynamic_token"])
+def test_mlp_compiled_before_any_eager_call(backend, key_name, backend_env):
+    """torch.compile(mode="reduce-overhead") of an MLP never called eagerly (nothing bound: its split-K
+    down GEMM takes the custom op's unbound calls, which keep no counters that its CUDA-graph trees would
+    refuse) replays the bits of the eager calls after it, the bound ones' single-launch split-K included."""
+    backend_env(backend)
+    torch._dynamo.reset()
+    mlp = MLP(K.KEYS[key_name])
+    compiled = torch.compile(mlp, mode="reduce-overhead", fullgraph=True, dynamic=False)
+    for m in (1, 16):
+        x = torch.randn(m, D, device=CUDA, dtype=torch.bfloat16)
+        for _ in range(3):  # warm-up, recording, replays
+            got = compiled(x).clone()
+        for i in range(2):  # checked, then bound
+            assert_bits_equal(mlp(x), got, f"{key_name} eager call {i} after torch.compile M={m}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("key_name", ["fp8_static_tensor", "fp8_dynamic_token", "int8_static_tensor",
                                       "int8_dynamic_token"])
 def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_env):

@@ -258,7 +258,7 @@ def direct(monkeypatch):
     monkeypatch.setattr(launch, "_COMPILED", runtime.Cache("compiled"))
     monkeypatch.setattr(launch, "_launch", lambda plan, args: generic.append((plan, args)))
     monkeypatch.setattr(dl, "_current_device", lambda: -1)
-    monkeypatch.setattr(dl, "_raw_stream", lambda index: ("stream", index))
+    monkeypatch.setattr(dl, "raw_stream", lambda index: ("stream", index))
     return generic
 
 
@@ -623,7 +623,7 @@ def test_gemm_kernel_call_goes_direct_with_addresses_once_compiled(monkeypatch):
     monkeypatch.setattr(launch, "_launch", jit)
     monkeypatch.setattr(dl, "_HIP", False)
     monkeypatch.setattr(dl, "_current_device", lambda: 0)
-    monkeypatch.setattr(dl, "_raw_stream", lambda index: ("stream", index))
+    monkeypatch.setattr(dl, "raw_stream", lambda index: ("stream", index))
     plan = launch._Plan(None, (3, 2, 1), {"A": 7, "num_warps": 4}, (7,), "small_m", None, object())
     call = gemm_launch.KernelCall(plan, 0)
     a, b = _aligned((16, 64)), _aligned((8,), torch.float32)

@@ -387,8 +387,8 @@ SPLIT_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in C
 @pytest.mark.parametrize("device,case", SPLIT_CASES)
 def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch, kind, device, case):
     """Split-K in an eager call: the last split of each tile sums the partials in the main kernel (one
-    launch), with the bits of the main kernel then the epilogue kernel that a captured call launches (the
-    same sum in the same order), call after call of one bound call (its counters are back at 0 after each:
+    launch), with the bits of the main kernel then the epilogue kernel that a captured call and an unbound
+    call launch (the same sum in the same order), call after call of one bound call (its counters are back at 0 after each:
     a count left over would leave the tiles unreduced, and the output uninitialized memory)."""
     m, n, k, cfg = case
     inputs = [_operands(kind, m, n, k, torch.device(device), seed) for seed in range(3)]
@@ -402,16 +402,19 @@ def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch,
         monkeypatch.setattr(c, name, lambda tensors, scalars, kernel=kernel, name=name: (
             launched.append(name), kernel(tensors, scalars)))
     outs = {}
-    for captured in (True, False):  # the two-kernel path first: the fused one must not lean on its output
-        monkeypatch.setattr(g, "capturing", lambda captured=captured: captured)
+    # the two-kernel paths first (captured, and an unbound call): the fused one must not lean on their output
+    for path in ("captured", "unbound", "eager"):
+        monkeypatch.setattr(g, "capturing", lambda path=path: path == "captured")
         call = g.bind_small_m(p, w, ws, b, cfg)
-        outs[captured] = []
+        outs[path] = []
         for xq, xs, _, _ in inputs:
             launched.clear()
-            outs[captured].append(call(xq, xs).clone())
-            assert launched == (["main", "reduce"] if captured else ["fused"])
-    for i, (one, two) in enumerate(zip(outs[False], outs[True])):
-        assert_bits_equal(one, two, f"{kind} {m}x{n}x{k} {cfg} call {i}")
+            out = g.small_m_gemm(xq, xs, w, ws, b, torch.bfloat16, cfg) if path == "unbound" else call(xq, xs)
+            outs[path].append(out.clone())
+            assert launched == (["fused"] if path == "eager" else ["main", "reduce"]), path
+    for path in ("captured", "unbound"):
+        for i, (one, two) in enumerate(zip(outs["eager"], outs[path])):
+            assert_bits_equal(one, two, f"{kind} {m}x{n}x{k} {cfg} call {i}, eager vs {path}")
 
 
 @pytest.mark.gpu
@@ -434,6 +437,30 @@ def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):
         graph.replay()
         torch.cuda.synchronize()
         assert_bits_equal(out, eager, f"{key_name} replay")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+def test_gpu_one_bound_split_k_call_on_two_streams_at_once(kind):
+    """A bound split-K call's tile counters are per stream: the same bound call run on two streams at once
+    gives every call the bits of one call alone (counters shared by both would reduce tiles early or never)."""
+    m, n, k = 8, 4096, 14336
+    xq, xs, w, ws = _operands(kind, m, n, k, torch.device("cuda"))
+    p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
+    call = g.bind_small_m(p, w, ws, None, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4,
+                                                num_stages=4))
+    want = call(xq, xs)
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    for stream in streams:
+        stream.wait_stream(torch.cuda.current_stream())
+    outs = []
+    for _ in range(20):
+        for stream in streams:
+            with torch.cuda.stream(stream):
+                outs.append(call(xq, xs))
+    torch.cuda.synchronize()
+    for i, out in enumerate(outs):
+        assert_bits_equal(out, want, f"call {i} on stream {i % 2}")
 
 
 @pytest.mark.gpu

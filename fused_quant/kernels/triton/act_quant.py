@@ -218,12 +218,18 @@ def _quantize(y, q_ptr, q_offs, mask, s, r, QUANT: tl.constexpr, M8: tl.constexp
 
 
 @triton.jit
+def static_scale(scale_ptr):
+    """A per-tensor scale and its reciprocal ``r = 1 / s``, which FP8 multiplies by."""
+    s = tl.load(scale_ptr)
+    return s, tl.math.div_rn(1.0, s)
+
+
+@triton.jit
 def _quantize_static(y, q_ptr, q_offs, mask, scale_ptr, QUANT: tl.constexpr, M8: tl.constexpr,
                      FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
     """Per-tensor scale: the int8 division takes the fast path only for scales in its proven
     range (a uniform branch; validated static scales always are). FP8 multiplies by ``r``."""
-    s = tl.load(scale_ptr)
-    r = tl.math.div_rn(1.0, s)
+    s, r = static_scale(scale_ptr)
     if FAST_DIV and QUANT == INT8_STATIC:
         if (s >= _S_LO) & (s <= _S_HI):
             _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, True)

@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, canonical_nan, max_nan, quantized,
-                                                  row_absmax, token_scale)
+                                                  row_absmax, static_scale, token_scale)
 from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
 NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized
@@ -151,9 +151,8 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                 tl.store(xs_ptr + rm, xs, mask=(rm < M) & (pid_n == 0) & (pid_s == 0))
         xs = xs[None, :]
     else:  # float x and its per-tensor scale: quantized as the identity producer does (r = 1 / s)
-        xs = tl.load(xs_ptr)
+        xs, x_r = static_scale(xs_ptr)
         x_s = xs
-        x_r = tl.math.div_rn(1.0, xs)
     w_ptrs = w_ptr + rn_safe[:, None] * stride_wn + (k_first * BLOCK_K + rk)[None, :]
     x_ptrs = x_ptr + rm_safe[:, None] * stride_xm + (k_first * BLOCK_K + rk)[None, :]
     if INT8:
