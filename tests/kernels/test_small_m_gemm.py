@@ -202,6 +202,13 @@ def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed
     unfused = g.bind_small_m(p, w, ws, b, cfg)(q, xs)
     what = f"quantizing small-M {key_name} {x_dtype} {m}x{n}x{k} {cfg} adversarial={adversarial}"
     assert_bits_equal(fused, unfused, what)
+    saved = g.capturing  # split-K as a captured call launches it: the main kernel stores the scales it derived
+    g.capturing = lambda: True
+    try:
+        captured = g.bind_small_m_quantizing(p, w, ws, b, (key_name, x_dtype), cfg)(x, scale)
+    finally:
+        g.capturing = saved
+    assert_bits_equal(captured, unfused, what + ", the captured plan")
     finite = torch.isfinite(x.float()).all(dim=1)  # the float64 oracle takes finite rows
     assert_gemm_close(unfused[finite], q[finite], xs.expand(m, 1)[finite], w, ws, b,
                       exact_acc=kind == "int8", what=what)
@@ -385,16 +392,21 @@ SPLIT_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in C
 
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
 @pytest.mark.parametrize("device,case", SPLIT_CASES)
-def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch, kind, device, case):
+@pytest.mark.parametrize("out_dtype,bias,per_token", [(torch.bfloat16, True, True), (torch.float16, False, False),
+                                                      (torch.float32, True, False)])
+def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch, kind, device, case, out_dtype,
+                                                                    bias, per_token):
     """Split-K in an eager call: the last split of each tile sums the partials in the main kernel (one
     launch), with the bits of the main kernel then the epilogue kernel that a captured call and an unbound
     call launch (the same sum in the same order), call after call of one bound call (its counters are back at 0 after each:
     a count left over would leave the tiles unreduced, and the output uninitialized memory)."""
     m, n, k, cfg = case
     inputs = [_operands(kind, m, n, k, torch.device(device), seed) for seed in range(3)]
+    if not per_token:
+        inputs = [(xq, xs[:1].clone(), w, ws) for xq, xs, w, ws in inputs]
     _, _, w, ws = inputs[0]
-    b = (torch.randn(n, generator=torch.Generator().manual_seed(7)) * 3).to(torch.bfloat16).to(w.device)
-    p = g._problem_of(*inputs[0][:2], w, ws, b, torch.bfloat16)  # the problem small_m_gemm's call works out
+    b = (torch.randn(n, generator=torch.Generator().manual_seed(7)) * 3).to(out_dtype).to(w.device) if bias else None
+    p = g._problem_of(*inputs[0][:2], w, ws, b, out_dtype)  # the problem small_m_gemm's call works out
     c = g._small_m_call(p, g._config_key(cfg))
     launched = []
     for name in ("main", "reduce", "fused"):
@@ -409,12 +421,13 @@ def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch,
         outs[path] = []
         for xq, xs, _, _ in inputs:
             launched.clear()
-            out = g.small_m_gemm(xq, xs, w, ws, b, torch.bfloat16, cfg) if path == "unbound" else call(xq, xs)
+            out = g.small_m_gemm(xq, xs, w, ws, b, out_dtype, cfg) if path == "unbound" else call(xq, xs)
             outs[path].append(out.clone())
             assert launched == (["fused"] if path == "eager" else ["main", "reduce"]), path
     for path in ("captured", "unbound"):
         for i, (one, two) in enumerate(zip(outs["eager"], outs[path])):
-            assert_bits_equal(one, two, f"{kind} {m}x{n}x{k} {cfg} call {i}, eager vs {path}")
+            assert_bits_equal(one, two, f"{kind} {m}x{n}x{k} {cfg} {out_dtype} bias={bias} per_token={per_token} "
+                                        f"call {i}, eager vs {path}")
 
 
 @pytest.mark.gpu

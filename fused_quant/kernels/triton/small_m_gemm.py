@@ -11,7 +11,7 @@ order (a fixed order: the same bits on every run, captured or not), by ``split_k
 fewer for the host), by the tile's last split to finish: each split counts itself in on the tile's
 counter (``lock[m, n]``, an atomic with release and acquire order after its partial is stored), and
 the one that counts last sets the counter back to 0, sums the partials and applies the epilogue. A
-bound call's counters are its own and start at 0, so one bound call must not run on two streams at once.
+bound call's counters are its own, one set per stream, and start at 0.
 
 With ``XQ`` (the QUANT code of a key, ``act_quant``) the activation comes as floats and the kernel
 quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized``): one launch
