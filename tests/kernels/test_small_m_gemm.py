@@ -430,6 +430,27 @@ def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch,
                                         f"call {i}, eager vs {path}")
 
 
+@pytest.mark.interpreter
+def test_split_k_counters_are_per_stream_and_back_at_zero_after_each_call(monkeypatch):
+    """A bound call's one-launch plan keeps one set of tile counters per stream (the stream its caller
+    launches on: here a stand-in, the interpreter has none), each back at 0 after every call."""
+    m, n, k, cfg = next(c for c in CASES if _splits(c) > 1)
+    xq, xs, w, ws = _operands("int8", m, n, k, torch.device("cpu"))
+    stream = ["a"]
+    monkeypatch.setattr(g, "_no_stream", lambda index: stream[0])
+    p = g._problem_of(xq, xs, w, ws, None, torch.bfloat16)
+    c = g._small_m_call(p, g._config_key(cfg))
+    seen, fused = [], c.fused
+    monkeypatch.setattr(c, "fused", lambda tensors, scalars: (seen.append(tensors[7]), fused(tensors, scalars)))
+    call = g.bind_small_m(p, w, ws, None, cfg)
+    want = g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, cfg)  # the two-kernel plan
+    for i, name in enumerate("abab"):
+        stream[0] = name
+        assert_bits_equal(call(xq, xs), want, f"call {i} on stream {name}")
+        assert seen[-1].shape == (c.tiles,) and not seen[-1].any(), f"counters after call {i}: {seen[-1]}"
+    assert seen[0] is seen[2] and seen[1] is seen[3] and seen[0] is not seen[1]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("key_name", QUANTIZING_KEYS)
 def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):
