@@ -34,7 +34,7 @@ MAX_INT32 = (1 << 31) - 1
 # capturing one under CUDA graph capture); attribute lookups only, nothing is initialized here.
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None)
-               or (lambda index: torch.cuda.current_stream(index).cuda_stream))
+              or (lambda index: torch.cuda.current_stream(index).cuda_stream))
 
 
 @functools.cache

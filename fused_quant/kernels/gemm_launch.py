@@ -333,10 +333,11 @@ def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> 
 
 class SmallMCall:
     """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
-    sums the partials in order and applies the epilogue (``reduce``), and the main kernel whose last split of
-    each tile does that itself (``fused``: the same sum in the same order, the same bits, one launch). With ``x_quant`` = (key name, float dtype) the
-    main kernel takes the activation as floats and quantizes it as the identity producer of that key
-    would; for a per-token key it works out the scales itself (``own_scales``). Holds no tensors."""
+    sums the partials in order and applies the epilogue (``reduce``), and the main kernel whose last
+    split of each tile does that itself (``fused``: the same sum in the same order, the same bits, one
+    launch). With ``x_quant`` = (key name, float dtype) the main kernel takes the activation as floats
+    and quantizes it as the identity producer of that key would; for a per-token key it works out the
+    scales itself (``own_scales``). Holds no tensors."""
 
     __slots__ = ("main", "reduce", "fused", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales",
                  "tiles")
@@ -355,8 +356,7 @@ class SmallMCall:
         k_bytes = min(-(-k_blocks // splits) * bk, p.k)  # of each weight row, per program (one-byte elements)
         prefetch = prefetch_lines(bn, grid[0] * splits, k_bytes, bool(pdl["PDL"]))
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, LAST_REDUCES=False, EVEN_K=p.k % bk == 0,
-                      BLOCK_N=bn, BLOCK_M=bm,
-                      BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
+                      BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
                       **_quantizer_constexprs(x_quant, p, index),
                       PREFETCH=prefetch, EVICT_W=weight_eviction(grid[1]) if prefetch else "",
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
@@ -369,8 +369,8 @@ class SmallMCall:
         self.tiles = grid[0] * grid[1]  # the fused kernel's counters: one per output tile
         self.reduce = self.fused = None
         if splits > 1:
-            self.fused = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, dict(kwargs, LAST_REDUCES=True),
-                                                     "small_m"), index)
+            fused = launch.make_plan(kernels.small_m_gemm_kernel, grid, dict(kwargs, LAST_REDUCES=True), "small_m")
+            self.fused = KernelCall(fused, index)
             rbn, rbm = 64, 16
             rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4,
                        **launch.pdl_options(index, launch_first=True))

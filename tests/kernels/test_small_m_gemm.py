@@ -397,9 +397,10 @@ SPLIT_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in C
 def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch, kind, device, case, out_dtype,
                                                                     bias, per_token):
     """Split-K in an eager call: the last split of each tile sums the partials in the main kernel (one
-    launch), with the bits of the main kernel then the epilogue kernel that a captured call and an unbound
-    call launch (the same sum in the same order), call after call of one bound call (its counters are back at 0 after each:
-    a count left over would leave the tiles unreduced, and the output uninitialized memory)."""
+    launch), with the bits of the main kernel then the epilogue kernel that a captured call and an
+    unbound call launch (the same sum in the same order), call after call of one bound call (its
+    counters are back at 0 after each: a count left over would leave the tiles unreduced, and the
+    output uninitialized memory)."""
     m, n, k, cfg = case
     inputs = [_operands(kind, m, n, k, torch.device(device), seed) for seed in range(3)]
     if not per_token:
