@@ -13,8 +13,9 @@ A provider may also have ``bind(problem, w, ws, bias) -> call(xq, xs) -> out``: 
 one layer's operands and one problem, resolved once (views of the weight and scales, the kernel
 launch); and ``bind_quantizing(problem, w, ws, bias, quantizer) -> call(x, scale) -> out`` or None:
 the same for a float activation ``x [M, K]`` and its per-tensor ``scale`` (None for a per-token
-key, whose scales the provider works out), which the provider quantizes itself, bit for bit as the bound producer launch ``quantizer`` would (``QuantLinear``'s
-plain-tensor input in eager calls: one launch for both). ``bind_gemm`` is the checked entry's bound
+key, whose scales the provider works out), which the provider quantizes itself, bit for bit as the
+bound producer launch ``quantizer`` would (``QuantLinear``'s plain-tensor input in eager calls: one
+launch for both). ``bind_gemm`` is the checked entry's bound
 form: it runs every check once and returns a ``BoundGemm`` for every later call whose operands have
 the same metadata (a layer's fast path).
 """

@@ -101,11 +101,12 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
     # fp32's, may round to +-Inf or stay within the bound
     out_max, f32_max, inf = torch.finfo(out.dtype).max, torch.finfo(torch.float32).max, float("inf")
     first = (dot * xs64).abs()
-    must = torch.isfinite(ref) & (ref.abs() - tol > out_max)
-    may = torch.isfinite(ref) & ((ref.abs() + tol > out_max) | (first * (1 + 2.0**-20) > f32_max))
+    finite = torch.isfinite(ref)
+    must = finite & (ref.abs() - tol > out_max)
+    may = finite & ((ref.abs() + tol > out_max) | (first * (1 + 2.0**-20) > f32_max))
     assert torch.equal(o[must], ref[must].sign() * inf), f"{what}: results beyond {out.dtype}'s range not +-Inf"
     err = (o - ref).abs()
-    bad = torch.isfinite(ref) & ~must & ~(err <= tol) & ~(may & (o == ref.sign() * inf))
+    bad = finite & ~must & ~(err <= tol) & ~(may & (o == ref.sign() * inf))
     assert not bad.any(), (f"{what}: {int(bad.sum())}/{o.numel()} elements outside the float64 bound; "
                            f"worst excess {float((err - tol)[bad].max()):.3e}")
 
