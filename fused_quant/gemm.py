@@ -47,16 +47,6 @@ GemmSupportFn = Callable[[GemmProblem], "tuple[bool, str]"]
 GemmBindFn = Callable[..., Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
 
-def _never_capturing() -> bool:
-    return False
-
-
-# Whether the current stream is being captured into a CUDA graph (never, with a torch built without CUDA). A
-# bound call launches what costs the GPU least there (replays pay no host time) and what costs the host least
-# in eager calls, with the same bits
-capturing = torch.cuda.is_current_stream_capturing if torch.backends.cuda.is_built() else _never_capturing
-
-
 @dataclass(frozen=True)
 class GemmProvider:
     name: str

@@ -3,7 +3,8 @@
 State: values computed once per generation (``once``: the probe result, the selected
 backend, the environment it was selected under). Caches (``Cache``: validated call
 signatures, bound launches, compiled kernels, GEMM provider choices) are stamped with the
-generation they were filled in. ``reset()`` bumps the generation, which forgets the state
+generation they were filled in. ``capturing()`` says whether the current stream is being
+captured into a CUDA graph, for the launches that plan differently there. ``reset()`` bumps the generation, which forgets the state
 and makes every cache empty at once; ``probe(refresh=True)``, ``reset_current_backend()``,
 registering a producer or a GEMM provider, and changed launch heuristics all call it.
 A value computed from the state of one generation is never filed under a later one.
@@ -15,12 +16,24 @@ import threading
 import weakref
 from typing import Callable, Hashable, TypeVar
 
+import torch
+
 T = TypeVar("T")
 
 _lock = threading.RLock()  # re-entrant: a value's factory may ask for another value (backend -> probe)
 _generation = 0
 _values: dict[str, object] = {}
 _MISSING = object()
+
+
+def _never_capturing() -> bool:
+    return False
+
+
+# Whether the current stream is being captured into a CUDA graph (never, with a torch built without CUDA). A
+# bound call launches what costs the GPU least there (replays pay no host time) and what costs the host least
+# in eager calls, with the same bits: the small-M GEMM's split-K plans, the per-token producer's split rows
+capturing = torch.cuda.is_current_stream_capturing if torch.backends.cuda.is_built() else _never_capturing
 
 
 def generation() -> int:

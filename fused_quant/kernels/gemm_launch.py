@@ -20,7 +20,8 @@ import torch
 
 from fused_quant import keys as K
 from fused_quant import runtime
-from fused_quant.gemm import GemmProblem, capturing, dequant_epilogue
+from fused_quant.gemm import GemmProblem, dequant_epilogue
+from fused_quant.runtime import capturing
 from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import launch
 

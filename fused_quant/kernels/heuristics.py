@@ -35,6 +35,9 @@ class ArchConfig:
     # bf16 / fp16 silu from ex2.approx / rcp.approx (``act_quant._silu``): their results are the arch's own,
     # so only where every bf16 and fp16 gate was measured to round like torch
     fast_silu: bool = False
+    # (max M, min D, BLOCK_N, num_warps): per-token rows split over programs in two launches, for calls under
+    # CUDA graph capture (GPU time only); max M 0: never
+    token_split: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 _DEFAULT = ArchConfig(
@@ -52,9 +55,10 @@ _DEFAULT = ArchConfig(
 
 # The per-token kernels, by name: rows as one block / rows in chunks (one pass), two sweeps per row
 # with one program per row / with persistent programs (act_quant.py)
-TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent")
+TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent", "split")
 
-CONFIGS: dict[str, ArchConfig] = {"default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True)}  # H200
+CONFIGS: dict[str, ArchConfig] = {  # H200
+    "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(16, 8192, 1024, 4))}
 
 
 def config_for(arch: str | None) -> ArchConfig:
@@ -88,13 +92,19 @@ def chunking(d: int, chunks: tuple[int, ...]) -> tuple[int, int]:
     return chunk, -(-d // chunk)
 
 
-def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu: bool = False) -> dict[str, int]:
+def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu: bool = False,
+                 captured: bool = False) -> dict[str, int]:
     """``{"variant": "rows", ROWS, BLOCK_N, num_warps}`` (one pass, rows as one block),
-    ``{"variant": "chunks", CHUNK, NCHUNK, num_warps}`` (one pass, one row in chunks) or
+    ``{"variant": "chunks", CHUNK, NCHUNK, num_warps}`` (one pass, one row in chunks),
     ``{"variant": "persistent", BLOCK_N, num_warps, programs_per_sm, scratch, STAGES}`` (two sweeps,
-    persistent programs); ``"two_pass"`` (two sweeps, one program per row) is a tuning variant.
+    persistent programs) or, for a call under CUDA graph capture (``captured``), ``{"variant": "split",
+    BLOCK_N, num_warps}`` (each row over several programs, two launches); ``"two_pass"`` (two sweeps,
+    one program per row) is a tuning variant.
     ``fast_silu``: silu_and_mul computed with the kernels' cheap bf16 / fp16 silu (``FAST_SILU``)."""
     cfg = config_for(arch)
+    max_m, min_d, block_n, warps = cfg.token_split
+    if captured and m <= max_m and d >= min_d:
+        return {"variant": "split", "BLOCK_N": block_n, "num_warps": warps}
     if d <= cfg.one_pass_max_n:
         block_n = next_pow2(d)
         rows = max(1, min(64, 2048 // block_n))

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import torch
 
 from fused_quant import activations, envs, runtime
+from fused_quant.runtime import capturing
 from fused_quant import keys as K
 from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import heuristics
@@ -158,12 +159,13 @@ class _Plan(NamedTuple):
     variant: str  # "static", "flat" (static keys) or one of heuristics.TOKEN_VARIANTS
     scratch: torch.dtype | None  # persistent kernel: dtype of its scratch rows (grid[0] x D)
     kernel_id: tuple  # (kernel, compile-time arguments and launch options): what a compiled kernel is
+    first: "_Plan | None" = None  # split rows: the launch before this one (the parts' absmax, into a scratch)
 
 
 def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp8_dtype: torch.dtype, m: int,
-          d: int, flat_ok: bool, device_index: int, config: tuple | None) -> _Plan:
+          d: int, flat_ok: bool, device_index: int, config: tuple | None, captured: bool = False) -> _Plan:
     """The launch for one (producer, M, D) on one device (-1: the interpreter's CPU tensors):
-    the heuristics (or ``config`` when tuning) made concrete."""
+    the heuristics (or ``config`` when tuning) made concrete; ``captured``: for calls under CUDA graph capture."""
     kernels, tl_dtypes, _ = _tl()
     per_token = _outputs(key_name, fp8_dtype)[1]
     arch = _arch()
@@ -193,8 +195,9 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             kernel = kernels.act_quant_static_kernel
             grid = (triton_cdiv(m, cfg["BLOCK_M"]), triton_cdiv(d, cfg["BLOCK_N"]))
     else:
-        cfg = cfg or heuristics.token_launch(m, d, arch, act, common["FAST_SILU"])
+        cfg = cfg or heuristics.token_launch(m, d, arch, act, common["FAST_SILU"], captured)
         variant = cfg.pop("variant")
+        first = None
         if variant in ("two_pass", "persistent"):
             cfg.setdefault("STAGES", 1)
         if variant == "persistent":
@@ -214,13 +217,17 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             kernel, grid = kernels.act_quant_token_2pass_kernel, (m,)
         elif variant == "rows":  # one pass, ROWS rows of one block each per program
             kernel, grid = kernels.act_quant_token_kernel, (triton_cdiv(m, cfg["ROWS"]),)
+        elif variant == "split":  # BLOCK_N columns of a row per program: the parts' absmax, then the quantization
+            kernel, grid = kernels.act_quant_token_split_kernel, (m, triton_cdiv(d, cfg["BLOCK_N"]))
+            cfg["PARTS"] = heuristics.next_pow2(grid[1])
+            absmax = kernels.act_quant_token_split_absmax_kernel
+            own = {k: v for k, v in {**common, **cfg}.items() if k in absmax.arg_names or k == "num_warps"}
+            first = make_plan(absmax, grid, {**own, **pdl_options(device_index, launch_first=True)}, "split_absmax")
         else:
             raise ValueError(f"per-token kernel variant {variant!r} is not one of "
                              f"{', '.join(heuristics.TOKEN_VARIANTS)}")
-    grid = (*grid, 1, 1)[:3]  # the compiled kernel's launcher takes all three dimensions
-    kwargs = {**common, **cfg, **pdl_options(device_index, launch_first=True)}
-    consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
-    return _Plan(kernel, grid, kwargs, consts, variant, scratch, (kernel, *kwargs.items()))
+    plan = make_plan(kernel, grid, {**common, **cfg, **pdl_options(device_index, launch_first=True)}, variant)
+    return plan._replace(scratch=scratch, first=first) if per_token else plan
 
 
 def reset_plans() -> None:
@@ -280,6 +287,7 @@ class _Resolved(NamedTuple):
     rest: tuple  # tail and the plan's constexprs: the direct launch's arguments after (x2, q, s)
     spec: tuple | None  # the key ``_launch`` files the aligned operands' compiled kernel under
     direct: list  # [(launcher, grid x3, function, metadata)] once found in _COMPILED, else [None]
+    captured: _Plan | None = None  # the plan for calls under CUDA graph capture where it is another
 
 
 class BoundLaunch:
@@ -290,6 +298,8 @@ class BoundLaunch:
     kernels themselves take on the GPU. Anything the direct launch does not cover (unaligned
     operands, another current device, Triton launch hooks, the interpreter, the persistent kernel's
     scratch, a Triton whose launcher was not measured) takes ``_launch``, Triton's own JIT path on a miss.
+    So do calls under CUDA graph capture where the heuristics plan otherwise for them (per-token rows
+    split over programs at a few tokens: two launches, which a replay does not pay the host for).
     """
 
     __slots__ = ("args", "q_shape", "q_strides", "q_dtype", "s_shape", "s_strides", "device", "index", "rows",
@@ -318,15 +328,19 @@ class BoundLaunch:
         d = self.q_shape[-1]
         if m == 0:
             return _Resolved(generation, None, (), (), None, [None])
-        plan = _plan(act, key_name, x_dtype, round_product, fp8_dtype, m, d,
-                     act != "silu_and_mul" and row_stride == d_in, self.index, config)
+        flat_ok = act != "silu_and_mul" and row_stride == d_in
+        plan = _plan(act, key_name, x_dtype, round_product, fp8_dtype, m, d, flat_ok, self.index, config)
+        captured = None
+        if config is None and self.s_shape is not None:  # per-token keys: another plan under capture?
+            captured = _plan(act, key_name, x_dtype, round_product, fp8_dtype, m, d, flat_ok, self.index, None, True)
+            captured = None if captured.kernel_id == plan.kernel_id else captured
         tail = (m * d,) if plan.variant == "flat" else (m, d, row_stride)
         spec = None
-        if plan.variant != "persistent" and dl.version_ok():  # persistent: a scratch operand too
+        if plan.first is None and plan.variant != "persistent" and dl.version_ok():  # (no scratch operand)
             spec = (plan.kernel_id, self.index, dl.tensor_spec(x_dtype),
                     dl.tensor_spec(self.q_dtype, True, self.q_small), dl.tensor_spec(torch.float32),
                     *[dl.arg_spec(a) for a in tail])
-        return _Resolved(generation, plan, tail, (*tail, *plan.consts), spec, [None])
+        return _Resolved(generation, plan, tail, (*tail, *plan.consts), spec, [None], captured)
 
     def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         q = torch.empty_strided(self.q_shape, self.q_strides, dtype=self.q_dtype, device=self.device)
@@ -339,6 +353,13 @@ class BoundLaunch:
         if plan is None:  # M = 0: nothing to launch
             return q, s
         x2 = x if self.rows is None else x.view(self.rows)
+        if r.captured is not None and capturing():
+            plan = r.captured
+        if plan.first is not None:  # split rows (under capture, or tuning): the parts' absmax, then the rest
+            part = torch.empty(plan.grid[:2], dtype=torch.float32, device=self.device)
+            _launch(plan.first, (x2, part, *r.tail))
+            _launch(plan, (x2, q, s, part, *r.tail))
+            return q, s
         direct = r.direct[0] or _direct_of(r)
         if direct is not None and s.dtype == torch.float32:
             xp, qp, sp = x2.data_ptr(), q.data_ptr(), s.data_ptr()
@@ -387,9 +408,9 @@ def _launch(plan: _Plan, args: tuple) -> object | None:
 
 
 def make_plan(kernel, grid: tuple, kwargs: dict, variant: str) -> _Plan:
-    """A launch of ``kernel`` with compile-time arguments and launch options ``kwargs`` (for kernels
-    other than the producers: the GEMMs)."""
+    """A launch of ``kernel`` with compile-time arguments and launch options ``kwargs``."""
     consts = tuple(kwargs[name] for name in kernel.arg_names if name in kwargs)
+    # the compiled kernel's launcher takes all three grid dimensions
     return _Plan(kernel, (*grid, 1, 1)[:3], kwargs, consts, variant, None, (kernel, *kwargs.items()))
 
 

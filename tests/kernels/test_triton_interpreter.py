@@ -15,12 +15,14 @@ small-shape tests.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 
 import pytest
 import torch
 
 from fused_quant import keys as K
+from fused_quant import runtime
 from fused_quant.kernels import heuristics, launch
 from fused_quant.kernels.launch import launch_act_quant
 from fused_quant.reference import act_quant_ref
@@ -332,6 +334,54 @@ def test_two_pass_kernel(key):
             _check(x, act, key, None, rp, config=dict(cfg), what="variant=two_pass")
 
 
+@pytest.mark.parametrize("key", TOKEN_KEYS, ids=_id)
+def test_split_rows_kernels(key):
+    """Each row over several programs (tuning variant ``"split"``, what captured calls take at a few tokens):
+    the parts' absmax, then the quantization. Rows of 4 x 128 and of 4 x 128 + 88 (a masked last part, 5
+    parts read as 8), one part per row (300 in 512 columns), adversarial content in every part, both
+    profiles, bf16 and fp16, both FP8 conversion paths."""
+    for act, d in (("relu2", 512), ("relu2", 600), ("identity", 300), ("silu_and_mul", 1200)):
+        block_n = 512 if d == 300 else 128
+        for dtype in (torch.bfloat16, torch.float16):
+            x = adversarial_rows(d, dtype)
+            x[2, -3:] = float("nan")  # a NaN in the last part only
+            for rp in ([True, False] if act == "silu_and_mul" else [True]):
+                for sat in (0, 1):
+                    cfg = {"variant": "split", "BLOCK_N": block_n, "num_warps": 4, "satfinite": sat}
+                    _check(x, act, key, None, rp, config=cfg, what=f"split BLOCK_N={block_n} satfinite={sat}")
+
+
+def _split_under_capture(monkeypatch, block_n=128):
+    """Default heuristics, but rows of 256 columns and more at up to 4 tokens split under capture."""
+    real = heuristics.config_for
+    monkeypatch.setattr(heuristics, "config_for",
+                        lambda arch: dataclasses.replace(real(arch), token_split=(4, 256, block_n, 4)))
+    runtime.reset()
+
+
+@pytest.mark.parametrize("key", TOKEN_KEYS, ids=_id)
+def test_split_rows_only_under_capture(key, monkeypatch):
+    """The heuristics' split rows are a captured call's plan (two launches; replays pay no host time): the
+    same bound launch launches the one-pass kernel (rows of 300) in eager calls and the split kernels under capture,
+    with the same bits; beyond its token count, narrower rows and static keys it is not taken."""
+    _split_under_capture(monkeypatch)
+    launched = []
+    real = launch._launch
+    monkeypatch.setattr(launch, "_launch", lambda plan, args: (launched.append(plan.variant), real(plan, args))[1])
+    x = adversarial_rows(600, torch.bfloat16)[:4]
+    for captured, want in ((False, ["rows"]), (True, ["split_absmax", "split"]), (False, ["rows"])):
+        monkeypatch.setattr(launch, "capturing", lambda captured=captured: captured)
+        launched.clear()
+        _check(x, "silu_and_mul", key, None, True, what=f"captured={captured}")
+        assert launched == want, (captured, launched)
+    launched.clear()
+    _check(adversarial_rows(600, torch.bfloat16)[:5], "silu_and_mul", key, None, True, what="M=5 captured")
+    _check(x[:, :400], "silu_and_mul", key, None, True, what="D=200 captured")
+    assert launched == ["rows", "rows"], launched
+    assert heuristics.token_launch(4, 256, None, "relu2", captured=True)["variant"] == "split"
+    assert "split" not in str(heuristics.static_launch(1, 4096, None, "silu_and_mul"))
+
+
 @pytest.mark.parametrize("d", [1, 3, 1023, 1025])
 @pytest.mark.parametrize("key", KEYS, ids=_id)
 def test_odd_widths(key, d):
@@ -376,7 +426,8 @@ class _NoLaunch:
 def test_empty_m0_launches_nothing(key, monkeypatch):
     kernels = launch._tl()[0]
     for name in ("act_quant_static_kernel", "act_quant_token_kernel", "act_quant_token_2pass_kernel",
-                 "act_quant_token_persistent_kernel"):
+                 "act_quant_token_persistent_kernel", "act_quant_token_split_absmax_kernel",
+                 "act_quant_token_split_kernel"):
         monkeypatch.setattr(kernels, name, _NoLaunch())
     for act, d_in in (("relu2", 64), ("silu_and_mul", 128)):
         x = torch.empty(0, d_in, dtype=torch.bfloat16)

@@ -338,6 +338,46 @@ def act_quant_token_chunks_kernel(x_ptr, q_ptr, s_ptr, M, D, stride_xm,
 
 
 @triton.jit
+def act_quant_token_split_absmax_kernel(x_ptr, part_ptr, M, D, stride_xm,
+                                        ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
+                                        FAST_SILU: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
+    """Per-token with each row split over programs, launch 1 of 2: program (row, p) reduces |y| over
+    columns ``p*BLOCK_N..`` of its row to ``part[row, p]`` (NaN propagating, as ``row_absmax``)."""
+    pdl_prologue(PDL)
+    row = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1)
+    cols = p * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    y = _activation(x_ptr + row * stride_xm, cols, cols < D, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
+    tl.store(part_ptr + row * tl.num_programs(1) + p + tl.arange(0, 1), row_absmax(y))
+
+
+@triton.jit
+def act_quant_token_split_kernel(x_ptr, q_ptr, s_ptr, part_ptr, M, D, stride_xm,
+                                 ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
+                                 ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+                                 NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
+                                 MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
+                                 PARTS: tl.constexpr, PDL: tl.constexpr):
+    """Launch 2 of 2: program (row, p) takes the row's absmax from its ``num_programs(1)`` parts (the
+    maximum of the parts' maxima is the row's, bit for bit), computes y of its columns again and
+    quantizes them; program p = 0 stores the row's scale. A short piece of a row per program instead of
+    a whole row: at a few tokens, one program per row leaves all but one SM per row idle."""
+    pdl_prologue(PDL)
+    row = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1)
+    nparts = tl.num_programs(1)
+    k = tl.arange(0, PARTS)[None, :]
+    a = row_absmax(tl.load(part_ptr + row * nparts + k, mask=k < nparts, other=0.0))  # parts are >= +0.0
+    s, r = token_scale(a, QUANT, M8, MIN_SCALE)
+    cols = p * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    mask = cols < D
+    y = _activation(x_ptr + row * stride_xm, cols, mask, D, ACT, T, ROUND_PRODUCT, FAST_SILU)
+    _quantize(y, q_ptr + row * D, cols, mask, s[:, None], r[:, None], QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
+    one = tl.arange(0, 1)
+    tl.store(s_ptr + row + one, canonical_nan(s), mask=(one == 0) & (p == 0))
+
+
+@triton.jit
 def _row_sweep_absmax(x_row, y_row, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                       FAST_SILU: tl.constexpr, BLOCK_N: tl.constexpr,
                       USE_SCRATCH: tl.constexpr, Y: tl.constexpr,
