@@ -58,7 +58,7 @@ _DEFAULT = ArchConfig(
 TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent", "split")
 
 CONFIGS: dict[str, ArchConfig] = {  # H200
-    "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(16, 8192, 1024, 4))}
+    "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(64, 8192, 1024, 4))}
 
 
 def config_for(arch: str | None) -> ArchConfig:
