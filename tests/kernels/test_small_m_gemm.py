@@ -350,12 +350,14 @@ GPU_CASES = CASES + [
     # token blocks of 128 and 256 (the table's picks at M = 128 / 256), a partial last block of each
     (250, 300, 4100, dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=3)),
     (130, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=128, splits=2, num_warps=4, num_stages=4)),
+    (256, 300, 4100, dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)),
+    (129, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=256, splits=2, num_warps=4, num_stages=4)),
 ]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
-@pytest.mark.parametrize("case", range(len(GPU_CASES)))
+@pytest.mark.parametrize("case", range(len(GPU_CASES)), ids=lambda i: f"case{i}")
 @pytest.mark.parametrize("out_dtype,bias,per_token", [(torch.bfloat16, False, True), (torch.float16, True, True),
                                                       (torch.bfloat16, True, False), (torch.float32, False, True)])
 def test_gpu_kernels_against_float64(kind, case, out_dtype, bias, per_token):
