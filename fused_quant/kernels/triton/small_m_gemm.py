@@ -146,9 +146,8 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         x_s = s[:, None]
         x_r = r[:, None]
         xs = canonical_nan(s)  # the bits the producer stores, as the epilogue multiplies them in
-        if SPLIT:
-            if LAST_REDUCES == 0:  # for the epilogue kernel: one writer per token
-                tl.store(xs_ptr + rm, xs, mask=(rm < M) & (pid_n == 0) & (pid_s == 0))
+        if SPLIT and LAST_REDUCES == 0:  # for the epilogue kernel: one writer per token
+            tl.store(xs_ptr + rm, xs, mask=(rm < M) & (pid_n == 0) & (pid_s == 0))
         xs = xs[None, :]
     else:  # float x and its per-tensor scale: quantized as the identity producer does (r = 1 / s)
         xs, x_r = static_scale(xs_ptr)
