@@ -9,7 +9,9 @@ power-of-two padding) for relu2/identity and the cheap bf16 / fp16 silu (``FAST_
 and for the exact silu_and_mul at M up to 512; wider rows and the exact silu_and_mul at larger
 M (accurate expf and IEEE division per element: the many registers of a row in flight cost
 more than a second sweep) use the persistent two-sweep kernel with L2-resident scratch rows
-and compiler-pipelined chunk loads.
+and compiler-pipelined chunk loads. Calls under CUDA graph capture with few tokens and wide rows
+(``token_split``; sm_90 only) spread each row over programs in two launches instead: a replay pays no
+host time for the second launch, and one program per row leaves most SMs idle at a few tokens.
 Archs not listed use "default". Numbers behind the choices: benchmarks/RESULTS.md
 (benchmarks/tune_act_quant.py on the H200, M = 8192, H = 14336; benchmarks/results/tune_*.txt).
 """
@@ -57,7 +59,8 @@ _DEFAULT = ArchConfig(
 # with one program per row / with persistent programs (act_quant.py)
 TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent", "split")
 
-CONFIGS: dict[str, ArchConfig] = {  # H200
+# H200; token_split measured against one program per row in benchmarks/RESULTS.md, fifteenth round
+CONFIGS: dict[str, ArchConfig] = {
     "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(64, 8192, 1024, 4))}
 
 
