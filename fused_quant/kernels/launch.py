@@ -156,7 +156,7 @@ class _Plan(NamedTuple):
     grid: tuple[int, int, int]
     kwargs: dict  # compile-time arguments and launch options, for the JIT call
     consts: tuple  # the kernel's compile-time arguments in signature order, for the direct launch
-    variant: str  # "static", "flat" (static keys) or one of heuristics.TOKEN_VARIANTS
+    variant: str  # "static", "flat" (static keys), one of heuristics.TOKEN_VARIANTS or "split_absmax" (its first)
     scratch: torch.dtype | None  # persistent kernel: dtype of its scratch rows (grid[0] x D)
     kernel_id: tuple  # (kernel, compile-time arguments and launch options): what a compiled kernel is
     first: "_Plan | None" = None  # split rows: the launch before this one (the parts' absmax, into a scratch)

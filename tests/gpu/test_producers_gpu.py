@@ -229,8 +229,9 @@ def test_validated_calls_launch_the_compiled_kernel_directly(backend, key_name, 
 def test_split_rows_under_graph_capture(backend, key, monkeypatch):
     """Per-token producers at decode sizes, captured into a CUDA graph: the H200's heuristics split each
     wide row over programs there (two launches) and replays are bitwise equal to the reference on fresh
-    random and adversarial rows (NaN, +-Inf, zeros, subnormals and max values, one part of a row each);
-    the eager calls of the same signature launch the one-pass kernel."""
+    random rows and on every adversarial row (NaN, +-Inf, zeros, subnormals and max values); the first
+    eager call of the same signature launched the one-pass kernel. One token more than the split's limit,
+    and rows narrower than its minimum, are captured with the one-pass kernel."""
     from fused_quant.kernels import launch
     from fused_quant.platforms import current_platform
     from tests.helpers import adversarial_rows
@@ -241,28 +242,32 @@ def test_split_rows_under_graph_capture(backend, key, monkeypatch):
     real = launch._launch
     launched = []
     monkeypatch.setattr(launch, "_launch", lambda plan, args: (launched.append(plan.variant), real(plan, args))[1])
-    for act, d in (("silu_and_mul", 14336), ("relu2", 14336), ("identity", min_d), ("silu_and_mul", 11008)):
+    cases = [(act, d, m, True) for act, d in (("silu_and_mul", 14336), ("relu2", 14336), ("identity", min_d),
+                                              ("silu_and_mul", 11008)) for m in (1, 5, max_m)]
+    cases += [("silu_and_mul", 14336, max_m + 1, False), ("identity", 4096, 1, False)]
+    for act, d, m, split in cases:
         d_in = 2 * d if act == "silu_and_mul" else d
         bad = adversarial_rows(d_in, torch.bfloat16, CUDA)
-        for m in (1, 5, max_m):
-            x = torch.empty(m, d_in, dtype=torch.bfloat16, device=CUDA)
-            x.copy_((torch.randn(m, d_in, device=CUDA) * 3).to(torch.bfloat16))
-            _check(backend, act, x, key)  # eager: checks, bind, compile
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            launched.clear()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=stream):
-                qa = fused_act_quant(act, x, key, backend=backend)
-            assert launched == ["split_absmax", "split"], (act, d, m, launched)
-            for trial in range(3):
-                if trial == 0:
-                    x.copy_((torch.randn(m, d_in, device=CUDA) * 7).to(torch.bfloat16))
-                else:
-                    x.copy_(bad[torch.randint(0, bad.shape[0], (m,), device=CUDA)])
-                graph.replay()
-                torch.cuda.synchronize()
-                q, s = act_quant_ref(act, x, key, None, fp8_dtype=qa.data.dtype if K.is_fp8(key)
-                                     else torch.float8_e4m3fn)
-                assert_bits_equal(qa.data, q, f"{backend} {act} D={d} M={m} replay {trial} q")
-                assert_bits_equal(qa.scale, s, f"{backend} {act} D={d} M={m} replay {trial} scale")
+        x = (torch.randn(m, d_in, device=CUDA) * 3).to(torch.bfloat16)
+        launched.clear()
+        _check(backend, act, x, key)  # eager: checks, bind, compile
+        assert launched and not any(v.startswith("split") for v in launched), (act, d, m, launched)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        launched.clear()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            qa = fused_act_quant(act, x, key, backend=backend)
+        assert (launched == ["split_absmax", "split"]) == split, (act, d, m, launched)
+        # fresh random rows, then every adversarial row once (at M = 1 one per replay)
+        fills = [(torch.randn(m, d_in, device=CUDA) * 7).to(torch.bfloat16)]
+        order = torch.arange(-(-bad.shape[0] // m) * m, device=CUDA) % bad.shape[0]
+        fills += [bad[i] for i in order.view(-1, m)]
+        for trial, fill in enumerate(fills):
+            x.copy_(fill)
+            graph.replay()
+            torch.cuda.synchronize()
+            q, s = act_quant_ref(act, x, key, None, fp8_dtype=qa.data.dtype if K.is_fp8(key)
+                                 else torch.float8_e4m3fn)
+            assert_bits_equal(qa.data, q, f"{backend} {act} D={d} M={m} replay {trial} q")
+            assert_bits_equal(qa.scale, s, f"{backend} {act} D={d} M={m} replay {trial} scale")

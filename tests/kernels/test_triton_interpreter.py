@@ -374,12 +374,14 @@ def test_split_rows_only_under_capture(key, monkeypatch):
         launched.clear()
         _check(x, "silu_and_mul", key, None, True, what=f"captured={captured}")
         assert launched == want, (captured, launched)
-    launched.clear()
-    _check(adversarial_rows(600, torch.bfloat16)[:5], "silu_and_mul", key, None, True, what="M=5 captured")
-    _check(x[:, :400], "silu_and_mul", key, None, True, what="D=200 captured")
-    assert launched == ["rows", "rows"], launched
+    monkeypatch.setattr(launch, "capturing", lambda: True)
+    for what, xs, k in (("M=5", adversarial_rows(600, torch.bfloat16)[:5], key), ("D=200", x[:, :400], key),
+                        ("static key", x, K.kFp8StaticTensorSym)):
+        launched.clear()
+        _check(xs, "silu_and_mul", k, _scale(k), True, what=f"{what} captured")
+        assert launched and not any(v.startswith("split") for v in launched), (what, launched)
     assert heuristics.token_launch(4, 256, None, "relu2", captured=True)["variant"] == "split"
-    assert "split" not in str(heuristics.static_launch(1, 4096, None, "silu_and_mul"))
+    assert heuristics.token_launch(4, 256, None, "relu2")["variant"] == "rows"
 
 
 @pytest.mark.parametrize("d", [1, 3, 1023, 1025])
