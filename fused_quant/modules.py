@@ -19,8 +19,8 @@ from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (their long-standing import path)
 from fused_quant.contract import QuantizedActivation, as_quantized_activation, expose_input_quant_key
 from fused_quant.gemm import bind_gemm, quant_gemm
-from fused_quant.runtime import capturing
 from fused_quant.reference import quantize_weight_ref
+from fused_quant.runtime import capturing
 from fused_quant.validation import (
     ACT_DTYPES,
     FP8_DTYPES,

@@ -21,9 +21,9 @@ import torch
 from fused_quant import keys as K
 from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, dequant_epilogue
-from fused_quant.runtime import capturing
 from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import launch
+from fused_quant.runtime import capturing
 
 # (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)
 INT8_GEMM_CONFIGS = (

@@ -15,11 +15,11 @@ from typing import NamedTuple
 import torch
 
 from fused_quant import activations, envs, runtime
-from fused_quant.runtime import capturing
 from fused_quant import keys as K
 from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import heuristics
 from fused_quant.reference import FP8_NAN_CODE, fp8_min_scale
+from fused_quant.runtime import capturing
 KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 FAST_SILU_DTYPES = (torch.bfloat16, torch.float16)  # T(silu) measured for every input (act_quant._silu)
 
@@ -179,7 +179,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     fast_silu_ok = nvidia and bool(heuristics.config_for(_cuda_arch(device_index)).fast_silu
                                    if fast_silu is None else fast_silu)
     common = _constexprs(act, key_name, x_dtype, round_product, fp8_dtype, fast_div, satfinite_ok, fast_silu_ok)
-    scratch = None
+    scratch = first = None  # the persistent kernel's scratch rows; split rows' first launch
     if not per_token:
         cfg = cfg or heuristics.static_launch(m, d, arch, act)
         variant = "static"
@@ -197,7 +197,6 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
     else:
         cfg = cfg or heuristics.token_launch(m, d, arch, act, common["FAST_SILU"], captured)
         variant = cfg.pop("variant")
-        first = None
         if variant in ("two_pass", "persistent"):
             cfg.setdefault("STAGES", 1)
         if variant == "persistent":
@@ -227,7 +226,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             raise ValueError(f"per-token kernel variant {variant!r} is not one of "
                              f"{', '.join(heuristics.TOKEN_VARIANTS)}")
     plan = make_plan(kernel, grid, {**common, **cfg, **pdl_options(device_index, launch_first=True)}, variant)
-    return plan._replace(scratch=scratch, first=first) if per_token else plan
+    return plan._replace(scratch=scratch, first=first)
 
 
 def reset_plans() -> None:
