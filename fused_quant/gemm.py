@@ -15,7 +15,8 @@ launch); and ``bind_quantizing(problem, w, ws, bias, quantizer) -> call(x, scale
 the same for a float activation ``x [M, K]`` and its per-tensor ``scale`` (None for a per-token
 key, whose scales the provider works out), which the provider quantizes itself, bit for bit as the
 bound producer launch ``quantizer`` would (``QuantLinear``'s plain-tensor input in eager calls: one
-launch for both). ``bind_gemm`` is the checked entry's bound
+launch for both; also under CUDA graph capture where the call's ``under_capture`` attribute is true,
+i.e. where it costs the GPU less than the producer and the GEMM). ``bind_gemm`` is the checked entry's bound
 form: it runs every check once and returns a ``BoundGemm`` for every later call whose operands have
 the same metadata (a layer's fast path).
 """
@@ -209,15 +210,17 @@ class BoundGemm:
     takes an activation with the metadata it was bound for (the caller keys on it) and returns
     ``[*lead, N]``; the provider's first output is checked, later ones are not. ``from_float``, where
     the provider has bound one: the provider's own quantizing call for the float activation the bound
-    producer launch quantizes (``quantizing``; its first output is checked too)."""
+    producer launch quantizes (``quantizing``; its first output is checked too), and whether it is used
+    under CUDA graph capture too (``float_captured``: its ``under_capture``)."""
 
-    __slots__ = ("call", "from_float", "x_rows", "xs_rows", "out_shape", "provider", "problem", "layer", "checked",
-                 "checked_float")
+    __slots__ = ("call", "from_float", "float_captured", "x_rows", "xs_rows", "out_shape", "provider", "problem",
+                 "layer", "checked", "checked_float")
 
     def __init__(self, call, x_rows, xs_rows, out_shape, provider, problem, layer, from_float=None):
         self.call, self.x_rows, self.xs_rows, self.out_shape = call, x_rows, xs_rows, out_shape
         self.provider, self.problem, self.layer, self.checked = provider, problem, layer, False
         self.from_float, self.checked_float = from_float, False
+        self.float_captured = from_float is not None and getattr(from_float, "under_capture", False) is True
 
     def __call__(self, x: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
         # views only where the operand is not already as the provider takes it (None: as it is)

@@ -139,8 +139,8 @@ class _BoundForward:
     """One QuantLinear call signature, checked once: the quantizer (plain-tensor input) and the GEMM,
     both bound, for the runtime generation they were bound in. A plain-tensor input goes straight to
     the GEMM where its provider quantizes it itself (``BoundGemm.from_float``: the same bits, one
-    launch fewer for the host, a little more GPU time), except under CUDA graph capture, where only the
-    GPU time counts."""
+    launch fewer for the host), except under CUDA graph capture, where only the GPU time counts: there
+    only where the provider says it costs the GPU less too (``BoundGemm.float_captured``)."""
 
     __slots__ = ("generation", "form", "quant", "gemm", "pin", "tensors", "scale_version")
 
@@ -160,8 +160,9 @@ class _BoundForward:
     def __call__(self, x, pair):
         if self.form == _TENSOR:
             scale = self.tensors[3]  # the layer's input scale (``current`` saw it in place)
-            if self.gemm.from_float is not None and not capturing():
-                return self.gemm.quantizing(x, scale)  # one launch: the same bits as the two below
+            gemm = self.gemm
+            if gemm.from_float is not None and (gemm.float_captured or not capturing()):
+                return gemm.quantizing(x, scale)  # one launch: the same bits as the two below
             q, s = self.quant(x, scale)
             return self.gemm(q, s)
         if self.form == _QUANTIZED:

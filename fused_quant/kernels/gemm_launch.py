@@ -453,6 +453,11 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
 # 16-token blocks, 27 us more with 64-token blocks; the quantizing call costs the host what a one-kernel
 # call costs, where the producer added 7.6-16.1 us
 QUANTIZING_MAX_BLOCK_M = 16
+# Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too: it takes
+# the identity producer's launch off the replay's critical path (H200, benchmarks/RESULTS.md, sixteenth
+# round: FP8 static MLP replay 0.4-1.3 us less at M = 1 and 4, at M = 16 no gain). A per-token key's row
+# sweep costs more GPU time than its producer there (5-17 us more per MLP at M = 1-16): eager calls only.
+QUANTIZING_CAPTURED_MAX_M = 4
 
 
 def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config: dict):
@@ -474,14 +479,17 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
     says the kernel can stand in for the producer launch and the problem's config has a token block of
-    at most ``QUANTIZING_MAX_BLOCK_M``; else None."""
+    at most ``QUANTIZING_MAX_BLOCK_M``; else None. The call's ``under_capture``: a per-tensor key with
+    at most ``QUANTIZING_CAPTURED_MAX_M`` tokens (the gemm module's protocol)."""
     x_quant = quantizer_of(quantizer, p)
     if x_quant is None:
         return None
     cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
     if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         return None
-    return bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
+    call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
+    call.under_capture = not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M
+    return call
 
 
 def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:

@@ -285,15 +285,16 @@ def test_interpreted_quantizing_kernel_at_extreme_scales(key_name, scale_value):
                       scale_value=scale_value)
 
 
-def test_bound_layer_quantizes_in_its_gemm_only_in_eager_calls(monkeypatch):
+def test_bound_layer_quantizes_in_its_gemm_in_eager_calls_and_where_the_gemm_says_under_capture(monkeypatch):
     """A bound plain-tensor call goes to the GEMM's own quantizing call, except under CUDA graph capture,
-    where it runs the producer and then the GEMM."""
+    where it runs the producer and then the GEMM unless the GEMM's quantizing call is the one for capture too."""
     from fused_quant import modules
 
     calls = []
 
     class Gemm:
         from_float = True
+        float_captured = False
 
         def quantizing(self, x, scale):
             calls.append(("quantizing", x, scale))
@@ -314,9 +315,41 @@ def test_bound_layer_quantizes_in_its_gemm_only_in_eager_calls(monkeypatch):
     monkeypatch.setattr(modules, "capturing", lambda: True)
     assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
     calls.clear()
-    Gemm.from_float = None  # a provider without one: the producer and the GEMM in eager calls too
+    Gemm.float_captured = True  # the quantizing call costs the GPU less too: taken under capture as well
+    assert bound("x", None) == "fused" and calls == [("quantizing", "x", "scale")]
+    calls.clear()
+    Gemm.from_float, Gemm.float_captured = None, False  # a provider without one: the producer and the GEMM always
     monkeypatch.setattr(modules, "capturing", lambda: False)
     assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
+
+
+@pytest.mark.parametrize("key_name,m,captured", [
+    ("fp8_static_tensor", 1, True), ("fp8_static_tensor", g.QUANTIZING_CAPTURED_MAX_M, True),
+    ("int8_static_tensor", 2, True), ("fp8_static_tensor", g.QUANTIZING_CAPTURED_MAX_M + 1, False),
+    ("fp8_dynamic_token", 1, False), ("int8_dynamic_token", 4, False),
+])
+def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(monkeypatch, key_name, m, captured):
+    """The small-M providers' quantizing call, bound for a layer's identity producer, says whether it is
+    also the one for calls under CUDA graph capture (``under_capture``), and ``BoundGemm`` reads that."""
+    pytest.importorskip("triton")
+    from fused_quant import keys as K
+    from fused_quant.gemm import BoundGemm
+    from fused_quant.kernels import launch
+
+    key = K.KEYS[key_name]
+    kind, n, k = ("fp8" if K.is_fp8(key) else "int8"), 32, 64
+    wdtype = FP8 if kind == "fp8" else torch.int8
+    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+    monkeypatch.setattr(g, "small_m_config", lambda *a, **kw: (dict(cfg), ""))
+    x = torch.randn(m, k, dtype=torch.bfloat16)
+    producer = launch.bind_rows(x, x, "identity", key_name, False, FP8, None)
+    p = GemmProblem(m, n, k, kind, wdtype, torch.bfloat16, torch.device("cpu"), K.is_per_token(key), True, False)
+    w, ws = torch.zeros(n, k, dtype=wdtype), torch.ones(n, 1)
+    call = g.bind_small_m_from_producer(p, w, ws, None, producer)
+    assert call is not None and call.under_capture is captured
+    bound = BoundGemm(None, None, None, None, None, p, "layer", from_float=call)
+    assert bound.float_captured is captured
+    assert BoundGemm(None, None, None, None, None, p, "layer").float_captured is False  # no quantizing call
 
 
 @pytest.mark.parametrize("key_name,per_token,kind", [
