@@ -323,11 +323,10 @@ def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> 
     if x_quant is None:
         return dict(_NO_XQ, FP8=launch._tl()[1][fp8])
     key_name, x_dtype = x_quant
-    # static FP8 multiplies by the reciprocal; static int8 divides with div_rn (no FAST_DIV), the value the
-    # producer's fast quotient gives wherever it takes it (act_quant._quotient, _quantize_static); per-token
-    # keys quantize as the token producers do, with its fast quotient
-    per_token = K.is_per_token(K.key_from_name(key_name))
-    c = launch._constexprs("identity", key_name, x_dtype, False, fp8, per_token, launch.nvidia_device(index), False)
+    # as the identity producer's launch (FAST_DIV on): static FP8 multiplies by the reciprocal, static int8
+    # takes the fast quotient for scales in its proven range and div_rn outside it (act_quant.static_quantized),
+    # per-token keys quantize as the token producers do
+    c = launch._constexprs("identity", key_name, x_dtype, False, fp8, True, launch.nvidia_device(index), False)
     return dict(XQ=c["QUANT"], M8=c["M8"], FP8=c["FP8"], NAN_CODE=c["NAN_CODE"], SATFINITE=c["SATFINITE"],
                 FAST_DIV=c["FAST_DIV"], MIN_SCALE=c.get("MIN_SCALE", 0.0))
 

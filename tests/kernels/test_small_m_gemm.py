@@ -276,10 +276,11 @@ def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
 @pytest.mark.interpreter
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 @pytest.mark.parametrize("key_name", STATIC_KEYS)
-@pytest.mark.parametrize("scale_value", [2.0 ** -80, 2.0 ** 100])
+@pytest.mark.parametrize("scale_value", [1.37 * 2.0 ** -100, 2.0 ** -80, 2.0 ** 100, 1.9 * 2.0 ** 127])
 def test_interpreted_quantizing_kernel_at_extreme_scales(key_name, scale_value):
-    """Scales near the ends of the range the producer's fast int8 quotient is proven for: every value
-    saturates, or quantizes to 0, as the spec says."""
+    """Scales near the ends of the range the fast int8 quotient is proven for and beyond it (where the
+    kernel divides with ``div_rn``, as the producer does): every value saturates, or quantizes to 0, as the
+    spec says."""
     m, n, k, cfg = CASES[0]
     _check_quantizing(key_name, m, n, k, cfg, torch.bfloat16, torch.device("cpu"), True, seed=3,
                       scale_value=scale_value)

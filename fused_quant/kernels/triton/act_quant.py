@@ -225,18 +225,27 @@ def static_scale(scale_ptr):
 
 
 @triton.jit
-def _quantize_static(y, q_ptr, q_offs, mask, scale_ptr, QUANT: tl.constexpr, M8: tl.constexpr,
-                     FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
-    """Per-tensor scale: the int8 division takes the fast path only for scales in its proven
-    range (a uniform branch; validated static scales always are). FP8 multiplies by ``r``."""
-    s, r = static_scale(scale_ptr)
+def static_quantized(y, s, r, QUANT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
+                     SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
+    """``quantized`` for a per-tensor scale ``s`` (``r = div_rn(1, s)``, ``static_scale``): the int8
+    division takes the fast path only for scales in its proven range (a uniform branch; validated
+    static scales always are). FP8 multiplies by ``r``."""
     if FAST_DIV and QUANT == INT8_STATIC:
         if (s >= _S_LO) & (s <= _S_HI):
-            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, True)
+            q = quantized(y, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, True)
         else:
-            _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, False)
+            q = quantized(y, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, False)
     else:
-        _quantize(y, q_ptr, q_offs, mask, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, False)
+        q = quantized(y, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, False)
+    return q
+
+
+@triton.jit
+def _quantize_static(y, q_ptr, q_offs, mask, scale_ptr, QUANT: tl.constexpr, M8: tl.constexpr,
+                     FP8: tl.constexpr, NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
+    """Quantize ``y`` with the per-tensor scale at ``scale_ptr`` (``static_quantized``) and store."""
+    s, r = static_scale(scale_ptr)
+    tl.store(q_ptr + q_offs, static_quantized(y, s, r, QUANT, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV), mask=mask)
 
 
 @triton.jit

@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, canonical_nan, max_nan, quantized,
-                                                  row_absmax, static_scale, token_scale)
+                                                  row_absmax, static_quantized, static_scale, token_scale)
 from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
 NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized
@@ -172,8 +172,10 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                 x = tl.load(x_ptrs, mask=k_in, other=0.0)
             else:
                 x = tl.load(x_ptrs, mask=k_in & m_in, other=0.0)
-        if XQ != NO_XQ:  # the identity producer's values, bit for bit
+        if (XQ == FP8_TOKEN) | (XQ == INT8_TOKEN):  # the identity producer's values, bit for bit
             x = quantized(x.to(tl.float32), x_s, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
+        elif XQ != NO_XQ:
+            x = static_quantized(x.to(tl.float32), x_s, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
         if INT8:
             acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
         else:
