@@ -454,8 +454,9 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
 QUANTIZING_MAX_BLOCK_M = 16
 # Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too: it takes
 # the identity producer's launch off the replay's critical path (H200, benchmarks/RESULTS.md, sixteenth
-# round: FP8 static MLP replay 0.4-1.3 us less at M = 1 and 4, at M = 16 no gain). A per-token key's row
-# sweep costs more GPU time than its producer there (5-17 us more per MLP at M = 1-16): eager calls only.
+# round: MLP replay 0.3-1.5 us less for FP8 static and 0.2-0.9 us for int8 static at M = 1-4; at M = 8 int8
+# static 11 us more, at 16 no gain). A per-token key's row sweep costs more GPU time than its producer
+# there (5-17 us more per MLP at M = 1-16): eager calls only.
 QUANTIZING_CAPTURED_MAX_M = 4
 
 
