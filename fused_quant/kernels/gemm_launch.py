@@ -452,11 +452,12 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
 # 16-token blocks, 27 us more with 64-token blocks; the quantizing call costs the host what a one-kernel
 # call costs, where the producer added 7.6-16.1 us
 QUANTIZING_MAX_BLOCK_M = 16
-# Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too: it takes
-# the identity producer's launch off the replay's critical path (H200, benchmarks/RESULTS.md, sixteenth
-# round: MLP replay 0.3-1.5 us less for FP8 static and 0.2-0.9 us for int8 static at M = 1-4; at M = 8 int8
-# static 11 us more, at 16 no gain). A per-token key's row sweep costs more GPU time than its producer
-# there (5-17 us more per MLP at M = 1-16): eager calls only.
+# Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too, with a
+# config of one split (what was measured: Llama-3-8B's gate_up): it takes the identity producer's launch
+# off the replay's critical path (H200, benchmarks/RESULTS.md, sixteenth round: MLP replay 0.3-1.5 us less
+# for FP8 static and 0.2-0.9 us for int8 static at M = 1-4; at M = 8 int8 static 11 us more, at 16 no
+# gain). Split-K configs were not measured so; a per-token key's row sweep costs more GPU time than its
+# producer (5-17 us more per MLP at M = 1-16): both keep the producer under capture.
 QUANTIZING_CAPTURED_MAX_M = 4
 
 
@@ -479,8 +480,8 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
     says the kernel can stand in for the producer launch and the problem's config has a token block of
-    at most ``QUANTIZING_MAX_BLOCK_M``; else None. The call's ``under_capture``: a per-tensor key with
-    at most ``QUANTIZING_CAPTURED_MAX_M`` tokens (the gemm module's protocol)."""
+    at most ``QUANTIZING_MAX_BLOCK_M``; else None. The call's ``under_capture`` (the gemm module's
+    protocol): a per-tensor key with at most ``QUANTIZING_CAPTURED_MAX_M`` tokens and a config of one split."""
     x_quant = quantizer_of(quantizer, p)
     if x_quant is None:
         return None
@@ -488,7 +489,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
-    call.under_capture = not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M
+    call.under_capture = not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M and cfg["splits"] == 1
     return call
 
 

@@ -279,8 +279,9 @@ def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
 @pytest.mark.parametrize("scale_value", [1.37 * 2.0 ** -100, 2.0 ** -80, 2.0 ** 100, 1.9 * 2.0 ** 127])
 def test_interpreted_quantizing_kernel_at_extreme_scales(key_name, scale_value):
     """Scales near the ends of the range the fast int8 quotient is proven for and beyond it (where the
-    kernel divides with ``div_rn``, as the producer does): every value saturates, or quantizes to 0, as the
-    spec says."""
+    kernel divides with ``div_rn``, as the producer does): the spec's bits. (The quotients of these inputs
+    at such scales saturate or round to a few small values; the interpreter cannot tell the fast quotient
+    from ``div_rn`` there, the GPU test of the quotient checks it inside its range.)"""
     m, n, k, cfg = CASES[0]
     _check_quantizing(key_name, m, n, k, cfg, torch.bfloat16, torch.device("cpu"), True, seed=3,
                       scale_value=scale_value)
@@ -324,14 +325,16 @@ def test_bound_layer_quantizes_in_its_gemm_in_eager_calls_and_where_the_gemm_say
     assert bound("x", None) == "unfused" and calls == [("producer", "x", "scale"), ("gemm", "q", "scale")]
 
 
-@pytest.mark.parametrize("key_name,m,captured", [
-    ("fp8_static_tensor", 1, True), ("fp8_static_tensor", g.QUANTIZING_CAPTURED_MAX_M, True),
-    ("int8_static_tensor", 2, True), ("fp8_static_tensor", g.QUANTIZING_CAPTURED_MAX_M + 1, False),
-    ("fp8_dynamic_token", 1, False), ("int8_dynamic_token", 4, False),
+@pytest.mark.parametrize("key_name,m,splits,captured", [
+    ("fp8_static_tensor", 1, 1, True), ("fp8_static_tensor", g.QUANTIZING_CAPTURED_MAX_M, 1, True),
+    ("int8_static_tensor", 2, 1, True), ("fp8_static_tensor", g.QUANTIZING_CAPTURED_MAX_M + 1, 1, False),
+    ("fp8_static_tensor", 1, 2, False), ("fp8_dynamic_token", 1, 1, False), ("int8_dynamic_token", 4, 1, False),
 ])
-def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(monkeypatch, key_name, m, captured):
+def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(monkeypatch, key_name, m, splits,
+                                                                             captured):
     """The small-M providers' quantizing call, bound for a layer's identity producer, says whether it is
-    also the one for calls under CUDA graph capture (``under_capture``), and ``BoundGemm`` reads that."""
+    also the one for calls under CUDA graph capture (``under_capture``: per-tensor keys, a few tokens, one
+    split), and ``BoundGemm`` reads that; a quantizing call without the attribute is for eager calls only."""
     pytest.importorskip("triton")
     from fused_quant import keys as K
     from fused_quant.gemm import BoundGemm
@@ -340,7 +343,7 @@ def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(mo
     key = K.KEYS[key_name]
     kind, n, k = ("fp8" if K.is_fp8(key) else "int8"), 32, 64
     wdtype = FP8 if kind == "fp8" else torch.int8
-    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=splits, num_warps=4, num_stages=2)
     monkeypatch.setattr(g, "small_m_config", lambda *a, **kw: (dict(cfg), ""))
     x = torch.randn(m, k, dtype=torch.bfloat16)
     producer = launch.bind_rows(x, x, "identity", key_name, False, FP8, None)
@@ -351,6 +354,8 @@ def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(mo
     bound = BoundGemm(None, None, None, None, None, p, "layer", from_float=call)
     assert bound.float_captured is captured
     assert BoundGemm(None, None, None, None, None, p, "layer").float_captured is False  # no quantizing call
+    plain = BoundGemm(None, None, None, None, None, p, "layer", from_float=lambda x, scale: x)
+    assert plain.float_captured is False  # a provider's quantizing call that does not say
 
 
 @pytest.mark.parametrize("key_name,per_token,kind", [

@@ -193,7 +193,8 @@ def token_scale(a, QUANT: tl.constexpr, M8: tl.constexpr, MIN_SCALE: tl.constexp
 def quantized(y, s, r, QUANT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr, NAN_CODE: tl.constexpr,
               SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr):
     """``y`` quantized with broadcastable scale ``s`` and ``r`` (``token_scale``; for static keys
-    ``r = div_rn(1, s)``): the producers' values, also what the small-M GEMM quantizes a float input to."""
+    ``r = div_rn(1, s)``): the producers' values, also what the small-M GEMM quantizes a per-token key's
+    float input to (a per-tensor key's: ``static_quantized``)."""
     if QUANT == FP8_STATIC:
         q = _to_fp8(y * r, M8, FP8, NAN_CODE, SATFINITE)
     elif QUANT == INT8_TOKEN:

@@ -14,14 +14,16 @@ the one that counts last sets the counter back to 0, sums the partials and appli
 bound call's counters are its own, one set per stream, and start at 0.
 
 With ``XQ`` (the QUANT code of a key, ``act_quant``) the activation comes as floats and the kernel
-quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized``): one launch
+quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized`` for per-token
+keys, ``act_quant.static_quantized`` for per-tensor ones): one launch
 instead of the producer's launch, its output and the GEMM's, and the GEMM's result is the same bits
 either way. A per-tensor key brings its static scale; for a per-token key each program first sweeps
 its tokens' whole rows for their absmax (``_rows_absmax``) and derives the scales as the producer does
 (``act_quant.token_scale``); with split-K the programs of the first N block and split store them at
 ``xs_ptr`` for the epilogue kernel. It costs the GPU a float tile's load and its quantization per K
 step (and the sweep), which pays at a 16-token block in eager calls, where the host's launches are
-the bottleneck (``gemm_launch.bind_small_m_quantizing``).
+the bottleneck, and for per-tensor keys at a few tokens under capture too, where the producer's launch
+leaves the critical path (``gemm_launch.bind_small_m_quantizing``, ``QUANTIZING_CAPTURED_MAX_M``).
 
 Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue``):
 ``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]``, the bias added in Tout.
