@@ -220,7 +220,7 @@ class BoundGemm:
         self.call, self.x_rows, self.xs_rows, self.out_shape = call, x_rows, xs_rows, out_shape
         self.provider, self.problem, self.layer, self.checked = provider, problem, layer, False
         self.from_float, self.checked_float = from_float, False
-        self.float_captured = from_float is not None and getattr(from_float, "under_capture", False) is True
+        self.float_captured = getattr(from_float, "under_capture", False) is True
 
     def __call__(self, x: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
         # views only where the operand is not already as the provider takes it (None: as it is)

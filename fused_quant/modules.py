@@ -164,7 +164,7 @@ class _BoundForward:
             if gemm.from_float is not None and (gemm.float_captured or not capturing()):
                 return gemm.quantizing(x, scale)  # one launch: the same bits as the two below
             q, s = self.quant(x, scale)
-            return self.gemm(q, s)
+            return gemm(q, s)
         if self.form == _QUANTIZED:
             return self.gemm(x.data, x.scale)
         return self.gemm(pair[0], pair[1])

@@ -5,8 +5,9 @@ backend, the environment it was selected under). Caches (``Cache``: validated ca
 signatures, bound launches, compiled kernels, GEMM provider choices) are stamped with the
 generation they were filled in. ``capturing()`` says whether the current stream is being
 captured into a CUDA graph, for the launches that plan differently there. ``reset()`` bumps
-the generation, which forgets the state and makes every cache empty at once; ``probe(refresh=True)``, ``reset_current_backend()``,
-registering a producer or a GEMM provider, and changed launch heuristics all call it.
+the generation, which forgets the state and makes every cache empty at once;
+``probe(refresh=True)``, ``reset_current_backend()``, registering a producer or a GEMM provider,
+and changed launch heuristics all call it.
 A value computed from the state of one generation is never filed under a later one.
 """
 
