@@ -43,19 +43,33 @@ def _weights(kind: str, n: int, k: int, copies: int, fp8_dtype):
 
 
 def _providers(kind: str) -> dict:
-    """Peer name -> provider call ``fn(xq, xs, w, ws, bias, out_dtype)`` with the predicate that says where it runs."""
+    """Peer name -> (``bind(p, w, ws)`` giving the provider's call ``call(xq, xs)`` for a layer's weight, the
+    predicate that says where it runs); ``torch._scaled_mm`` in both of its ways for per-token problems."""
     from fused_quant.kernels import gemm_launch as g
 
+    small_m = (lambda p, w, ws: g.bind_small_m(p, w, ws, None), g.small_m_supported)
     if kind == "fp8":
-        return {"small_m": (g.small_m_gemm, g.small_m_supported), "scaled_mm": (g.scaled_mm_fp8, g.scaled_mm_supported)}
-    return {"small_m": (g.small_m_gemm, g.small_m_supported), "int_mm": (g.int_mm_int8, g.int_mm_supported),
-            "triton_int8": (g.triton_int8, g.triton_int8_supported)}
+        ways = {"scaled_mm (row-wise)": g.SCALED_MM_ROW_WISE, "scaled_mm (fp32 + epilogue)": g.SCALED_MM_FP32}
+        return {"small_m": small_m, **{
+            name: (lambda p, w, ws, way=way: g.bind_scaled_mm(p, w, ws, None, way), g.scaled_mm_supported)
+            for name, way in ways.items()}}
+    return {"small_m": small_m, "int_mm": (lambda p, w, ws: g.bind_int_mm(p, w, ws, None), g.int_mm_supported),
+            "triton_int8": (lambda p, w, ws: g.bind_triton_int8(p, w, ws, None), g.triton_int8_supported)}
+
+
+def picked_name(p) -> str:
+    """The chain's provider for ``p``, with ``torch._scaled_mm``'s way where it is that."""
+    from fused_quant.gemm import select_gemm_provider
+    from fused_quant.kernels import gemm_launch as g
+
+    name = select_gemm_provider(p)[0].name
+    return g.scaled_mm_way(p) if name == "scaled_mm_fp8" else name
 
 
 def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | None = None) -> dict:
     from fused_quant import QuantLinear
     from fused_quant.contract import QuantizedActivation
-    from fused_quant.gemm import GemmProblem, select_gemm_provider
+    from fused_quant.gemm import GemmProblem
     from fused_quant.registry import platform_fp8_dtype
 
     ceiling = ceiling or copy_ceiling(quick)
@@ -80,11 +94,11 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
                 qa = QuantizedActivation(xq, xs, torch.bfloat16, xq.shape, key)
                 p = GemmProblem(m, n, k, kind, wdtype, torch.bfloat16, xq.device, True, True, False)
                 t = {"ours": graph_us([lambda lay=lay: lay(qa) for lay in layers])}
-                picked = select_gemm_provider(p)[0].name
-                for name, (fn, supported) in _providers(kind).items():
+                picked = picked_name(p)
+                for name, (bind, supported) in _providers(kind).items():
                     if supported(p)[0]:
-                        t[name] = graph_us([lambda w=w, ws=ws, fn=fn: fn(xq, xs, w, ws, None, torch.bfloat16)
-                                            for w, ws in weights])
+                        calls = [bind(p, w, ws) for w, ws in weights]  # bound outside the capture
+                        t[name] = graph_us([lambda c=c: c(xq, xs) for c in calls])
                 if bf16 is not None:
                     xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                     t["bf16"] = graph_us([lambda wb=wb: F.linear(xb, wb) for wb in bf16])
@@ -96,7 +110,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
                 # ceiling at this size, ramp and tail included
                 row["copy_same_bytes_us"] = same_bytes
                 row["pct_same_bytes_copy"] = 100 * same_bytes / t["ours"]
-                torch_peers = [v for name, v in t.items() if name in ("scaled_mm", "int_mm", "triton_int8")]
+                torch_peers = [v for name, v in t.items() if name.startswith(("scaled_mm", "int_mm", "triton_int8"))]
                 if torch_peers:
                     row["speedup_vs_best_torch"] = min(torch_peers) / t["ours"]
                 rows.append(row)

@@ -2,12 +2,15 @@
 
 For Llama-3-8B's four linears, FP8 and int8, and every M bucket of ``gemm_launch.M_BUCKETS``: each
 candidate tile config (x split-K counts) and the torch providers the chain would otherwise pick
-(``torch._scaled_mm`` with tensor-wise and row-wise scales; ``torch._int_mm`` + epilogue and the
+(``torch._scaled_mm`` in each of ``gemm_launch.SCALED_MM_WAYS``; ``torch._int_mm`` + epilogue and the
 Triton scaled int8 GEMM): GPU time per call replayed from a CUDA graph cycling through copies of the
 weight that exceed L2 (``decode.graph_us``), so that every call streams its weight from HBM.
 The fastest config per (kind, N, K, M) is checked against float64 (``error_bound``; a config outside it
-stops the sweep) and written with its time, its error and the best torch time; the provider's
-predicate takes a problem only where ours measured faster (``gemm_launch.small_m_config``).
+stops the sweep) and written with its time, its error and every torch time; the provider's
+predicate takes a problem only where ours measured faster (``gemm_launch.small_m_config``), and
+``torch._scaled_mm`` takes the faster of its row-wise ways (``gemm_launch.scaled_mm_way``).
+``--retime`` searches nothing: it times each installed row's config again beside the torch providers
+(after a change to those), so that the row's times still come from one run.
 
 ``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json``
 into ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with
@@ -57,9 +60,18 @@ def candidates(m: int) -> list[tuple[int, tuple]]:
     return [(64, TILES_WIDE)] + [(bm, TILES_TALL[bm]) for bm in TILES_TALL if bm <= m]
 
 
-def _each(weights, call) -> list:
-    """``call(w, ws)`` bound to each copy of the weight (the timer cycles through them: HBM, not L2)."""
-    return [lambda w=w, ws=ws: call(w, ws) for w, ws in weights]
+def configs(m: int, k: int, fixed: dict | None = None) -> list[dict]:
+    """The configs tried for M tokens and a K: every candidate tile with each split count that leaves two
+    K blocks per split at least; only ``fixed`` when given (``--retime``)."""
+    if fixed is not None:
+        return [fixed]
+    out = []
+    for bm, bn, bk, warps, stages in [(bm, *t) for bm, tiles in candidates(m) for t in tiles]:
+        for splits in SPLITS:
+            if splits == 1 or -(-k // bk) >= 2 * splits:
+                out.append(dict(BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, splits=splits, num_warps=warps,
+                                num_stages=stages))
+    return out
 
 
 def _activation(kind: str, m: int, k: int):
@@ -70,18 +82,23 @@ def _activation(kind: str, m: int, k: int):
     return xq, torch.rand(m, 1, device="cuda") * 0.01 + 1e-3, torch.full((1, 1), 0.005, device="cuda")
 
 
-def torch_times(kind, xq, xs_tok, xs_ten, weights) -> dict[str, float]:
-    out = torch.bfloat16
+def torch_times(p: GemmProblem, xq, xs_tok, xs_ten, weights) -> dict[str, float]:
+    """GPU microseconds of the torch providers the chain would otherwise pick for ``p`` (per-token, bf16 out),
+    bound outside the capture: ``torch._scaled_mm`` in each of its ways (tensor-wise with one weight scale)."""
     t = {}
-    if kind == "fp8":
-        t["scaled_mm_fp8 (tensor-wise)"] = graph_us(_each(weights, lambda w, ws: g.scaled_mm_fp8(
-            xq, xs_ten, w, ws[:1], None, out)))
-        t["scaled_mm_fp8 (row-wise)"] = graph_us(_each(weights, lambda w, ws: g.scaled_mm_fp8(
-            xq, xs_tok, w, ws, None, out)))
+    if p.kind == "fp8":
+        p_ten = dataclasses.replace(p, per_token=False, per_channel=False)
+        for way, prob, xs in ((g.SCALED_MM_TENSOR_WISE, p_ten, xs_ten), (g.SCALED_MM_ROW_WISE, p, xs_tok),
+                              (g.SCALED_MM_FP32, p, xs_tok)):
+            calls = [g.bind_scaled_mm(prob, w, ws if prob.per_channel else ws[:1], None, way) for w, ws in weights]
+            t[way] = graph_us([lambda c=c, xs=xs: c(xq, xs) for c in calls])
     else:
-        if xq.shape[0] > 16:
-            t["int_mm_int8"] = graph_us(_each(weights, lambda w, ws: g.int_mm_int8(xq, xs_tok, w, ws, None, out)))
-        t["triton_int8"] = graph_us(_each(weights, lambda w, ws: g.triton_int8(xq, xs_tok, w, ws, None, out)))
+        binds = {"triton_int8": g.bind_triton_int8}
+        if p.m > 16:
+            binds = {"int_mm_int8": g.bind_int_mm, **binds}
+        for name, bind in binds.items():
+            calls = [bind(p, w, ws, None) for w, ws in weights]
+            t[name] = graph_us([lambda c=c: c(xq, xs_tok) for c in calls])
     return t
 
 
@@ -99,7 +116,7 @@ def _error(out, xq, xs, w, ws) -> float:
     return float(((out.double() - ref).abs() / (mag + 1e-30)).max())
 
 
-def sweep(kinds, shapes, ms, log, save) -> list[dict]:
+def sweep(kinds, shapes, ms, log, save, retime: dict | None = None) -> list[dict]:
     from fused_quant.kernels import launch
 
     arch = launch._cuda_arch(torch.cuda.current_device())
@@ -111,23 +128,18 @@ def sweep(kinds, shapes, ms, log, save) -> list[dict]:
                 xq, xs_tok, xs_ten = _activation(kind, m, k)
                 w, ws = weights[0]
                 p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
-                tt = torch_times(kind, xq, xs_tok, xs_ten, weights)
+                tt = torch_times(p, xq, xs_tok, xs_ten, weights)
                 best_torch = min(tt, key=tt.get)
                 trials = []
-                for bm, bn, bk, warps, stages in [(bm, *t) for bm, tiles in candidates(m) for t in tiles]:
-                    for splits in SPLITS:
-                        if splits > 1 and -(-k // bk) < 2 * splits:
-                            continue
-                        cfg = dict(BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, splits=splits, num_warps=warps,
-                                   num_stages=stages)
-                        try:
-                            calls = [g.bind_small_m(p, w_, ws_, None, cfg) for w_, ws_ in weights]
-                            calls[0](xq, xs_tok)
-                            us = graph_us([lambda c=c: c(xq, xs_tok) for c in calls])
-                        except Exception as exc:  # a config the GPU cannot hold (shared memory, registers)
-                            log(f"  skip {cfg}: {type(exc).__name__}: {str(exc)[:120]}")
-                            continue
-                        trials.append((us, cfg))
+                for cfg in configs(m, k, (retime or {}).get((arch, kind, n, k, m))):
+                    try:
+                        calls = [g.bind_small_m(p, w_, ws_, None, cfg) for w_, ws_ in weights]
+                        calls[0](xq, xs_tok)
+                        us = graph_us([lambda c=c: c(xq, xs_tok) for c in calls])
+                    except Exception as exc:  # a config the GPU cannot hold (shared memory, registers)
+                        log(f"  skip {cfg}: {type(exc).__name__}: {str(exc)[:120]}")
+                        continue
+                    trials.append((us, cfg))
                 us, cfg = min(trials, key=lambda t: t[0])
                 # one launch (no split-K reduction, no partials to allocate) costs the host less: it wins
                 # unless split-K is more than SPLIT_MARGIN faster on the GPU
@@ -160,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--ms", default=",".join(map(str, g.M_BUCKETS)))
     ap.add_argument("--install", action="store_true", help="also copy the table into fused_quant/kernels/")
+    ap.add_argument("--retime", action="store_true",
+                    help="no search: time the installed table's config of each row again beside the torch providers")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
@@ -187,8 +201,13 @@ def main(argv=None) -> int:
         meta["seconds"] = round(time.time() - t0)
         path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
+    retime = None
+    if args.retime:
+        retime = {_row_key(r): {f: r[f] for f in g.CONFIG_FIELDS}
+                  for r in json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]}
+        meta["retime"] = True
     rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")},
-                 [int(m) for m in args.ms.split(",")], log, save)
+                 [int(m) for m in args.ms.split(",")], log, save, retime)
     log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
     if args.install:
         install(path)

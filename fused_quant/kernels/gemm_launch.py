@@ -40,6 +40,16 @@ FP8_IMPRECISE_ACC = 32
 # With PDL, a small-M GEMM asks L2 for about this many bytes of its weight (its programs' first lines)
 # before its grid dependency wait, while the kernel before still runs
 PREFETCH_BYTES = 4 << 20
+# The ways ``bind_scaled_mm`` runs ``torch._scaled_mm``, by the names the sweep records their times under:
+# one scale each; row-wise scales; an fp32 product with the scales and the bias applied by the Triton
+# epilogue kernel (the split-K reduction's, over one split). At decode sizes CUTLASS's row-wise kernel
+# takes 1.2-1.8x the other two (H200, benchmarks/RESULTS.md, seventeenth round).
+SCALED_MM_TENSOR_WISE = "scaled_mm_fp8 (tensor-wise)"
+SCALED_MM_ROW_WISE = "scaled_mm_fp8 (row-wise)"
+SCALED_MM_FP32 = "scaled_mm_fp8 (fp32 + epilogue)"
+SCALED_MM_WAYS = (SCALED_MM_TENSOR_WISE, SCALED_MM_ROW_WISE, SCALED_MM_FP32)
+# The epilogue kernel's tile (output columns x tokens) and warps
+EPILOGUE_TILE = (64, 16, 4)
 
 
 def _pow2_floor(n: int) -> int:
@@ -83,29 +93,58 @@ def scaled_mm_fp8(xq, xs, w, ws, bias, out_dtype):
     return bind_scaled_mm(_problem_of(xq, xs, w, ws, bias, out_dtype), w, ws, bias)(xq, xs)
 
 
-def bind_scaled_mm(p: GemmProblem, w, ws, bias):
-    """``torch._scaled_mm`` for a layer's weight: its transposed view and row-wise scale views made once."""
-    n, out_dtype = w.shape[0], p.out_dtype
+def scaled_mm_way(p: GemmProblem) -> str:
+    """How ``bind_scaled_mm`` runs a problem (one of ``SCALED_MM_WAYS``): tensor-wise where both scales are
+    one element (a per-token scale of one token is); for bf16 output the faster of row-wise and the fp32
+    product plus epilogue as the sweep measured them at the problem's nearest swept shape and M bucket
+    (row-wise where it measured neither: above the last bucket, archs not swept); for other outputs, which
+    row-wise cannot write, the fp32 product plus epilogue."""
+    if not p.per_channel and (not p.per_token or p.m == 1):
+        return SCALED_MM_TENSOR_WISE
+    if p.out_dtype != torch.bfloat16:
+        return SCALED_MM_FP32
+    row, _ = _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m)
+    times = row["torch_all"] if row else {}
+    if times.get(SCALED_MM_FP32, math.inf) < times.get(SCALED_MM_ROW_WISE, math.inf):
+        return SCALED_MM_FP32
+    return SCALED_MM_ROW_WISE
+
+
+def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
+    """``torch._scaled_mm`` for a layer's weight, the ``scaled_mm_way`` of its problem (``way`` overrides
+    it: sweeps, tests); the transposed weight view and the scale views made once."""
+    way = way or scaled_mm_way(p)
+    if way not in SCALED_MM_WAYS:
+        raise ValueError(f"torch._scaled_mm runs one of {', '.join(SCALED_MM_WAYS)}, got {way!r}")
+    n, m, out_dtype, per_token = p.n, p.m, p.out_dtype, p.per_token
     wt = w.t()
-    tensor_wise = ws.numel() == 1
-    ws_row = ws.reshape(1, -1) if ws.numel() == n else ws.reshape(1, 1).expand(1, n).contiguous()
-    ws_scalar = ws.reshape(()) if tensor_wise else None
-    one = torch.ones((), dtype=torch.float32, device=w.device) if out_dtype != torch.bfloat16 else None
+    if way == SCALED_MM_TENSOR_WISE:
+        ws_scalar = ws.reshape(())
 
-    m, per_token = p.m, p.per_token
-
-    def call(xq, xs):  # xs: [M, 1] per token, else one element of any shape
-        if tensor_wise and (not per_token or m == 1):
+        def call(xq, xs):  # xs: one element of any shape
             out = torch._scaled_mm(xq, wt, scale_a=xs.reshape(()), scale_b=ws_scalar, out_dtype=out_dtype)
-        elif one is None:
-            # row-wise scaling (the fast cuBLAS/CUTLASS path) needs both scales row-wise and bf16 out;
-            # [M, 1] activation scales already are, a per-tensor one is expanded
+            return out if bias is None else out + bias
+
+    elif way == SCALED_MM_ROW_WISE:  # CUTLASS's row-wise kernel: both scales row-wise, bf16 out
+        ws_row = ws.reshape(1, -1) if ws.numel() == n else ws.reshape(1, 1).expand(1, n).contiguous()
+
+        def call(xq, xs):  # xs: [M, 1] per token (already row-wise), else one element, expanded
             scale_a = xs if per_token else xs.reshape(1, 1).expand(m, 1).contiguous()
             out = torch._scaled_mm(xq, wt, scale_a=scale_a, scale_b=ws_row, out_dtype=out_dtype)
-        else:
+            return out if bias is None else out + bias
+
+    else:  # the fp32 product (cuBLAS, unit scales), then the scales and the bias in one Triton kernel
+        one = torch.ones((), dtype=torch.float32, device=w.device)
+        ws_arg, bias_arg = _fixed_operands(ws, bias)
+        epilogue, scalars = _epilogue_call(p), (m, n, 1, n)
+        shape, strides, device = (m, n), (n, 1), w.device
+
+        def call(xq, xs):
             acc = torch._scaled_mm(xq, wt, scale_a=one, scale_b=one, out_dtype=torch.float32)
-            return dequant_epilogue(acc, xs, ws, bias, out_dtype)
-        return out if bias is None else out + bias
+            xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
+            out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
+            epilogue((acc, xs, ws_arg, bias_arg, out), scalars)
+            return out
 
     return call
 
@@ -260,16 +299,13 @@ def _nearest(shapes, n: int, k: int) -> tuple[int, int]:
 def torch_time(row: dict, tensor_wise: bool) -> tuple[str, float]:
     """The best torch provider time the sweep measured for a problem with these scales: timings marked
     "(tensor-wise)" (one scale for the activation and one for the weight) count only for such problems."""
-    times = {name: us for name, us in row["torch_all"].items() if tensor_wise or "(tensor-wise)" not in name}
+    times = {name: us for name, us in row["torch_all"].items() if tensor_wise or name != SCALED_MM_TENSOR_WISE}
     name = min(times, key=times.get)
     return name, times[name]
 
 
-def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
-                   tensor_wise: bool = False) -> tuple[dict | None, str]:
-    """(config, "") where the sweep measured the small-M GEMM faster than the torch providers for
-    the nearest swept (N, K) at M's bucket on ``arch`` (for a problem with one activation and one
-    weight scale when ``tensor_wise``); else (None, why not)."""
+def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
+    """(the sweep's row for the nearest swept (N, K) at M's bucket on ``arch``, "") or (None, why none)."""
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
@@ -281,9 +317,20 @@ def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
     row = shapes[nk].get(bucket)
     if row is None:
         return None, f"no config swept at M bucket {bucket} for N={nk[0]} K={nk[1]}"
+    return row, ""
+
+
+def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
+                   tensor_wise: bool = False) -> tuple[dict | None, str]:
+    """(config, "") where the sweep measured the small-M GEMM faster than the torch providers for
+    the nearest swept (N, K) at M's bucket on ``arch`` (for a problem with one activation and one
+    weight scale when ``tensor_wise``); else (None, why not)."""
+    row, why = _swept_row(arch, kind, n, k, m)
+    if row is None:
+        return None, why
     peer, peer_us = torch_time(row, tensor_wise)
     if row["us"] >= peer_us:
-        return None, (f"{peer} measured faster at M bucket {bucket} for N={nk[0]} K={nk[1]} "
+        return None, (f"{peer} measured faster at M bucket {row['m']} for N={row['n']} K={row['k']} "
                       f"({peer_us:.1f} vs {row['us']:.1f} us)")
     return {f: row[f] for f in CONFIG_FIELDS}, ""
 
@@ -371,11 +418,25 @@ class SmallMCall:
         if splits > 1:
             fused = launch.make_plan(kernels.small_m_gemm_kernel, grid, dict(kwargs, LAST_REDUCES=True), "small_m")
             self.fused = KernelCall(fused, index)
-            rbn, rbm = 64, 16
-            rkw = dict(flags, INT8=int8, BLOCK_N=rbn, BLOCK_M=rbm, num_warps=4,
-                       **launch.pdl_options(index, launch_first=True))
-            rgrid = (-(-p.n // rbn), -(-p.m // rbm))
-            self.reduce = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, rgrid, rkw, "split_k"), index)
+            self.reduce = _epilogue_call(p)
+
+
+def _epilogue_call(p: GemmProblem) -> KernelCall:
+    """The kernel that sums ``SPLITS`` fp32 / int32 partials ``[SPLITS, M, N]`` in order and applies the scales,
+    the cast and the bias: the split-K reduction, and over one split the epilogue of ``torch._scaled_mm``'s fp32
+    product (the order of ``gemm.dequant_epilogue``: the same bits)."""
+    call = _GEMM_LAUNCHES.get(("epilogue", p))
+    if call is not None:
+        return call
+    from fused_quant.kernels.triton import small_m_gemm as kernels
+
+    generation, index = runtime.generation(), launch.device_index(p.device)
+    bn, bm, warps = EPILOGUE_TILE
+    kwargs = dict(_scale_flags(p), INT8=p.kind == "int8", BLOCK_N=bn, BLOCK_M=bm, num_warps=warps,
+                  **launch.pdl_options(index, launch_first=True))
+    grid = (-(-p.n // bn), -(-p.m // bm))
+    call = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, grid, kwargs, "epilogue"), index)
+    return _GEMM_LAUNCHES.put(("epilogue", p), call, generation)
 
 
 def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | None = None) -> SmallMCall:

@@ -136,6 +136,96 @@ def test_predicate_declines_cpu_tensors():
     assert g.small_m_supported(p) == (False, "needs a GPU tensor, got cpu")
 
 
+def _fp8_table(tmp_path, monkeypatch, torch_all: dict, us: float = 30.0):
+    """A table of one FP8 row (N = K = 4096, M bucket 16) on sm_90, the arch the tests' GPU problems report."""
+    table = tmp_path / f"t{len(list(tmp_path.iterdir()))}.json"  # a new path: the table is read once per path
+    row = dict(arch="sm_90", kind="fp8", n=4096, k=4096, m=16, BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1,
+               num_warps=4, num_stages=4, us=us, torch=min(torch_all, key=torch_all.get),
+               torch_us=min(torch_all.values()), torch_all=torch_all)
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": [row]}))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
+
+
+def _fp8_problem(m, per_token=True, per_channel=True, out_dtype=torch.bfloat16, n=4096):
+    return GemmProblem(m, n, 4096, "fp8", FP8, out_dtype, torch.device("cuda"), per_token, per_channel, False)
+
+
+@pytest.mark.parametrize("fp32_us,want", [(9.0, g.SCALED_MM_FP32), (13.0, g.SCALED_MM_ROW_WISE)])
+def test_scaled_mm_takes_the_way_the_table_measured_faster(tmp_path, monkeypatch, fp32_us, want):
+    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 12.0,
+                                       g.SCALED_MM_FP32: fp32_us})
+    assert g.scaled_mm_way(_fp8_problem(16)) == want
+    assert g.scaled_mm_way(_fp8_problem(9, per_token=False)) == want  # a per-tensor activation, per-channel weight
+    assert g.scaled_mm_way(_fp8_problem(12, n=5000)) == want  # the nearest swept shape
+    # one scale each (a per-token scale of one token is one) whatever the table says
+    assert g.scaled_mm_way(_fp8_problem(16, per_token=False, per_channel=False)) == g.SCALED_MM_TENSOR_WISE
+    assert g.scaled_mm_way(_fp8_problem(1, per_channel=False)) == g.SCALED_MM_TENSOR_WISE
+    # row-wise writes bf16 only
+    for out_dtype in (torch.float16, torch.float32):
+        assert g.scaled_mm_way(_fp8_problem(16, out_dtype=out_dtype)) == g.SCALED_MM_FP32
+    # where the sweep measured neither way: above the last bucket, a bucket it lacks, another arch
+    assert g.scaled_mm_way(_fp8_problem(300)) == g.SCALED_MM_ROW_WISE
+    assert g.scaled_mm_way(_fp8_problem(2)) == g.SCALED_MM_ROW_WISE
+    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_100")
+    assert g.scaled_mm_way(_fp8_problem(16)) == g.SCALED_MM_ROW_WISE
+
+
+def test_small_m_config_counts_every_way_a_problem_can_take(tmp_path, monkeypatch):
+    """The fp32 product plus epilogue serves per-token problems, so its time counts against the small-M
+    GEMM there; the tensor-wise time only for a problem with one scale each."""
+    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 12.0,
+                                       g.SCALED_MM_FP32: 9.5}, us=10.0)
+    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 16, tensor_wise=False)
+    assert cfg is None and why == f"{g.SCALED_MM_FP32} measured faster at M bucket 16 for N=4096 K=4096 (9.5 vs 10.0 us)"
+    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 16, tensor_wise=True)
+    assert cfg is None and g.SCALED_MM_TENSOR_WISE in why
+    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 12.0,
+                                       g.SCALED_MM_FP32: 10.5}, us=10.0)
+    assert g.small_m_config("sm_90", "fp8", 4096, 4096, 16, tensor_wise=False) == (
+        {f: v for f, v in dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4).items()}, "")
+
+
+def test_bind_scaled_mm_refuses_an_unknown_way():
+    p = _fp8_problem(16)
+    with pytest.raises(ValueError, match="runs one of .*got 'column-wise'"):
+        g.bind_scaled_mm(p, torch.zeros(4096, 4096, dtype=FP8), torch.ones(4096, 1), None, "column-wise")
+
+
+def _bits_or_nan(t: torch.Tensor) -> torch.Tensor:
+    """Bit patterns with every NaN as one code (a cast's NaN payload is the converter's own)."""
+    bits = t.view({2: torch.int16, 4: torch.int32}[t.element_size()]).to(torch.int64)
+    return torch.where(torch.isnan(t), torch.full_like(bits, -1), bits)
+
+
+@pytest.mark.interpreter
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("per_token,per_channel,bias", [(True, True, True), (False, True, False),
+                                                         (True, False, False), (False, False, True)])
+def test_interpreted_epilogue_kernel_is_dequant_epilogue(out_dtype, per_token, per_channel, bias):
+    """The epilogue kernel over one split (``torch._scaled_mm``'s fp32 product to the output) gives the bits of
+    ``gemm.dequant_epilogue``, the spec's epilogue order, of the accumulator summed from +0 as the kernel sums
+    its partials (a -0.0 product comes out as +0.0), on random and adversarial accumulators: zeros of both
+    signs, NaN, +-Inf, fp32 subnormals and maxima, products beyond the output's range."""
+    m, n = 19, 70  # a partial tile of each kind
+    gen = torch.Generator().manual_seed(m * n)
+    acc = torch.randn(m, n, generator=gen) * 1e3
+    acc[0, :8] = torch.tensor([0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-42, 3.4e38, -3.4e38])
+    acc[1] = 7e4  # beyond fp16's range once scaled by ~1
+    xs = torch.rand(m, 1, generator=gen) + 0.5 if per_token else torch.tensor([[1.25]])
+    ws = torch.rand(n, 1, generator=gen) + 0.5 if per_channel else torch.tensor([[0.75]])
+    if per_token:
+        xs[2] = 0.0
+    b = (torch.randn(n, generator=gen) * 3).to(out_dtype) if bias else None
+    p = GemmProblem(m, n, 64, "fp8", FP8, out_dtype, torch.device("cpu"), per_token, per_channel, bias)
+    ws_arg, bias_arg = g._fixed_operands(ws, b)
+    out = torch.empty(m, n, dtype=out_dtype)
+    g._epilogue_call(p)((acc, xs, ws_arg, bias_arg, out), (m, n, 1, n))
+    want = dequant_epilogue(acc + 0.0, xs, ws, b, out_dtype)
+    assert torch.equal(_bits_or_nan(out), _bits_or_nan(want)), (out_dtype, per_token, per_channel, bias)
+
+
 # --- the kernels under the interpreter (CPU) -----------------------------------------------------
 
 @pytest.mark.interpreter
@@ -557,6 +647,47 @@ def test_gpu_graph_replay_is_bitwise_eager(kind, splits):
         assert_bits_equal(out, eager, f"replay, splits={splits}")
 
 
+# (M, N, K): one token, a partial token block, more tokens than the largest bucket; N and K multiples of 16
+SCALED_MM_SHAPES = [(1, 256, 512), (17, 4096, 4096), (300, 1040, 2064), (64, 272, 14336)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("way", g.SCALED_MM_WAYS)
+@pytest.mark.parametrize("out_dtype,bias,per_token,per_channel", [
+    (torch.bfloat16, False, True, True), (torch.bfloat16, True, False, True), (torch.float16, True, True, True),
+    (torch.float32, False, True, False), (torch.bfloat16, True, False, False)])
+def test_gpu_scaled_mm_ways_against_float64(way, out_dtype, bias, per_token, per_channel):
+    """Each way of ``bind_scaled_mm`` where it can run (tensor-wise: one scale each; row-wise: bf16 out) against
+    float64; the fp32 product plus epilogue also bitwise ``dequant_epilogue`` of ``torch._scaled_mm``'s fp32
+    product, eager and replayed from a CUDA graph."""
+    for m, n, k in SCALED_MM_SHAPES:
+        tensor_wise = not per_channel and (not per_token or m == 1)
+        if (way == g.SCALED_MM_TENSOR_WISE) != tensor_wise and way != g.SCALED_MM_FP32:
+            continue
+        if way == g.SCALED_MM_ROW_WISE and out_dtype != torch.bfloat16:
+            continue
+        xq, xs, w, ws = _operands("fp8", m, n, k, torch.device("cuda"), seed=m + n, adversarial=m % 2 == 1)
+        if out_dtype == torch.float16:
+            xs = xs * 1e-3
+        xs = xs if per_token else xs[:1].contiguous()
+        ws = ws if per_channel else ws[:1].contiguous()
+        b = (torch.randn(n, generator=torch.Generator().manual_seed(n)) * 3).to(out_dtype).cuda() if bias else None
+        p = g._problem_of(xq, xs, w, ws, b, out_dtype)
+        call = g.bind_scaled_mm(p, w, ws, b, way)
+        out = call(xq, xs)
+        what = f"{way} {m}x{n}x{k} {out_dtype} bias={bias} per_token={per_token} per_channel={per_channel}"
+        assert out.shape == (m, n) and out.dtype == out_dtype, what
+        assert_gemm_close(out, xq, xs.expand(m, 1), w, ws.expand(n, 1), b, exact_acc=False, what=what)
+        if way == g.SCALED_MM_FP32:
+            one = torch.ones((), device="cuda")
+            acc = torch._scaled_mm(xq, w.t(), scale_a=one, scale_b=one, out_dtype=torch.float32)
+            assert_bits_equal(out, dequant_epilogue(acc, xs, ws, b, out_dtype), f"{what}: vs dequant_epilogue")
+            graph, replayed = capture_graph(call, xq, xs)
+            graph.replay()
+            torch.cuda.synchronize()
+            assert_bits_equal(replayed, out, f"{what}: replayed")
+
+
 @pytest.mark.gpu
 @pytest.mark.triton_fp8
 def test_chain_picks_small_m_where_the_table_says(backend_env):
@@ -578,6 +709,9 @@ def test_chain_picks_small_m_where_the_table_says(backend_env):
             name = select_gemm_provider(p)[0].name
             faster = row["us"] < g.torch_time(row, tensor_wise=False)[1]
             assert (name == f"small_m_{row['kind']}") == faster, (row, m, name)
+            if row["kind"] == "fp8":  # and torch._scaled_mm's faster row-wise way for a per-token problem
+                times = {way: row["torch_all"][way] for way in (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32)}
+                assert g.scaled_mm_way(p) == min(times, key=times.get), (row, m)
 
 
 @pytest.mark.gpu

@@ -203,7 +203,8 @@ def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, S
                             XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                             OUT: tl.constexpr, INT8: tl.constexpr, BLOCK_N: tl.constexpr,
                             BLOCK_M: tl.constexpr, PDL: tl.constexpr):
-    """Sum the split-K partials ``part[0..SPLITS-1, m, n]`` in order, then the epilogue."""
+    """Sum the split-K partials ``part[0..SPLITS-1, m, n]`` in order from zero, then the epilogue; over one
+    split, the epilogue of ``torch._scaled_mm``'s fp32 product (``gemm_launch.SCALED_MM_FP32``)."""
     pdl_prologue(PDL)
     rn = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     rm = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
