@@ -7,10 +7,13 @@ weight to exceed L2 (so every call streams its weight from HBM, as in a model), 
 the copy ceiling.
 ``mlp``: D = 4096, H = 14336, bf16 vs the three W8A8 keys, at M in ``MLP_MS``: ``eager`` is the wall
 time per call of back-to-back calls (host included, what a launch-bound caller sees), ``graph`` the
-GPU time per call replayed from a CUDA graph.
+GPU time per call replayed from a CUDA graph, ``sqnr_db`` each key's output SQNR against the bf16 MLP
+of the same weights (``mlp_sqnr``).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -154,12 +157,54 @@ def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
     return fns
 
 
+def sqnr_db(ref: torch.Tensor, out: torch.Tensor) -> float:
+    """``10 log10(sum ref^2 / sum (out - ref)^2)`` in float64: inf where ``out`` equals ``ref``, NaN where
+    ``out`` holds a non-finite value the reference does not."""
+    ref, out = ref.double(), out.double()
+    noise = float((out - ref).pow(2).sum())
+    signal = float(ref.pow(2).sum())
+    if math.isnan(noise) or math.isinf(noise):
+        return math.nan
+    return math.inf if noise == 0 else 10 * math.log10(signal / noise)
+
+
+def mlp_sqnr(ms=MLP_MS, keys=MLP_KEYS, d: int = 4096, h: int = 14336) -> dict[int, dict[str, float]]:
+    """``{M: {key: dB}}``: the output SQNR of each key's MLP against the bf16 MLP with the same float weights
+    (``nn.Linear``'s initialization) on a fresh ``randn`` input per M. Static keys' input scales are
+    calibrated once, on a batch of 256 tokens, as ``absmax / the format's max`` of each layer's input."""
+    from torch import nn
+
+    from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    torch.manual_seed(1)
+    gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
+    down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
+    act = SiluAndMul()
+    calib = torch.randn(256, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+    hidden = act(gate_up(calib))
+    layers = {}
+    for name, key in keys.items():
+        qmax = (448.0 if K.is_fp8(key) else 127.0) if K.is_static(key) else None
+        sx = float(calib.abs().max()) / qmax if qmax else None
+        sh = float(hidden.abs().max()) / qmax if qmax else None
+        layers[name] = (QuantLinear.from_float(gate_up, key, sx, name="gate_up"),
+                        QuantLinear.from_float(down, key, sh, name="down"))
+    out = {}
+    for m in ms:
+        x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16, generator=gen)
+        ref = down(act(gate_up(x)))
+        out[m] = {name: sqnr_db(ref, qd(maybe_fused_act_quant(act, qgu(x), qd))) for name, (qgu, qd) in layers.items()}
+    return out
+
+
 def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
     d, h = 4096, 14336
     torch.manual_seed(0)
     peers = {"bf16": _mlp(None, d, h, 2)}
     for name, key in keys.items():
         peers[name] = _mlp(key, d, h, 2)
+    sqnr = mlp_sqnr(ms, keys, d, h)
     rows = []
     for m in ms:
         x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
@@ -167,13 +212,14 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
                         target_ms=20 if quick else 40, rounds=3 if quick else 7)
         graph = {name: graph_us([lambda f=f: f(x) for f in fns], calls=4 if m >= 4096 else 8)
                  for name, fns in peers.items()}
-        row = {"M": m, "eager_us": eager, "graph_us": graph,
+        row = {"M": m, "eager_us": eager, "graph_us": graph, "sqnr_db": sqnr[m],
                "eager_vs_bf16": {k_: eager["bf16"] / v for k_, v in eager.items() if k_ != "bf16"},
                "graph_vs_bf16": {k_: graph["bf16"] / v for k_, v in graph.items() if k_ != "bf16"}}
         rows.append(row)
         print(f"mlp M={m:6d} " + "  ".join(f"{k_} eager {eager[k_]:8.1f} graph {graph[k_]:8.1f}" for k_ in peers)
               + "  | graph x" + "/".join(f"{v:.2f}" for v in row["graph_vs_bf16"].values())
-              + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values()), flush=True)
+              + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values())
+              + "  SQNR dB " + "/".join(f"{v:.2f}" for v in sqnr[m].values()), flush=True)
     return {"versions": versions(), "d": d, "h": h, "rows": rows}
 
 

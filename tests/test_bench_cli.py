@@ -105,3 +105,16 @@ def test_package_holds_no_benchmark_code():
         assert not benchmarks, f"fused_quant/{rel} imports {benchmarks}"
         if rel != "cli.py":
             assert "do_bench" not in path.read_text(), f"fused_quant/{rel} times code (triton.testing.do_bench)"
+
+
+def test_sqnr_db_of_known_noise_identity_and_non_finite_outputs():
+    import math
+
+    from benchmarks.decode import sqnr_db
+
+    ref = torch.tensor([[3.0, -4.0], [0.0, 0.0]], dtype=torch.bfloat16)  # signal: 25
+    assert sqnr_db(ref, ref) == math.inf
+    assert math.isclose(sqnr_db(ref, ref + torch.tensor([[0.5, 0.0], [0.0, 0.0]], dtype=torch.bfloat16)),
+                        10 * math.log10(25 / 0.25))
+    assert math.isnan(sqnr_db(ref, torch.tensor([[3.0, float("nan")], [0.0, 0.0]])))
+    assert math.isnan(sqnr_db(ref, torch.tensor([[float("inf"), -4.0], [0.0, 0.0]])))

@@ -1,11 +1,12 @@
-"""Host side of the CUDA/ROCm GEMM providers: ``torch._scaled_mm`` (FP8), ``torch._int_mm`` +
-epilogue, the Triton scaled int8 GEMM and the small-M weight-streaming GEMM (FP8 and int8), each
-with its ``(ok, reason)`` predicate and a ``bind`` that resolves a layer's call once.
+"""Host side of the CUDA/ROCm GEMM providers: ``torch._scaled_mm`` (FP8, one of ``SCALED_MM_WAYS``),
+``torch._int_mm`` + epilogue, the Triton scaled int8 GEMM and the small-M weight-streaming GEMM (FP8 and
+int8), each with its ``(ok, reason)`` predicate and a ``bind`` that resolves a layer's call once.
 
 Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M) and, for the small-M
 GEMM, ``small_m_gemm_configs.json`` beside this file, written by ``benchmarks/sweep_small_m_gemm.py``
-on each arch: per (kind, N, K, M bucket) the fastest config and the best torch provider's time
-there. The small-M provider accepts a problem only where its config measured faster.
+on each arch: per (kind, N, K, M bucket) the fastest config and every torch provider's time there.
+The small-M provider accepts a problem only where its config measured faster; ``torch._scaled_mm`` runs
+per-token / per-channel problems in the way measured faster there (``scaled_mm_way``).
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ FP8_IMPRECISE_ACC = 32
 PREFETCH_BYTES = 4 << 20
 # The ways ``bind_scaled_mm`` runs ``torch._scaled_mm``, by the names the sweep records their times under:
 # one scale each; row-wise scales; an fp32 product with the scales and the bias applied by the Triton
-# epilogue kernel (the split-K reduction's, over one split). At decode sizes CUTLASS's row-wise kernel
-# takes 1.2-1.8x the other two (H200, benchmarks/RESULTS.md, seventeenth round).
+# epilogue kernel (the split-K reduction's, over one split). On the H200 row-wise took 1.3-1.8x the fp32
+# way's time at M = 16 for Llama-3-8B's four linears and 1.2-1.8x for down at M = 64-256, but less than it
+# for gate_up at M >= 64 and qkv at 256 (benchmarks/RESULTS.md, seventeenth round): the sweep's rows decide.
 SCALED_MM_TENSOR_WISE = "scaled_mm_fp8 (tensor-wise)"
 SCALED_MM_ROW_WISE = "scaled_mm_fp8 (row-wise)"
 SCALED_MM_FP32 = "scaled_mm_fp8 (fp32 + epilogue)"
