@@ -172,6 +172,11 @@ def mlp_sqnr(ms=MLP_MS, keys=MLP_KEYS, d: int = 4096, h: int = 14336) -> dict[in
     """``{M: {key: dB}}``: the output SQNR of each key's MLP against the bf16 MLP with the same float weights
     (``nn.Linear``'s initialization) on a fresh ``randn`` input per M. Static keys' input scales are
     calibrated once, on a batch of 256 tokens, as ``absmax / the format's max`` of each layer's input."""
+    with torch.no_grad():  # nn.Linear's parameters require grad: no graph for the references
+        return _mlp_sqnr(ms, keys, d, h)
+
+
+def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
     from torch import nn
 
     from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant

@@ -652,7 +652,7 @@ SCALED_MM_SHAPES = [(1, 256, 512), (17, 4096, 4096), (300, 1040, 2064), (64, 272
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("way", g.SCALED_MM_WAYS)
+@pytest.mark.parametrize("way", g.SCALED_MM_WAYS, ids=("tensor_wise", "row_wise", "fp32_epilogue"))
 @pytest.mark.parametrize("out_dtype,bias,per_token,per_channel", [
     (torch.bfloat16, False, True, True), (torch.bfloat16, True, False, True), (torch.float16, True, True, True),
     (torch.float32, False, True, False), (torch.bfloat16, True, False, False)])
