@@ -158,21 +158,25 @@ def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
 
 
 def sqnr_db(ref: torch.Tensor, out: torch.Tensor) -> float:
-    """``10 log10(sum ref^2 / sum (out - ref)^2)`` in float64: inf where ``out`` equals ``ref``, NaN where
-    ``out`` holds a non-finite value the reference does not."""
+    """``10 log10(sum ref^2 / sum (out - ref)^2)`` in float64: +inf where ``out`` equals a finite ``ref``, -inf
+    for a zero ``ref`` and another ``out``, NaN where either holds a non-finite value (no SQNR there)."""
     ref, out = ref.double(), out.double()
     noise = float((out - ref).pow(2).sum())
     signal = float(ref.pow(2).sum())
-    if math.isnan(noise) or math.isinf(noise):
+    if not (math.isfinite(noise) and math.isfinite(signal)):
         return math.nan
-    return math.inf if noise == 0 else 10 * math.log10(signal / noise)
+    if noise == 0:
+        return math.inf
+    return -math.inf if signal == 0 else 10 * math.log10(signal / noise)
 
 
 def mlp_sqnr(ms=MLP_MS, keys=MLP_KEYS, d: int = 4096, h: int = 14336) -> dict[int, dict[str, float]]:
     """``{M: {key: dB}}``: the output SQNR of each key's MLP against the bf16 MLP with the same float weights
-    (``nn.Linear``'s initialization) on a fresh ``randn`` input per M. Static keys' input scales are
-    calibrated once, on a batch of 256 tokens, as ``absmax / the format's max`` of each layer's input."""
-    with torch.no_grad():  # nn.Linear's parameters require grad: no graph for the references
+    (``nn.Linear``'s initialization, seed 1) on a fresh ``randn`` input per M (a generator of another seed:
+    inputs drawn from the weights' random stream would repeat their bits). Static keys' input scales are
+    calibrated once, on a batch of 256 tokens, as ``absmax / the format's max`` of each layer's input.
+    The global RNG is left as it was."""
+    with torch.no_grad(), torch.random.fork_rng(devices=[torch.cuda.current_device()]):
         return _mlp_sqnr(ms, keys, d, h)
 
 
@@ -180,17 +184,19 @@ def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
     from torch import nn
 
     from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+    from fused_quant.registry import platform_fp8_dtype
 
-    gen = torch.Generator(device="cuda").manual_seed(1)
     torch.manual_seed(1)
     gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
     down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    fp8_max = torch.finfo(platform_fp8_dtype()).max
     act = SiluAndMul()
     calib = torch.randn(256, d, device="cuda", dtype=torch.bfloat16, generator=gen)
     hidden = act(gate_up(calib))
     layers = {}
     for name, key in keys.items():
-        qmax = (448.0 if K.is_fp8(key) else 127.0) if K.is_static(key) else None
+        qmax = (fp8_max if K.is_fp8(key) else 127.0) if K.is_static(key) else None
         sx = float(calib.abs().max()) / qmax if qmax else None
         sh = float(hidden.abs().max()) / qmax if qmax else None
         layers[name] = (QuantLinear.from_float(gate_up, key, sx, name="gate_up"),

@@ -10,7 +10,8 @@ stops the sweep) and written with its time, its error and every torch time; the 
 predicate takes a problem only where ours measured faster (``gemm_launch.small_m_config``), and
 ``torch._scaled_mm`` takes the faster of its row-wise ways (``gemm_launch.scaled_mm_way``).
 ``--retime`` searches nothing: it times each installed row's config again beside the torch providers
-(after a change to those), so that the row's times still come from one run.
+(after a change to those), so that the row's times still come from one run; a (kind, shape, M) the
+installed table lacks is left out.
 
 ``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json``
 into ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with
@@ -127,11 +128,15 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None) -> list[dict
             for m in ms:
                 xq, xs_tok, xs_ten = _activation(kind, m, k)
                 w, ws = weights[0]
+                fixed = None if retime is None else retime.get((arch, kind, n, k, m))
+                if retime is not None and fixed is None:
+                    log(f"{kind:4s} {label:7s} M={m:4d} not in the installed table: not retimed")
+                    continue
                 p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
                 tt = torch_times(p, xq, xs_tok, xs_ten, weights)
                 best_torch = min(tt, key=tt.get)
                 trials = []
-                for cfg in configs(m, k, (retime or {}).get((arch, kind, n, k, m))):
+                for cfg in configs(m, k, fixed):
                     try:
                         calls = [g.bind_small_m(p, w_, ws_, None, cfg) for w_, ws_ in weights]
                         calls[0](xq, xs_tok)

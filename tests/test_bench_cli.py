@@ -118,3 +118,6 @@ def test_sqnr_db_of_known_noise_identity_and_non_finite_outputs():
                         10 * math.log10(25 / 0.25))
     assert math.isnan(sqnr_db(ref, torch.tensor([[3.0, float("nan")], [0.0, 0.0]])))
     assert math.isnan(sqnr_db(ref, torch.tensor([[float("inf"), -4.0], [0.0, 0.0]])))
+    inf = torch.tensor([float("inf"), 1.0])
+    assert math.isnan(sqnr_db(inf, inf))  # no SQNR of a non-finite reference, even reproduced
+    assert sqnr_db(torch.zeros(2), torch.tensor([0.0, 1e-3])) == -math.inf

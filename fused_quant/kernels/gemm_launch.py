@@ -43,9 +43,10 @@ FP8_IMPRECISE_ACC = 32
 PREFETCH_BYTES = 4 << 20
 # The ways ``bind_scaled_mm`` runs ``torch._scaled_mm``, by the names the sweep records their times under:
 # one scale each; row-wise scales; an fp32 product with the scales and the bias applied by the Triton
-# epilogue kernel (the split-K reduction's, over one split). On the H200 row-wise took 1.3-1.8x the fp32
-# way's time at M = 16 for Llama-3-8B's four linears and 1.2-1.8x for down at M = 64-256, but less than it
-# for gate_up at M >= 64 and qkv at 256 (benchmarks/RESULTS.md, seventeenth round): the sweep's rows decide.
+# epilogue kernel (the split-K reduction's, over one split). On the H200 row-wise took 1.28-1.74x the fp32
+# way's time at M = 16 for Llama-3-8B's four linears and 1.21-1.81x for down at M = 64-256, but less than it
+# for gate_up at M = 64-256 and qkv at 256 (benchmarks/RESULTS.md, seventeenth round, run 1): the sweep's
+# rows decide.
 SCALED_MM_TENSOR_WISE = "scaled_mm_fp8 (tensor-wise)"
 SCALED_MM_ROW_WISE = "scaled_mm_fp8 (row-wise)"
 SCALED_MM_FP32 = "scaled_mm_fp8 (fp32 + epilogue)"
@@ -95,16 +96,29 @@ def scaled_mm_fp8(xq, xs, w, ws, bias, out_dtype):
     return bind_scaled_mm(_problem_of(xq, xs, w, ws, bias, out_dtype), w, ws, bias)(xq, xs)
 
 
+def runs_tensor_wise(p: GemmProblem) -> bool:
+    """Whether ``torch._scaled_mm`` takes ``p`` with one scale each: one weight scale and one activation scale
+    (a per-tensor one, or a per-token one of one token)."""
+    return not p.per_channel and (not p.per_token or p.m == 1)
+
+
+def scaled_mm_ways(p: GemmProblem) -> tuple[str, ...]:
+    """The ways ``torch._scaled_mm`` can run ``p``: tensor-wise where ``runs_tensor_wise``; else row-wise
+    (bf16 output only) and the fp32 product plus epilogue."""
+    if runs_tensor_wise(p):
+        return (SCALED_MM_TENSOR_WISE,)
+    return (SCALED_MM_ROW_WISE, SCALED_MM_FP32) if p.out_dtype == torch.bfloat16 else (SCALED_MM_FP32,)
+
+
 def scaled_mm_way(p: GemmProblem) -> str:
-    """How ``bind_scaled_mm`` runs a problem (one of ``SCALED_MM_WAYS``): tensor-wise where both scales are
-    one element (a per-token scale of one token is); for bf16 output the faster of row-wise and the fp32
-    product plus epilogue as the sweep measured them at the problem's nearest swept shape and M bucket
-    (row-wise where it measured neither: above the last bucket, archs not swept); for other outputs, which
-    row-wise cannot write, the fp32 product plus epilogue."""
-    if not p.per_channel and (not p.per_token or p.m == 1):
-        return SCALED_MM_TENSOR_WISE
-    if p.out_dtype != torch.bfloat16:
-        return SCALED_MM_FP32
+    """How ``bind_scaled_mm`` runs a problem: its one way of ``scaled_mm_ways``, or of row-wise and the fp32
+    product plus epilogue the one the sweep measured faster at the problem's nearest swept shape and M
+    bucket (row-wise where it measured neither: above the last bucket, archs not swept). The sweep times
+    per-token problems; a per-tensor activation with per-channel weights takes their choice (its row-wise
+    call also expands the scale to ``[M, 1]``, one copy kernel more than the sweep timed)."""
+    ways = scaled_mm_ways(p)
+    if len(ways) == 1:
+        return ways[0]
     row, _ = _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m)
     times = row["torch_all"] if row else {}
     if times.get(SCALED_MM_FP32, math.inf) < times.get(SCALED_MM_ROW_WISE, math.inf):
@@ -112,12 +126,26 @@ def scaled_mm_way(p: GemmProblem) -> str:
     return SCALED_MM_ROW_WISE
 
 
+def _unit_scale(device: torch.device) -> torch.Tensor:
+    """A one-element fp32 1.0 on ``device``, the fp32 product's scales: one per device and runtime generation,
+    made outside CUDA graph capture; under capture, before one was made, a new one per call (made inside the
+    capture, so it is filled at every replay and outlives nothing)."""
+    one = _UNIT_SCALES.get(device)
+    if one is None:
+        generation = runtime.generation()
+        one = torch.ones((), dtype=torch.float32, device=device)
+        if not capturing():
+            _UNIT_SCALES.put(device, one, generation)
+    return one
+
+
 def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
     """``torch._scaled_mm`` for a layer's weight, the ``scaled_mm_way`` of its problem (``way`` overrides
     it: sweeps, tests); the transposed weight view and the scale views made once."""
     way = way or scaled_mm_way(p)
-    if way not in SCALED_MM_WAYS:
-        raise ValueError(f"torch._scaled_mm runs one of {', '.join(SCALED_MM_WAYS)}, got {way!r}")
+    if way not in scaled_mm_ways(p):
+        raise ValueError(f"torch._scaled_mm runs this problem in one of {', '.join(scaled_mm_ways(p))} "
+                         f"({', '.join(SCALED_MM_WAYS)} in all), got {way!r}")
     n, m, out_dtype, per_token = p.n, p.m, p.out_dtype, p.per_token
     wt = w.t()
     if way == SCALED_MM_TENSOR_WISE:
@@ -136,12 +164,12 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
             return out if bias is None else out + bias
 
     else:  # the fp32 product (cuBLAS, unit scales), then the scales and the bias in one Triton kernel
-        one = torch.ones((), dtype=torch.float32, device=w.device)
         ws_arg, bias_arg = _fixed_operands(ws, bias)
         epilogue, scalars = _epilogue_call(p), (m, n, 1, n)
         shape, strides, device = (m, n), (n, 1), w.device
 
         def call(xq, xs):
+            one = _unit_scale(device)
             acc = torch._scaled_mm(xq, wt, scale_a=one, scale_b=one, out_dtype=torch.float32)
             xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
             out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
@@ -229,6 +257,8 @@ def _triton_int8_call(p: GemmProblem) -> KernelCall:
 
 # GEMM kernel launches by (provider, problem[, config override]): metadata and compiled kernels only
 _GEMM_LAUNCHES = runtime.Cache("gemm_launches")
+# torch._scaled_mm's unit scales by device (``_unit_scale``)
+_UNIT_SCALES = runtime.Cache("unit_scales")
 
 
 def _fixed_operands(ws, bias):
@@ -298,12 +328,17 @@ def _nearest(shapes, n: int, k: int) -> tuple[int, int]:
     return min(shapes, key=lambda s: (abs(math.log2(s[0] / n)) + abs(math.log2(s[1] / k)), s))
 
 
-def torch_time(row: dict, tensor_wise: bool) -> tuple[str, float]:
-    """The best torch provider time the sweep measured for a problem with these scales: timings marked
-    "(tensor-wise)" (one scale for the activation and one for the weight) count only for such problems."""
-    times = {name: us for name, us in row["torch_all"].items() if tensor_wise or name != SCALED_MM_TENSOR_WISE}
+def torch_time(row: dict, names: tuple[str, ...] | None = None) -> tuple[str, float]:
+    """The best time the sweep measured among the torch providers ``names`` (None: all it timed)."""
+    times = {name: us for name, us in row["torch_all"].items() if names is None or name in names}
     name = min(times, key=times.get)
     return name, times[name]
+
+
+def torch_peers(p: GemmProblem) -> tuple[str, ...] | None:
+    """The torch providers the chain would run ``p`` with instead of the small-M GEMM, by the names of the
+    sweep's times: FP8 ``torch._scaled_mm``'s ways for ``p``; None (all of them) for int8."""
+    return scaled_mm_ways(p) if p.kind == "fp8" else None
 
 
 def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
@@ -323,14 +358,14 @@ def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dic
 
 
 def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
-                   tensor_wise: bool = False) -> tuple[dict | None, str]:
-    """(config, "") where the sweep measured the small-M GEMM faster than the torch providers for
-    the nearest swept (N, K) at M's bucket on ``arch`` (for a problem with one activation and one
-    weight scale when ``tensor_wise``); else (None, why not)."""
+                   peers: tuple[str, ...] | None = None) -> tuple[dict | None, str]:
+    """(config, "") where the sweep measured the small-M GEMM faster than the torch providers ``peers``
+    (``torch_peers``; None: all it timed) for the nearest swept (N, K) at M's bucket on ``arch``; else
+    (None, why not)."""
     row, why = _swept_row(arch, kind, n, k, m)
     if row is None:
         return None, why
-    peer, peer_us = torch_time(row, tensor_wise)
+    peer, peer_us = torch_time(row, peers)
     if row["us"] >= peer_us:
         return None, (f"{peer} measured faster at M bucket {row['m']} for N={row['n']} K={row['k']} "
                       f"({peer_us:.1f} vs {row['us']:.1f} us)")
@@ -353,12 +388,8 @@ def small_m_supported(p: GemmProblem) -> tuple[bool, str]:
     ok, why = _on_gpu(p)
     if not ok:
         return ok, why
-    cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
+    cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p))
     return cfg is not None, why
-
-
-def _tensor_wise(p: GemmProblem) -> bool:
-    return not p.per_token and not p.per_channel
 
 
 # The quantizer constexprs of a small-M GEMM whose activation comes quantized (``XQ`` = NO_XQ: unused)
@@ -424,9 +455,10 @@ class SmallMCall:
 
 
 def _epilogue_call(p: GemmProblem) -> KernelCall:
-    """The kernel that sums ``SPLITS`` fp32 / int32 partials ``[SPLITS, M, N]`` in order and applies the scales,
-    the cast and the bias: the split-K reduction, and over one split the epilogue of ``torch._scaled_mm``'s fp32
-    product (the order of ``gemm.dequant_epilogue``: the same bits)."""
+    """The kernel that sums ``SPLITS`` fp32 / int32 partials ``[SPLITS, M, N]`` in order from zero and applies
+    the scales, the cast and the bias: the split-K reduction, and over one split the epilogue of
+    ``torch._scaled_mm``'s fp32 product (``gemm.dequant_epilogue``'s order: its bits, but for a -0.0 product,
+    which the sum from +0 makes +0.0)."""
     call = _GEMM_LAUNCHES.get(("epilogue", p))
     if call is not None:
         return call
@@ -447,7 +479,7 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | 
     if call is None:
         generation = runtime.generation()
         if config is None:
-            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
+            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p))
             if cfg is None:
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:
@@ -548,7 +580,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     x_quant = quantizer_of(quantizer, p)
     if x_quant is None:
         return None
-    cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, _tensor_wise(p))
+    cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p))
     if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)

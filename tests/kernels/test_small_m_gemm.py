@@ -5,11 +5,13 @@ split-K included, plus CUDA-graph capture (the split-K partials are summed in a 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 import torch
 
+import fused_quant
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import gemm_launch as g
 from tests.helpers import assert_bits_equal, assert_gemm_close, capture_graph
@@ -118,13 +120,11 @@ def test_config_is_taken_only_where_it_measured_faster(tmp_path, monkeypatch):
     assert cfg["BLOCK_N"] == 128
     cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 2)
     assert cfg is None and "no config swept at M bucket 2" in why
-    # FP8: the tensor-wise timing counts only for tensor-wise problems, row-wise for every problem
-    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 3, tensor_wise=True)
+    # FP8: only the timings of the problem's torch peers count (a tensor-wise problem's, a per-token one's)
+    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 3, (g.SCALED_MM_TENSOR_WISE,))
     assert cfg is None and "scaled_mm_fp8 (tensor-wise) measured faster" in why
-    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 3, tensor_wise=False)
+    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 3, (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32))
     assert cfg is not None and why == ""
-    cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 1, tensor_wise=True)
-    assert cfg is not None
     cfg, why = g.small_m_config("sm_100", "int8", 4096, 4096, 1)
     assert cfg is None and "no measured int8 small-M configs for sm_100" in why and "sweep_small_m_gemm" in why
     cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 300)
@@ -172,24 +172,86 @@ def test_scaled_mm_takes_the_way_the_table_measured_faster(tmp_path, monkeypatch
 
 
 def test_small_m_config_counts_every_way_a_problem_can_take(tmp_path, monkeypatch):
-    """The fp32 product plus epilogue serves per-token problems, so its time counts against the small-M
-    GEMM there; the tensor-wise time only for a problem with one scale each."""
+    """The small-M GEMM competes with the ways ``torch._scaled_mm`` would run the problem (``torch_peers``):
+    the tensor-wise time for one scale each (a per-token scale of one token is one), the row-wise and the fp32
+    product's for bf16 output, only the fp32 product's for fp16 / fp32 output, which row-wise cannot write."""
+    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)
     _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 12.0,
                                        g.SCALED_MM_FP32: 9.5}, us=10.0)
-    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 16, tensor_wise=False)
-    assert cfg is None and why == f"{g.SCALED_MM_FP32} measured faster at M bucket 16 for N=4096 K=4096 (9.5 vs 10.0 us)"
-    cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 16, tensor_wise=True)
-    assert cfg is None and g.SCALED_MM_TENSOR_WISE in why
-    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 12.0,
+    assert g.torch_peers(_fp8_problem(16)) == (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32)
+    assert g.small_m_config("sm_90", "fp8", 4096, 4096, 16, g.torch_peers(_fp8_problem(16))) == (
+        None, f"{g.SCALED_MM_FP32} measured faster at M bucket 16 for N=4096 K=4096 (9.5 vs 10.0 us)")
+    for p in (_fp8_problem(16, per_token=False, per_channel=False), _fp8_problem(1, per_channel=False)):
+        assert g.torch_peers(p) == (g.SCALED_MM_TENSOR_WISE,)
+    cfg_, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 16, (g.SCALED_MM_TENSOR_WISE,))
+    assert cfg_ is None and g.SCALED_MM_TENSOR_WISE in why and "8.0 vs 10.0" in why
+    int8 = dataclasses.replace(_fp8_problem(16), kind="int8", x_dtype=torch.int8)
+    assert g.torch_peers(int8) is None  # every int8 provider the sweep timed
+    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 9.0,
                                        g.SCALED_MM_FP32: 10.5}, us=10.0)
-    assert g.small_m_config("sm_90", "fp8", 4096, 4096, 16, tensor_wise=False) == (
-        {f: v for f, v in dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4).items()}, "")
+    assert g.small_m_config("sm_90", "fp8", 4096, 4096, 16, g.torch_peers(_fp8_problem(16)))[0] is None
+    fp16 = _fp8_problem(16, out_dtype=torch.float16)
+    assert g.torch_peers(fp16) == (g.SCALED_MM_FP32,)
+    assert g.small_m_config("sm_90", "fp8", 4096, 4096, 16, g.torch_peers(fp16)) == (cfg, "")
 
 
-def test_bind_scaled_mm_refuses_an_unknown_way():
-    p = _fp8_problem(16)
-    with pytest.raises(ValueError, match="runs one of .*got 'column-wise'"):
-        g.bind_scaled_mm(p, torch.zeros(4096, 4096, dtype=FP8), torch.ones(4096, 1), None, "column-wise")
+def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
+    w, ws = torch.zeros(4096, 4096, dtype=FP8), torch.ones(4096, 1)
+    with pytest.raises(ValueError, match="in one of .*got 'column-wise'"):
+        g.bind_scaled_mm(_fp8_problem(16), w, ws, None, "column-wise")
+    with pytest.raises(ValueError, match=r"in one of scaled_mm_fp8 \(fp32 \+ epilogue\) \(.*got 'scaled_mm_fp8 \(row-wise\)'"):
+        g.bind_scaled_mm(_fp8_problem(16, out_dtype=torch.float16), w, ws, None, g.SCALED_MM_ROW_WISE)
+
+
+@pytest.mark.parametrize("per_token,per_channel,m,fp32_us,want", [
+    (True, True, 16, 9.0, "fp32"), (True, True, 16, 13.0, "row"), (False, True, 16, 9.0, "fp32"),
+    (False, True, 16, 13.0, "row"),
+    (True, True, 1, 9.0, "row"),  # M = 1 with per-channel weights is row-wise / fp32, not tensor-wise (no M = 1 row)
+    (False, False, 16, 9.0, "tensor"), (True, False, 1, 9.0, "tensor")])
+def test_bound_scaled_mm_runs_the_way_it_chose(tmp_path, monkeypatch, per_token, per_channel, m, fp32_us, want):
+    """What a bound call passes ``torch._scaled_mm`` (seen by a stand-in) for each way the table's times pick:
+    scalar scales; ``[M, 1]`` and ``[1, N]`` row-wise scales (a per-tensor one expanded); unit scales and an fp32
+    product, then one epilogue launch with the layer's scales and bias."""
+    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 12.0,
+                                       g.SCALED_MM_FP32: fp32_us})
+    n, k = 64, 32
+    seen, epilogues = [], []
+
+    def scaled_mm(a, b, scale_a, scale_b, out_dtype):
+        seen.append((tuple(scale_a.shape), tuple(scale_b.shape), float(scale_a.flatten()[0]), out_dtype))
+        return torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype)
+
+    monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
+    monkeypatch.setattr(g, "_epilogue_call", lambda p: lambda tensors, scalars: epilogues.append(
+        ([tuple(t.shape) for t in tensors], scalars)))
+    p = GemmProblem(m, n, k, "fp8", FP8, torch.bfloat16, torch.device("cpu"), per_token, per_channel, False)
+    xs = torch.full((m, 1) if per_token else (1,), 0.5)
+    ws = torch.full((n, 1) if per_channel else (1, 1), 0.25)
+    g.bind_scaled_mm(p, torch.zeros(n, k, dtype=FP8), ws, None)(torch.zeros(m, k, dtype=FP8), xs)
+    if want == "tensor":
+        assert seen == [((), (), 0.5, torch.bfloat16)] and not epilogues
+    elif want == "row":
+        assert seen == [((m, 1), (1, n), 0.5, torch.bfloat16)] and not epilogues
+    else:
+        assert seen == [((), (), 1.0, torch.float32)]
+        assert epilogues == [([(m, n), tuple(xs.shape), tuple(ws.shape), tuple(ws.shape), (m, n)], (m, n, 1, n))]
+
+
+def test_unit_scale_is_kept_only_when_made_outside_capture(monkeypatch):
+    """The fp32 product's unit scale: made under CUDA graph capture (the first call of a layer may be captured),
+    it is filled only when the graph replays, so it serves that call alone; made outside, it is kept."""
+    fused_quant.reset()
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(g, "capturing", lambda: True)
+    first, second = g._unit_scale(cpu), g._unit_scale(cpu)
+    assert first is not second and float(first) == 1.0 and first.dtype == torch.float32
+    monkeypatch.setattr(g, "capturing", lambda: False)
+    kept = g._unit_scale(cpu)
+    assert g._unit_scale(cpu) is kept and kept is not first
+    monkeypatch.setattr(g, "capturing", lambda: True)
+    assert g._unit_scale(cpu) is kept  # made outside a capture: a captured call reads it
+    fused_quant.reset()
+    assert g._unit_scale(cpu) is not kept  # a reset forgets it
 
 
 def _bits_or_nan(t: torch.Tensor) -> torch.Tensor:
@@ -661,11 +723,6 @@ def test_gpu_scaled_mm_ways_against_float64(way, out_dtype, bias, per_token, per
     float64; the fp32 product plus epilogue also bitwise ``dequant_epilogue`` of ``torch._scaled_mm``'s fp32
     product, eager and replayed from a CUDA graph."""
     for m, n, k in SCALED_MM_SHAPES:
-        tensor_wise = not per_channel and (not per_token or m == 1)
-        if (way == g.SCALED_MM_TENSOR_WISE) != tensor_wise and way != g.SCALED_MM_FP32:
-            continue
-        if way == g.SCALED_MM_ROW_WISE and out_dtype != torch.bfloat16:
-            continue
         xq, xs, w, ws = _operands("fp8", m, n, k, torch.device("cuda"), seed=m + n, adversarial=m % 2 == 1)
         if out_dtype == torch.float16:
             xs = xs * 1e-3
@@ -673,6 +730,8 @@ def test_gpu_scaled_mm_ways_against_float64(way, out_dtype, bias, per_token, per
         ws = ws if per_channel else ws[:1].contiguous()
         b = (torch.randn(n, generator=torch.Generator().manual_seed(n)) * 3).to(out_dtype).cuda() if bias else None
         p = g._problem_of(xq, xs, w, ws, b, out_dtype)
+        if way not in g.scaled_mm_ways(p):
+            continue
         call = g.bind_scaled_mm(p, w, ws, b, way)
         out = call(xq, xs)
         what = f"{way} {m}x{n}x{k} {out_dtype} bias={bias} per_token={per_token} per_channel={per_channel}"
@@ -681,7 +740,7 @@ def test_gpu_scaled_mm_ways_against_float64(way, out_dtype, bias, per_token, per
         if way == g.SCALED_MM_FP32:
             one = torch.ones((), device="cuda")
             acc = torch._scaled_mm(xq, w.t(), scale_a=one, scale_b=one, out_dtype=torch.float32)
-            assert_bits_equal(out, dequant_epilogue(acc, xs, ws, b, out_dtype), f"{what}: vs dequant_epilogue")
+            assert_bits_equal(out, dequant_epilogue(acc + 0.0, xs, ws, b, out_dtype), f"{what}: vs dequant_epilogue")
             graph, replayed = capture_graph(call, xq, xs)
             graph.replay()
             torch.cuda.synchronize()
@@ -707,7 +766,7 @@ def test_chain_picks_small_m_where_the_table_says(backend_env):
             p = GemmProblem(m, row["n"], row["k"], row["kind"], dtype, torch.bfloat16, torch.device("cuda"),
                             True, True, False)
             name = select_gemm_provider(p)[0].name
-            faster = row["us"] < g.torch_time(row, tensor_wise=False)[1]
+            faster = row["us"] < g.torch_time(row, g.torch_peers(p))[1]
             assert (name == f"small_m_{row['kind']}") == faster, (row, m, name)
             if row["kind"] == "fp8":  # and torch._scaled_mm's faster row-wise way for a per-token problem
                 times = {way: row["torch_all"][way] for way in (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32)}
