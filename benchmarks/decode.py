@@ -175,8 +175,8 @@ def mlp_sqnr(ms=MLP_MS, keys=MLP_KEYS, d: int = 4096, h: int = 14336) -> dict[in
     (``nn.Linear``'s initialization, seed 1) on a fresh ``randn`` input per M (a generator of another seed:
     inputs drawn from the weights' random stream would repeat their bits). Static keys' input scales are
     calibrated once, on a batch of 256 tokens, as ``absmax / the format's max`` of each layer's input.
-    The global RNG is left as it was."""
-    with torch.no_grad(), torch.random.fork_rng(devices=[torch.cuda.current_device()]):
+    The global RNG (CPU and every GPU's) is left as it was."""
+    with torch.no_grad(), torch.random.fork_rng(devices=range(torch.cuda.device_count())):
         return _mlp_sqnr(ms, keys, d, h)
 
 

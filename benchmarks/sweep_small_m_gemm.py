@@ -213,6 +213,10 @@ def main(argv=None) -> int:
         meta["retime"] = True
     rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")},
                  [int(m) for m in args.ms.split(",")], log, save, retime)
+    save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
+    if not rows:
+        log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
+            f"{', retime: none of them in the installed table' if retime is not None else ''})")
     log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
     if args.install:
         install(path)

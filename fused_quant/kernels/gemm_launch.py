@@ -126,19 +126,6 @@ def scaled_mm_way(p: GemmProblem) -> str:
     return SCALED_MM_ROW_WISE
 
 
-def _unit_scale(device: torch.device) -> torch.Tensor:
-    """A one-element fp32 1.0 on ``device``, the fp32 product's scales: one per device and runtime generation,
-    made outside CUDA graph capture; under capture, before one was made, a new one per call (made inside the
-    capture, so it is filled at every replay and outlives nothing)."""
-    one = _UNIT_SCALES.get(device)
-    if one is None:
-        generation = runtime.generation()
-        one = torch.ones((), dtype=torch.float32, device=device)
-        if not capturing():
-            _UNIT_SCALES.put(device, one, generation)
-    return one
-
-
 def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
     """``torch._scaled_mm`` for a layer's weight, the ``scaled_mm_way`` of its problem (``way`` overrides
     it: sweeps, tests); the transposed weight view and the scale views made once."""
@@ -167,10 +154,18 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
         ws_arg, bias_arg = _fixed_operands(ws, bias)
         epilogue, scalars = _epilogue_call(p), (m, n, 1, n)
         shape, strides, device = (m, n), (n, 1), w.device
+        # the unit scale, the call's own: made when bound, unless that is under CUDA graph capture, where it would
+        # be filled only at replay; then each call makes one until a call outside capture makes the one it keeps
+        one = None if capturing() else torch.ones((), dtype=torch.float32, device=device)
 
         def call(xq, xs):
-            one = _unit_scale(device)
-            acc = torch._scaled_mm(xq, wt, scale_a=one, scale_b=one, out_dtype=torch.float32)
+            nonlocal one
+            unit = one
+            if unit is None:
+                unit = torch.ones((), dtype=torch.float32, device=device)
+                if not capturing():
+                    one = unit
+            acc = torch._scaled_mm(xq, wt, scale_a=unit, scale_b=unit, out_dtype=torch.float32)
             xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
             out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
             epilogue((acc, xs, ws_arg, bias_arg, out), scalars)
@@ -257,8 +252,6 @@ def _triton_int8_call(p: GemmProblem) -> KernelCall:
 
 # GEMM kernel launches by (provider, problem[, config override]): metadata and compiled kernels only
 _GEMM_LAUNCHES = runtime.Cache("gemm_launches")
-# torch._scaled_mm's unit scales by device (``_unit_scale``)
-_UNIT_SCALES = runtime.Cache("unit_scales")
 
 
 def _fixed_operands(ws, bias):

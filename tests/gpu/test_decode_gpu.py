@@ -46,12 +46,14 @@ class MLP(nn.Module):
 def test_mlp_compiled_before_any_eager_call(backend, key_name, backend_env):
     """torch.compile(mode="reduce-overhead") of an MLP never called eagerly (nothing bound: its split-K
     down GEMM takes the custom op's unbound calls, which keep no counters that its CUDA-graph trees would
-    refuse) replays the bits of the eager calls after it, the bound ones' single-launch split-K included."""
+    refuse) replays the bits of the eager calls after it, the bound ones' single-launch split-K included. At
+    M = 64 / 256 FP8 static's down takes ``torch._scaled_mm``'s fp32 way (the H200's table), whose unbound calls
+    make their unit scale per call: none may outlive a call in the trees' pool."""
     backend_env(backend)
     torch._dynamo.reset()
     mlp = MLP(K.KEYS[key_name])
     compiled = torch.compile(mlp, mode="reduce-overhead", fullgraph=True, dynamic=False)
-    for m in (1, 16):
+    for m in (1, 16, 64, 256):
         x = torch.randn(m, D, device=CUDA, dtype=torch.bfloat16)
         for _ in range(3):  # warm-up, recording, replays
             got = compiled(x).clone()

@@ -11,7 +11,6 @@ import json
 import pytest
 import torch
 
-import fused_quant
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import gemm_launch as g
 from tests.helpers import assert_bits_equal, assert_gemm_close, capture_graph
@@ -136,13 +135,13 @@ def test_predicate_declines_cpu_tensors():
     assert g.small_m_supported(p) == (False, "needs a GPU tensor, got cpu")
 
 
-def _fp8_table(tmp_path, monkeypatch, torch_all: dict, us: float = 30.0):
-    """A table of one FP8 row (N = K = 4096, M bucket 16) on sm_90, the arch the tests' GPU problems report."""
+def _fp8_table(tmp_path, monkeypatch, torch_all: dict, us: float = 30.0, ms=(16,)):
+    """A table of FP8 rows (N = K = 4096, M buckets ``ms``) on sm_90, the arch the tests' GPU problems report."""
     table = tmp_path / f"t{len(list(tmp_path.iterdir()))}.json"  # a new path: the table is read once per path
-    row = dict(arch="sm_90", kind="fp8", n=4096, k=4096, m=16, BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1,
-               num_warps=4, num_stages=4, us=us, torch=min(torch_all, key=torch_all.get),
-               torch_us=min(torch_all.values()), torch_all=torch_all)
-    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": [row]}))
+    rows = [dict(arch="sm_90", kind="fp8", n=4096, k=4096, m=m, BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1,
+                 num_warps=4, num_stages=4, us=us, torch=min(torch_all, key=torch_all.get),
+                 torch_us=min(torch_all.values()), torch_all=torch_all) for m in ms]
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
     monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
     monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
 
@@ -193,6 +192,14 @@ def test_small_m_config_counts_every_way_a_problem_can_take(tmp_path, monkeypatc
     fp16 = _fp8_problem(16, out_dtype=torch.float16)
     assert g.torch_peers(fp16) == (g.SCALED_MM_FP32,)
     assert g.small_m_config("sm_90", "fp8", 4096, 4096, 16, g.torch_peers(fp16)) == (cfg, "")
+    # and the provider's predicate asks with the problem's peers: bf16 out yields to row-wise, fp16 out does not;
+    # one token with one weight scale yields to tensor-wise, with per-channel weights it does not
+    assert not g.small_m_supported(_fp8_problem(16))[0]
+    assert g.small_m_supported(fp16) == (True, "")
+    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 12.0,
+                                       g.SCALED_MM_FP32: 10.5}, us=10.0, ms=(1,))
+    assert not g.small_m_supported(_fp8_problem(1, per_channel=False))[0]
+    assert g.small_m_supported(_fp8_problem(1)) == (True, "")
 
 
 def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
@@ -237,21 +244,33 @@ def test_bound_scaled_mm_runs_the_way_it_chose(tmp_path, monkeypatch, per_token,
         assert epilogues == [([(m, n), tuple(xs.shape), tuple(ws.shape), tuple(ws.shape), (m, n)], (m, n, 1, n))]
 
 
-def test_unit_scale_is_kept_only_when_made_outside_capture(monkeypatch):
-    """The fp32 product's unit scale: made under CUDA graph capture (the first call of a layer may be captured),
-    it is filled only when the graph replays, so it serves that call alone; made outside, it is kept."""
-    fused_quant.reset()
-    cpu = torch.device("cpu")
-    monkeypatch.setattr(g, "capturing", lambda: True)
-    first, second = g._unit_scale(cpu), g._unit_scale(cpu)
-    assert first is not second and float(first) == 1.0 and first.dtype == torch.float32
+@pytest.mark.parametrize("bound_captured", [False, True])
+def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bound_captured):
+    """The fp32 way's unit scale is the bound call's own. Bound outside capture, it is made then and every call
+    passes that one. Bound under CUDA graph capture, where a tensor made then is filled only at replay, each
+    captured call makes its own; the first call outside capture makes the one the call keeps after that."""
+    seen = []
+
+    def scaled_mm(a, b, scale_a, scale_b, out_dtype):
+        assert scale_a is scale_b and float(scale_a) == 1.0 and out_dtype == torch.float32
+        seen.append(scale_a)
+        return torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype)
+
+    monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
+    monkeypatch.setattr(g, "_epilogue_call", lambda p: lambda tensors, scalars: None)
+    p = GemmProblem(16, 64, 32, "fp8", FP8, torch.float16, torch.device("cpu"), True, True, False)
+    monkeypatch.setattr(g, "capturing", lambda: bound_captured)
+    call = g.bind_scaled_mm(p, torch.zeros(64, 32, dtype=FP8), torch.ones(64, 1), None, g.SCALED_MM_FP32)
+    xq, xs = torch.zeros(16, 32, dtype=FP8), torch.ones(16, 1)
+    if bound_captured:
+        call(xq, xs), call(xq, xs)  # captured calls: each its own
+        assert seen[0] is not seen[1]
     monkeypatch.setattr(g, "capturing", lambda: False)
-    kept = g._unit_scale(cpu)
-    assert g._unit_scale(cpu) is kept and kept is not first
+    call(xq, xs), call(xq, xs)
     monkeypatch.setattr(g, "capturing", lambda: True)
-    assert g._unit_scale(cpu) is kept  # made outside a capture: a captured call reads it
-    fused_quant.reset()
-    assert g._unit_scale(cpu) is not kept  # a reset forgets it
+    call(xq, xs)  # a capture after an eager call reads the kept one
+    kept = seen[-3:]
+    assert kept[0] is kept[1] is kept[2] and all(t is not kept[0] for t in seen[:-3])
 
 
 def _bits_or_nan(t: torch.Tensor) -> torch.Tensor:
