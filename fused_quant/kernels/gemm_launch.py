@@ -321,9 +321,12 @@ def _nearest(shapes, n: int, k: int) -> tuple[int, int]:
     return min(shapes, key=lambda s: (abs(math.log2(s[0] / n)) + abs(math.log2(s[1] / k)), s))
 
 
-def torch_time(row: dict, names: tuple[str, ...] | None = None) -> tuple[str, float]:
-    """The best time the sweep measured among the torch providers ``names`` (None: all it timed)."""
+def torch_time(row: dict, names: tuple[str, ...] | None = None) -> tuple[str | None, float]:
+    """The best time the sweep measured among the torch providers ``names`` (None: all it timed); (None, inf)
+    where it timed none of them (a row of an older sweep, which did not time every way)."""
     times = {name: us for name, us in row["torch_all"].items() if names is None or name in names}
+    if not times:
+        return None, math.inf
     name = min(times, key=times.get)
     return name, times[name]
 

@@ -200,6 +200,12 @@ def test_small_m_config_counts_every_way_a_problem_can_take(tmp_path, monkeypatc
                                        g.SCALED_MM_FP32: 10.5}, us=10.0, ms=(1,))
     assert not g.small_m_supported(_fp8_problem(1, per_channel=False))[0]
     assert g.small_m_supported(_fp8_problem(1)) == (True, "")
+    # a row of an older sweep, without the fp32 way's time: nothing to yield to for fp16 output
+    _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 9.0}, us=10.0)
+    assert g.torch_time(json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"][0], (g.SCALED_MM_FP32,)) == (
+        None, float("inf"))
+    assert g.small_m_supported(fp16) == (True, "")
+    assert not g.small_m_supported(_fp8_problem(16))[0]  # row-wise's time counts for bf16
 
 
 def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
