@@ -9,7 +9,8 @@ from fused_quant.selftest import adversarial_rows, all_bf16_patterns  # noqa: F4
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
-def _bits(t: torch.Tensor) -> torch.Tensor:
+def bit_patterns(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's bit patterns as integers (FP8 as uint8, fp16 / bf16 as int16, fp32 as int32); others as they are."""
     if t.dtype in FP8_DTYPES:
         return t.view(torch.uint8)
     if t.dtype == torch.float32:
@@ -23,7 +24,7 @@ def assert_bits_equal(actual: torch.Tensor, expected: torch.Tensor, what: str = 
     """Zero-tolerance equality: FP8 as uint8, floats as their bit patterns, ints as ints."""
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
     assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
-    a, e = _bits(actual).cpu(), _bits(expected).cpu()
+    a, e = bit_patterns(actual).cpu(), bit_patterns(expected).cpu()
     diff = a != e
     if diff.any():
         idx = diff.nonzero()[:5].tolist()

@@ -129,9 +129,10 @@ def scaled_mm_way(p: GemmProblem) -> str:
 def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
     """``torch._scaled_mm`` for a layer's weight, the ``scaled_mm_way`` of its problem (``way`` overrides
     it: sweeps, tests); the transposed weight view and the scale views made once."""
+    ways = scaled_mm_ways(p)
     way = way or scaled_mm_way(p)
-    if way not in scaled_mm_ways(p):
-        raise ValueError(f"torch._scaled_mm runs this problem in one of {', '.join(scaled_mm_ways(p))} "
+    if way not in ways:
+        raise ValueError(f"torch._scaled_mm runs this problem in one of {', '.join(ways)} "
                          f"({', '.join(SCALED_MM_WAYS)} in all), got {way!r}")
     n, m, out_dtype, per_token = p.n, p.m, p.out_dtype, p.per_token
     wt = w.t()

@@ -13,7 +13,7 @@ import torch
 
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import gemm_launch as g
-from tests.helpers import assert_bits_equal, assert_gemm_close, capture_graph
+from tests.helpers import assert_bits_equal, assert_gemm_close, bit_patterns, capture_graph
 
 FP8 = torch.float8_e4m3fn
 # (M, N, K, config): odd N and K, K not a multiple of BLOCK_K, M = 1, more tokens than BLOCK_M, split-K
@@ -281,7 +281,7 @@ def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bo
 
 def _bits_or_nan(t: torch.Tensor) -> torch.Tensor:
     """Bit patterns with every NaN as one code (a cast's NaN payload is the converter's own)."""
-    bits = t.view({2: torch.int16, 4: torch.int32}[t.element_size()]).to(torch.int64)
+    bits = bit_patterns(t).to(torch.int64)
     return torch.where(torch.isnan(t), torch.full_like(bits, -1), bits)
 
 
