@@ -211,3 +211,124 @@ def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, S
     acc = _sum_partials(part_ptr, rn, rm, M, N, SPLITS, INT8, BLOCK_N, BLOCK_M)
     _epilogue(acc, rn, rm, _load_xs(xs_ptr, rm, M, XS_PER_TOKEN), ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
               WS_PER_CHANNEL, HAS_BIAS, OUT)
+
+
+# --- stream-K: the same products, the work spread evenly over a fixed number of programs ----------------
+
+@triton.jit
+def _stream_k_owner(it, total, programs):
+    """The program whose share of the ``total`` K-block iterations holds iteration ``it`` (program ``p``
+    runs iterations ``p * total // programs`` up to ``(p + 1) * total // programs``)."""
+    return ((it + 1) * programs + total - 1) // total - 1
+
+
+@triton.jit
+def _stream_k_tile(tile, M, N, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr):
+    """Output columns and tokens of ``tile``; the token blocks of one column block are adjacent tiles (they
+    read the same weight rows, the second from L2)."""
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    rn = (tile // tiles_m) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rm = (tile % tiles_m) * BLOCK_M + tl.arange(0, BLOCK_M)
+    return rn, rm
+
+
+@triton.jit
+def _stream_k_sum(part_ptr, tile, first, last, INT8: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr):
+    """The partial sums of ``tile``'s pieces, those of programs ``first..last`` (slot ``program + tile``), in
+    that order from zero; read from L2 (``.cg``), where the other programs' stores are."""
+    tile_offs = tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]
+    if INT8:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    for p in range(first, last + 1):
+        acc += tl.load(part_ptr + (p + tile) * (BLOCK_N * BLOCK_M) + tile_offs, cache_modifier=".cg")
+    return acc
+
+
+@triton.jit
+def stream_k_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, lock_ptr, M, N, K,
+                         stride_xm, stride_wn, stride_om,
+                         XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+                         OUT: tl.constexpr, INT8: tl.constexpr, LAST_REDUCES: tl.constexpr, EVEN_K: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+                         IMPRECISE: tl.constexpr, PDL: tl.constexpr):
+    """The small-M GEMM of a quantized activation as stream-K: the output tiles' K blocks, tile after tile,
+    cut into ``num_programs(0)`` equal runs of iterations, one per program, so that every SM has the same
+    work where whole tiles would leave the last wave part empty. A tile one program runs whole gets the
+    epilogue there; a tile cut between programs has each piece's partial sum stored in slot
+    ``program + tile`` of ``part`` (``[programs + tiles, BLOCK_N * BLOCK_M]``) and summed, in program order
+    from zero (the same bits on every run), by ``stream_k_fixup_kernel`` or, with ``LAST_REDUCES``, by the
+    piece that counts in last on the tile's counter (as the split-K kernel's last split does)."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    total = (tl.cdiv(N, BLOCK_N) * tl.cdiv(M, BLOCK_M)).to(tl.int64) * k_blocks
+    it = pid * total // programs
+    end = (pid + 1) * total // programs
+    rk = tl.arange(0, BLOCK_K)
+    tile_offs = tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]
+    pdl_prologue(PDL)
+    while it < end:
+        tile = it // k_blocks
+        kb_first = it - tile * k_blocks
+        kb_last = tl.minimum(k_blocks, kb_first + end - it)
+        rn, rm = _stream_k_tile(tile, M, N, BLOCK_N, BLOCK_M)
+        rn_safe = tl.where(rn < N, rn, 0)  # rows past N and tokens past M read row 0: never stored
+        rm_safe = tl.where(rm < M, rm, 0)
+        w_ptrs = w_ptr + rn_safe[:, None].to(tl.int64) * stride_wn + (kb_first * BLOCK_K + rk)[None, :]
+        x_ptrs = x_ptr + rm_safe[:, None].to(tl.int64) * stride_xm + (kb_first * BLOCK_K + rk)[None, :]
+        if INT8:
+            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
+        else:
+            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+        for kb in range(kb_first, kb_last):
+            if EVEN_K:
+                w = tl.load(w_ptrs)
+                x = tl.load(x_ptrs)
+            else:  # the K tail reads zeros
+                k_in = rk[None, :] < K - kb * BLOCK_K
+                w = tl.load(w_ptrs, mask=k_in, other=0.0)
+                x = tl.load(x_ptrs, mask=k_in, other=0.0)
+            if INT8:
+                acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
+            else:
+                acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.float32, max_num_imprecise_acc=IMPRECISE)
+            w_ptrs += BLOCK_K
+            x_ptrs += BLOCK_K
+        if (kb_first == 0) & (kb_last == k_blocks):
+            _epilogue(acc, rn, rm, _load_xs(xs_ptr, rm, M, XS_PER_TOKEN), ws_ptr, bias_ptr, out_ptr, M, N,
+                      stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT)
+        else:
+            tl.store(part_ptr + (pid + tile) * (BLOCK_N * BLOCK_M) + tile_offs, acc)
+            if LAST_REDUCES:
+                first = _stream_k_owner(tile * k_blocks, total, programs)
+                last = _stream_k_owner(tile * k_blocks + k_blocks - 1, total, programs)
+                tl.debug_barrier()  # every thread's partial stored before the count releases them
+                lock = lock_ptr + tile
+                if tl.atomic_add(lock, 1, sem="acq_rel", scope="gpu") == last - first:
+                    tl.atomic_xchg(lock, 0, sem="relaxed", scope="gpu")  # for the next call
+                    _epilogue(_stream_k_sum(part_ptr, tile, first, last, INT8, BLOCK_N, BLOCK_M), rn, rm,
+                              _load_xs(xs_ptr, rm, M, XS_PER_TOKEN), ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+                              WS_PER_CHANNEL, HAS_BIAS, OUT)
+        it += kb_last - kb_first
+
+
+@triton.jit
+def stream_k_fixup_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, K, stride_om, PROGRAMS,
+                          XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+                          OUT: tl.constexpr, INT8: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
+                          BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+    """Program ``tile``: where ``stream_k_gemm_kernel`` over ``PROGRAMS`` programs cut the tile between
+    programs, the sum of its pieces' partials in program order from zero, then the epilogue."""
+    pdl_prologue(PDL)
+    tile = tl.program_id(0).to(tl.int64)
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    total = (tl.cdiv(N, BLOCK_N) * tl.cdiv(M, BLOCK_M)).to(tl.int64) * k_blocks
+    first = _stream_k_owner(tile * k_blocks, total, PROGRAMS)
+    last = _stream_k_owner(tile * k_blocks + k_blocks - 1, total, PROGRAMS)
+    if first != last:
+        rn, rm = _stream_k_tile(tile, M, N, BLOCK_N, BLOCK_M)
+        _epilogue(_stream_k_sum(part_ptr, tile, first, last, INT8, BLOCK_N, BLOCK_M), rn, rm,
+                  _load_xs(xs_ptr, rm, M, XS_PER_TOKEN), ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+                  WS_PER_CHANNEL, HAS_BIAS, OUT)
