@@ -50,13 +50,6 @@ TILES_TALL = {128: ((64, 128, 4, 4), (64, 128, 8, 4), (128, 64, 8, 4), (128, 128
                     (64, 128, 4, 4), (128, 64, 8, 6), (64, 64, 8, 6))}
 SPLITS = (1, 2, 4, 8)
 SPLIT_MARGIN = 0.03
-# stream-K (``gemm_launch.STREAM_K``) at M >= 128, where whole tiles leave the last wave of SMs part empty
-# (Llama-3-8B's gate_up at M = 256: 224 tiles of 128 x 256 on 132 SMs): (BLOCK_N, BLOCK_K, num_warps,
-# num_stages) per token block, each with 1 and 2 programs per SM
-STREAM_K_TILES = {128: ((64, 128, 4, 4), (128, 128, 8, 3), (128, 128, 8, 4)),
-                  256: ((64, 128, 4, 4), (64, 128, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4), (128, 64, 8, 6))}
-STREAM_K_MIN_M = 128
-STREAM_K_PROGRAMS = (1, 2)
 
 
 def candidates(m: int) -> list[tuple[int, tuple]]:
@@ -70,8 +63,7 @@ def candidates(m: int) -> list[tuple[int, tuple]]:
 
 def configs(m: int, k: int, fixed: dict | None = None) -> list[dict]:
     """The configs tried for M tokens and a K: every candidate tile with each split count that leaves two
-    K blocks per split at least, and from ``STREAM_K_MIN_M`` tokens the stream-K tiles; only ``fixed`` when
-    given (``--retime``)."""
+    K blocks per split at least; only ``fixed`` when given (``--retime``)."""
     if fixed is not None:
         return [fixed]
     out = []
@@ -80,18 +72,7 @@ def configs(m: int, k: int, fixed: dict | None = None) -> list[dict]:
             if splits == 1 or -(-k // bk) >= 2 * splits:
                 out.append(dict(BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, splits=splits, num_warps=warps,
                                 num_stages=stages))
-    if m >= STREAM_K_MIN_M:
-        for bm, tiles in STREAM_K_TILES.items():
-            if bm <= m:
-                out += [dict(BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, splits=1, num_warps=warps, num_stages=stages,
-                             **{g.STREAM_K: programs})
-                        for bn, bk, warps, stages in tiles for programs in STREAM_K_PROGRAMS]
     return out
-
-
-def one_launch(cfg: dict) -> bool:
-    """Whether a config runs as one kernel in every call (no split-K or stream-K reduction)."""
-    return cfg["splits"] == 1 and not cfg.get(g.STREAM_K, 0)
 
 
 def _activation(kind: str, m: int, k: int):
@@ -165,9 +146,9 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None) -> list[dict
                         continue
                     trials.append((us, cfg))
                 us, cfg = min(trials, key=lambda t: t[0])
-                # one launch (no split-K or stream-K reduction, no partials to allocate) costs the host less:
-                # it wins unless a reducing config is more than SPLIT_MARGIN faster on the GPU
-                single = [t for t in trials if one_launch(t[1])]
+                # one launch (no split-K reduction, no partials to allocate) costs the host less: it wins
+                # unless split-K is more than SPLIT_MARGIN faster on the GPU
+                single = [t for t in trials if t[1]["splits"] == 1]
                 if single and min(single, key=lambda t: t[0])[0] <= us * (1 + SPLIT_MARGIN):
                     us, cfg = min(single, key=lambda t: t[0])
                 p32 = dataclasses.replace(p, out_dtype=torch.float32)
@@ -227,7 +208,7 @@ def main(argv=None) -> int:
 
     retime = None
     if args.retime:
-        retime = {_row_key(r): g.row_config(r)
+        retime = {_row_key(r): {f: r[f] for f in g.CONFIG_FIELDS}
                   for r in json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]}
         meta["retime"] = True
     rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")},

@@ -35,9 +35,6 @@ INT8_GEMM_CONFIGS = (
 SMALL_M_CONFIG_FILE = Path(__file__).with_name("small_m_gemm_configs.json")
 M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # the small-M GEMM's token counts, as swept
 CONFIG_FIELDS = ("BLOCK_N", "BLOCK_M", "BLOCK_K", "splits", "num_warps", "num_stages")
-# A config's optional field: stream-K over this many programs per SM (``stream_k_gemm_kernel``) instead of
-# a grid of whole tiles; absent or 0: the grid of tiles, split along K in ``splits``
-STREAM_K = "stream_k"
 # fp8 MMAs on sm_90 accumulate with reduced precision inside one instruction chain; Triton adds the
 # chain into the fp32 accumulator every this many products (what keeps the float64 bound K-independent)
 FP8_IMPRECISE_ACC = 32
@@ -369,15 +366,7 @@ def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
     if row["us"] >= peer_us:
         return None, (f"{peer} measured faster at M bucket {row['m']} for N={row['n']} K={row['k']} "
                       f"({peer_us:.1f} vs {row['us']:.1f} us)")
-    return row_config(row), ""
-
-
-def row_config(row: dict) -> dict:
-    """The launch config of a sweep row: ``CONFIG_FIELDS``, and ``STREAM_K`` where the row runs stream-K."""
-    cfg = {f: row[f] for f in CONFIG_FIELDS}
-    if row.get(STREAM_K, 0):
-        cfg[STREAM_K] = row[STREAM_K]
-    return cfg
+    return {f: row[f] for f in CONFIG_FIELDS}, ""
 
 
 def _device_arch(device: torch.device) -> str | None:
@@ -427,22 +416,14 @@ class SmallMCall:
     and quantizes it as the identity producer of that key would; for a per-token key it works out the
     scales itself (``own_scales``). Holds no tensors."""
 
-    __slots__ = ("main", "reduce", "fused", "reduce_scalars", "acc_dtype", "part_shape", "part_strides",
-                 "own_scales", "tiles")
+    __slots__ = ("main", "reduce", "fused", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales",
+                 "tiles")
 
     def __init__(self, p: GemmProblem, cfg: dict, x_quant: tuple | None = None):
         from fused_quant.kernels.triton import small_m_gemm as kernels
 
         bn, bm, bk, splits = cfg["BLOCK_N"], cfg["BLOCK_M"], cfg["BLOCK_K"], cfg["splits"]
         k_blocks = -(-p.k // bk)
-        self.acc_dtype = torch.int32 if p.kind == "int8" else torch.float32
-        self.own_scales = x_quant is not None and p.per_token
-        if cfg.get(STREAM_K, 0):
-            if x_quant is not None:
-                raise ValueError(f"the stream-K GEMM takes a quantized activation, not float rows to quantize "
-                                 f"({x_quant[0]})")
-            self._stream_k(p, cfg, k_blocks, kernels)
-            return
         splits = max(1, min(splits, k_blocks))
         int8 = p.kind == "int8"
         flags = _scale_flags(p)
@@ -457,7 +438,9 @@ class SmallMCall:
                       PREFETCH=prefetch, EVICT_W=weight_eviction(grid[1]) if prefetch else "",
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
-        self.reduce_scalars = (p.m, p.n, splits, p.n)
+        self.splits = splits
+        self.own_scales = x_quant is not None and p.per_token
+        self.acc_dtype = torch.int32 if int8 else torch.float32
         self.part_shape = (splits, p.m, p.n)
         self.part_strides = dl.contiguous_strides(self.part_shape)
         self.tiles = grid[0] * grid[1]  # the fused kernel's counters: one per output tile
@@ -466,30 +449,6 @@ class SmallMCall:
             fused = launch.make_plan(kernels.small_m_gemm_kernel, grid, dict(kwargs, LAST_REDUCES=True), "small_m")
             self.fused = KernelCall(fused, index)
             self.reduce = _epilogue_call(p)
-
-    def _stream_k(self, p: GemmProblem, cfg: dict, k_blocks: int, kernels) -> None:
-        """Stream-K over ``cfg[STREAM_K]`` programs per SM (no more than there are K-block iterations): the
-        main kernel, the fix-up kernel that sums the pieces of each tile cut between programs (``reduce``),
-        and the main kernel whose last piece of each such tile does that itself (``fused``)."""
-        bn, bm, bk = cfg["BLOCK_N"], cfg["BLOCK_M"], cfg["BLOCK_K"]
-        int8, index = p.kind == "int8", launch.device_index(p.device)
-        tiles = -(-p.n // bn) * -(-p.m // bm)
-        programs = max(1, min(cfg[STREAM_K] * launch._num_sms(index), tiles * k_blocks))
-        flags, blocks = _scale_flags(p), dict(BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk)
-        kwargs = dict(flags, INT8=int8, LAST_REDUCES=False, EVEN_K=p.k % bk == 0, **blocks,
-                      IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk), num_warps=cfg["num_warps"],
-                      num_stages=cfg["num_stages"], **launch.pdl_options(index))
-        plan = functools.partial(launch.make_plan, kernels.stream_k_gemm_kernel, (programs,))
-        self.main = KernelCall(plan(kwargs, "stream_k"), index)
-        self.fused = KernelCall(plan(dict(kwargs, LAST_REDUCES=True), "stream_k"), index)
-        fixup = dict(flags, INT8=int8, **blocks, num_warps=cfg["num_warps"],
-                     **launch.pdl_options(index, launch_first=True))
-        self.reduce = KernelCall(launch.make_plan(kernels.stream_k_fixup_kernel, (tiles,), fixup, "stream_k_fixup"),
-                                 index)
-        self.reduce_scalars = (p.m, p.n, p.k, p.n, programs)
-        self.part_shape = (programs + tiles, bn * bm)  # slot program + tile: one per piece
-        self.part_strides = dl.contiguous_strides(self.part_shape)
-        self.tiles = tiles
 
 
 def _epilogue_call(p: GemmProblem) -> KernelCall:
@@ -548,7 +507,7 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
     kernel. The same bits."""
     ws, bias_arg = _fixed_operands(ws, bias)
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
-    scalars, reduce_scalars = gemm_scalars(p, w), c.reduce_scalars
+    scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
     own_scales, scales_shape = c.own_scales, (p.m,)
     # the fused kernel's tile counters, this caller's own per stream (two streams may run it at once): zeroed
     # at its first eager call on the stream, set back to 0 by each tile's last split
@@ -600,9 +559,6 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
     would: ``call(x, scale)``, with a per-tensor key's scale or None for a per-token key, gives the bits
     of ``bind_small_m``'s call on the producer's output, with one launch and one allocation fewer. Only
     for a ``config`` with token blocks of at most ``QUANTIZING_MAX_BLOCK_M`` (a ValueError for others)."""
-    if config.get(STREAM_K, 0):
-        raise ValueError("the small-M GEMM quantizes float tiles in its grid of tiles, not in a stream-K config "
-                         f"({STREAM_K}={config[STREAM_K]})")
     if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
                          f"the config has BLOCK_M={config['BLOCK_M']}")
@@ -622,7 +578,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     if x_quant is None:
         return None
     cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p))
-    if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M or cfg.get(STREAM_K, 0):
+    if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
     call.under_capture = not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M and cfg["splits"] == 1

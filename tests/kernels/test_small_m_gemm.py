@@ -24,15 +24,6 @@ CASES = [
     (17, 40, 100, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
     (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=32, splits=8, num_warps=4, num_stages=2)),
 ]
-# stream-K (the interpreter runs 2 programs per "SM" count of 2): a tile cut between two programs and
-# one program's run inside one tile (3 x 2 programs over 2 tiles of 4 K blocks, with a K tail); two token
-# blocks per column block; more programs than K-block iterations (one block of K); one tile
-STREAM_K_CASES = [
-    (5, 40, 100, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2, stream_k=3)),
-    (33, 70, 300, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2, stream_k=2)),
-    (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2, stream_k=2)),
-    (1, 33, 256, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2, stream_k=1)),
-]
 
 
 def _operands(kind, m, n, k, device, seed=0, adversarial=False):
@@ -335,42 +326,6 @@ def test_interpreted_kernels_against_float64(kind, case):
     _check(kind, m, n, k, cfg, torch.device("cpu"), out_dtype, bias, per_token, adversarial=case == 1, seed=case)
 
 
-@pytest.mark.interpreter
-@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
-@pytest.mark.parametrize("kind", ["int8", "fp8"])
-@pytest.mark.parametrize("case", range(len(STREAM_K_CASES)))
-@pytest.mark.parametrize("out_dtype,bias,per_token", [(torch.bfloat16, True, True), (torch.float16, False, False),
-                                                      (torch.float32, True, True)])
-def test_interpreted_stream_k_against_float64(kind, case, out_dtype, bias, per_token):
-    """Every K block of every tile once (int8: the exact sum's bits), where programs cut tiles (the fix-up
-    kernel sums the pieces)."""
-    m, n, k, cfg = STREAM_K_CASES[case]
-    _check(kind, m, n, k, cfg, torch.device("cpu"), out_dtype, bias, per_token, adversarial=case % 2 == 0, seed=case)
-
-
-@pytest.mark.parametrize("m,n,k,block_n,block_m,block_k,programs", [
-    (5, 40, 100, 32, 16, 32, 6), (33, 70, 300, 32, 16, 32, 4), (3, 16, 16, 16, 16, 32, 1), (250, 28672, 4096, 128, 256, 128, 132),
-    (200, 4096, 14336, 64, 128, 128, 264)])
-def test_stream_k_schedule_gives_each_iteration_one_program(m, n, k, block_n, block_m, block_k, programs):
-    """The host-side mirror of the kernels' schedule: program p runs iterations p * total // programs up to
-    the next one's start, and ``_stream_k_owner``'s formula names, for each iteration, that program (the
-    fix-up sums slots first..last of a tile; a wrong owner would sum a slot nobody wrote)."""
-    total = -(-n // block_n) * -(-m // block_m) * -(-k // block_k)
-    programs = min(programs, total)
-    runs = [(p * total // programs, (p + 1) * total // programs) for p in range(programs)]
-    assert runs[0][0] == 0 and runs[-1][1] == total and all(a[1] == b[0] for a, b in zip(runs, runs[1:]))
-    for it in sorted({0, total - 1, *range(0, total, max(1, total // 997))}):
-        owner = ((it + 1) * programs + total - 1) // total - 1  # _stream_k_owner
-        assert runs[owner][0] <= it < runs[owner][1], (it, owner, runs[owner])
-
-
-def test_stream_k_config_of_a_row():
-    base = dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)
-    assert g.row_config(dict(base, m=256, us=1.0)) == base
-    assert g.row_config(dict(base, stream_k=0)) == base
-    assert g.row_config(dict(base, stream_k=2, us=1.0)) == dict(base, stream_k=2)
-
-
 STATIC_KEYS = ["fp8_static_tensor", "int8_static_tensor"]
 QUANTIZING_KEYS = STATIC_KEYS + ["fp8_dynamic_token", "int8_dynamic_token"]  # every key the kernel quantizes
 X_DTYPES = [torch.bfloat16, torch.float16, torch.float32]
@@ -593,16 +548,6 @@ def test_quantizing_kernel_refuses_a_key_that_is_not_the_problems(key_name, per_
         g.bind_small_m_quantizing(p, w, ws, None, (key_name, torch.bfloat16), cfg)
 
 
-def test_quantizing_kernel_refuses_a_stream_k_config():
-    p = GemmProblem(4, 32, 64, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
-    w, ws = torch.zeros(32, 64, dtype=FP8), torch.ones(32, 1)
-    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2, stream_k=1)
-    with pytest.raises(ValueError, match="not in a stream-K config"):
-        g.bind_small_m_quantizing(p, w, ws, None, ("fp8_static_tensor", torch.bfloat16), cfg)
-    with pytest.raises(ValueError, match="stream-K GEMM takes a quantized activation"):
-        g.SmallMCall(p, cfg, ("fp8_static_tensor", torch.bfloat16))
-
-
 def test_quantizing_kernel_refuses_wider_token_blocks():
     p = GemmProblem(64, 32, 64, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
     w, ws = torch.zeros(32, 64, dtype=FP8), torch.ones(32, 1)
@@ -623,10 +568,6 @@ GPU_CASES = CASES + [
     (130, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=128, splits=2, num_warps=4, num_stages=4)),
     (256, 300, 4100, dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)),
     (129, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=256, splits=2, num_warps=4, num_stages=4)),
-    # stream-K at the H200's 132 SMs: tiles cut between programs, a K tail, a partial token block
-    (250, 3000, 4100, dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=4, stream_k=1)),
-    (130, 1000, 14336, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=128, splits=1, num_warps=4, num_stages=4, stream_k=2)),
-    (64, 28672, 4096, dict(BLOCK_N=128, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=4, num_stages=4, stream_k=1)),
 ]
 
 
@@ -661,22 +602,17 @@ def _splits(case) -> int:
     return min(case[3]["splits"], -(-case[2] // case[3]["BLOCK_K"]))
 
 
-def _reduces(case) -> bool:
-    """Whether a case's config sums partials: split-K, or stream-K."""
-    return _splits(case) > 1 or bool(case[3].get("stream_k"))
-
-
-# split-K and stream-K cases: the interpreter's small ones, and on the GPU the larger ones
-SPLIT_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in CASES + STREAM_K_CASES
-                if _reduces(c)]
-               + [pytest.param("cuda", c, marks=pytest.mark.gpu) for c in GPU_CASES if _reduces(c) and c[1] >= 200])
+# split-K cases: the interpreter's small ones, and on the GPU the larger ones
+SPLIT_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in CASES if _splits(c) > 1]
+               + [pytest.param("cuda", c, marks=pytest.mark.gpu) for c in GPU_CASES
+                  if _splits(c) > 1 and c[1] >= 200])
 
 
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
 @pytest.mark.parametrize("device,case", SPLIT_CASES)
 @pytest.mark.parametrize("out_dtype,bias,per_token", [(torch.bfloat16, True, True), (torch.float16, False, False),
                                                       (torch.float32, True, False)])
-def test_eager_split_k_is_one_launch_with_the_reduction_kernels_bits(monkeypatch, kind, device, case, out_dtype,
+def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch, kind, device, case, out_dtype,
                                                                     bias, per_token):
     """Split-K in an eager call: the last split of each tile sums the partials in the main kernel (one
     launch), with the bits of the main kernel then the epilogue kernel that a captured call and an
@@ -714,12 +650,10 @@ def test_eager_split_k_is_one_launch_with_the_reduction_kernels_bits(monkeypatch
 
 
 @pytest.mark.interpreter
-@pytest.mark.parametrize("case", [next(c for c in CASES if _splits(c) > 1), STREAM_K_CASES[0]],
-                         ids=["split_k", "stream_k"])
-def test_split_k_counters_are_per_stream_and_back_at_zero_after_each_call(monkeypatch, case):
+def test_split_k_counters_are_per_stream_and_back_at_zero_after_each_call(monkeypatch):
     """A bound call's one-launch plan keeps one set of tile counters per stream (the stream its caller
     launches on: here a stand-in, the interpreter has none), each back at 0 after every call."""
-    m, n, k, cfg = case
+    m, n, k, cfg = next(c for c in CASES if _splits(c) > 1)
     xq, xs, w, ws = _operands("int8", m, n, k, torch.device("cpu"))
     stream = ["a"]
     monkeypatch.setattr(g, "_no_stream", lambda index: stream[0])
@@ -784,20 +718,20 @@ def test_gpu_one_bound_split_k_call_on_two_streams_at_once(kind):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
-@pytest.mark.parametrize("splits,stream_k", [(1, 0), (4, 0), (1, 1)])
-def test_gpu_graph_replay_is_bitwise_eager(kind, splits, stream_k):
+@pytest.mark.parametrize("splits", [1, 4])
+def test_gpu_graph_replay_is_bitwise_eager(kind, splits):
     m, n, k = 8, 4096, 14336
     xq, xs, w, ws = _operands(kind, m, n, k, torch.device("cuda"))
     p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
-    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=splits, num_warps=4, num_stages=4)
-    call = g.bind_small_m(p, w, ws, None, dict(cfg, stream_k=stream_k) if stream_k else cfg)
+    call = g.bind_small_m(p, w, ws, None, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=splits, num_warps=4,
+                                                num_stages=4))
     eager = call(xq, xs)
     assert_bits_equal(call(xq, xs), eager, "a second eager run")  # the direct launch, same bits
     graph, out = capture_graph(call, xq, xs)
     for _ in range(3):
         graph.replay()
         torch.cuda.synchronize()
-        assert_bits_equal(out, eager, f"replay, splits={splits} stream_k={stream_k}")
+        assert_bits_equal(out, eager, f"replay, splits={splits}")
 
 
 # (M, N, K): one token, a partial token block, more tokens than the largest bucket; N and K multiples of 16
