@@ -40,6 +40,9 @@ class ArchConfig:
     # (max M, min D, BLOCK_N, num_warps): per-token rows split over programs in two launches, for calls under
     # CUDA graph capture (GPU time only); max M 0: never
     token_split: tuple[int, int, int, int] = (0, 0, 0, 0)
+    # (min M, max M, num_warps): the cheap-silu silu_and_mul per-token rows of 8193..16384 as one block (one
+    # program per row) instead of in chunks, at M in that range; max M 0: never
+    silu_token_wide_rows: tuple[int, int, int] = (0, 0, 0)
 
 
 _DEFAULT = ArchConfig(
@@ -59,9 +62,12 @@ _DEFAULT = ArchConfig(
 # with one program per row / with persistent programs (act_quant.py)
 TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent", "split")
 
-# H200; token_split measured against one program per row in benchmarks/RESULTS.md, fifteenth round
+# H200; token_split measured against one program per row in benchmarks/RESULTS.md, fifteenth round;
+# silu_token_wide_rows against the chunks at H = 14336 in its seventeenth and eighteenth rounds (1.1-1.5 us
+# less at M = 224-256, the same bits; slower at M = 128 and from 288)
 CONFIGS: dict[str, ArchConfig] = {
-    "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(64, 8192, 1024, 4))}
+    "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(64, 8192, 1024, 4),
+                                          silu_token_wide_rows=(224, 256, 32))}
 
 
 def config_for(arch: str | None) -> ArchConfig:
@@ -117,6 +123,9 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu
         return {"variant": "rows", "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
     if d <= cfg.chunked_max_n:
         chunk, nchunk = chunking(d, cfg.chunks)
+        min_m, max_m, warps = cfg.silu_token_wide_rows
+        if act == "silu_and_mul" and fast_silu and min_m <= m <= max_m and d > cfg.chunked_max_n // 2:
+            return {"variant": "rows", "ROWS": 1, "BLOCK_N": next_pow2(d), "num_warps": warps}
         if act != "silu_and_mul" or fast_silu:
             return {"variant": "chunks", "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": cfg.chunked_warps_cheap}
         for max_m, warps in cfg.chunked_silu:

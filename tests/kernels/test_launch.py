@@ -167,9 +167,18 @@ def test_token_heuristics():
     assert heuristics.token_launch(8192, 4096, "sm_90", "silu_and_mul")["variant"] == "rows"
     assert heuristics.token_launch(8192, 14336, "sm_90", "relu2") == {
         "variant": "chunks", "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
-    for m in (1, 512, 8192, 32768):  # the cheap bf16 / fp16 silu: chunked like relu2
+    for m in (1, 223, 257, 512, 8192, 32768):  # the cheap bf16 / fp16 silu: chunked like relu2
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True) == {
             "variant": "chunks", "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
+    # but for wide rows at M = 224-256 one block per row (the chunks elsewhere, and for other acts, narrower
+    # rows, the exact silu)
+    for m in (224, 256):
+        assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True) == {
+            "variant": "rows", "ROWS": 1, "BLOCK_N": 16384, "num_warps": 32}
+        assert heuristics.token_launch(m, 14336, "sm_90", "relu2")["variant"] == "chunks"
+        assert heuristics.token_launch(m, 8192, "sm_90", "silu_and_mul", fast_silu=True)["variant"] == "chunks"
+        assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul")["variant"] == "chunks"
+        assert heuristics.token_launch(m, 14336, None, "silu_and_mul", fast_silu=True)["variant"] == "chunks"
     last_m, _ = cfg.chunked_silu[-1]
     for m, warps in cfg.chunked_silu:
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul") == {
