@@ -92,16 +92,19 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
             p = GemmProblem(m, n, k, kind, mlp.down.weight.dtype, torch.bfloat16, CUDA, K.is_per_token(key), True,
                             False)
             used.add(select_gemm_provider(p)[0].name)
-        gate_up = select_gemm_provider(GemmProblem(m, 2 * H, D, kind, mlp.down.weight.dtype, torch.bfloat16, CUDA,
-                                                   K.is_per_token(key), True, False))[0].name
-        # eager calls quantize x in gate_up's small-M GEMM where its token block is 16 (every key)
+        p_gate_up = GemmProblem(m, 2 * H, D, kind, mlp.down.weight.dtype, torch.bfloat16, CUDA, K.is_per_token(key),
+                                True, False)
+        gate_up = select_gemm_provider(p_gate_up)[0].name
+        # eager calls quantize x in gate_up's small-M GEMM where its token block is 16 (every key); its config as
+        # the provider's predicate reads it (against the problem's torch peers)
         arch = launch._cuda_arch(torch.cuda.current_device())
-        want = gate_up.startswith("small_m") and g.small_m_config(arch, kind, 2 * H, D, m)[0]["BLOCK_M"] <= 16
+        cfg = g.small_m_config(arch, kind, 2 * H, D, m, g.torch_peers(p_gate_up))[0]
+        want = gate_up.startswith("small_m") and cfg["BLOCK_M"] <= 16
         bound = [b.gemm for b in mlp.gate_up._bound.values() if b.gemm.problem.m == m]
         assert [b.from_float is not None for b in bound] == [want], (m, gate_up, bound)
         # and under capture too (the graphs above replayed it) for a per-tensor key at a few tokens, one split
         captured = (want and not K.is_per_token(key) and m <= g.QUANTIZING_CAPTURED_MAX_M
-                    and g.small_m_config(arch, kind, 2 * H, D, m)[0]["splits"] == 1)
+                    and cfg["splits"] == 1)
         assert [b.float_captured for b in bound] == [captured], (m, gate_up)
     assert any(name.startswith("small_m") for name in used), f"no small-M GEMM among the providers used: {used}"
 
