@@ -6,8 +6,9 @@ identity input from ``static_flat``'s M on runs as one flat vector. Per-token ke
 up to ``one_pass_max_n`` stay in registers as one block (one pass, ``token_one_pass_warps``);
 rows up to ``chunked_max_n`` stay in registers as chunks (one pass, one row per program, no
 power-of-two padding) for relu2/identity and the cheap bf16 / fp16 silu (``FAST_SILU``) at every M
-and for the exact silu_and_mul at M up to 512; wider rows and the exact silu_and_mul at larger
-M (accurate expf and IEEE division per element: the many registers of a row in flight cost
+(on sm_90 but for the cheap silu's rows of 8193-16384 at M = 224-256, one block per row there:
+``silu_token_wide_rows``) and for the exact silu_and_mul at M up to 512; wider rows and the exact
+silu_and_mul at larger M (accurate expf and IEEE division per element: the many registers of a row in flight cost
 more than a second sweep) use the persistent two-sweep kernel with L2-resident scratch rows
 and compiler-pipelined chunk loads. Calls under CUDA graph capture with few tokens and wide rows
 (``token_split``; sm_90 only) spread each row over programs in two launches instead: a replay pays no
@@ -63,8 +64,9 @@ _DEFAULT = ArchConfig(
 TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent", "split")
 
 # H200; token_split measured against one program per row in benchmarks/RESULTS.md, fifteenth round;
-# silu_token_wide_rows against the chunks at H = 14336 in its seventeenth and eighteenth rounds (1.1-1.5 us
-# less at M = 224-256, the same bits; slower at M = 128 and from 288)
+# silu_token_wide_rows against the chunks at H = 14336 in its seventeenth and eighteenth rounds: 1.1-1.5 us
+# less at M = 256 in four runs and at 224 in two, the same bits; slower at M = 128 and from 288 in round 17,
+# the same at 192 and 288 in round 18
 CONFIGS: dict[str, ArchConfig] = {
     "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(64, 8192, 1024, 4),
                                           silu_token_wide_rows=(224, 256, 32))}
