@@ -6,7 +6,7 @@ identity input from ``static_flat``'s M on runs as one flat vector. Per-token ke
 up to ``one_pass_max_n`` stay in registers as one block (one pass, ``token_one_pass_warps``);
 rows up to ``chunked_max_n`` stay in registers as chunks (one pass, one row per program, no
 power-of-two padding) for relu2/identity and the cheap bf16 / fp16 silu (``FAST_SILU``) at every M
-(on sm_90 but for the cheap silu's rows of 8193-16384 at M = 224-256, one block per row there:
+(on sm_90 but for the cheap silu's rows of 14336 at M = 224-256, one block per row there:
 ``silu_token_wide_rows``) and for the exact silu_and_mul at M up to 512; wider rows and the exact
 silu_and_mul at larger M (accurate expf and IEEE division per element: the many registers of a row in flight cost
 more than a second sweep) use the persistent two-sweep kernel with L2-resident scratch rows
@@ -41,9 +41,10 @@ class ArchConfig:
     # (max M, min D, BLOCK_N, num_warps): per-token rows split over programs in two launches, for calls under
     # CUDA graph capture (GPU time only); max M 0: never
     token_split: tuple[int, int, int, int] = (0, 0, 0, 0)
-    # (min M, max M, num_warps): the cheap-silu silu_and_mul per-token rows of 8193..16384 as one block (one
-    # program per row) instead of in chunks, at M in that range; max M 0: never
-    silu_token_wide_rows: tuple[int, int, int] = (0, 0, 0)
+    # (min M, max M, min D, max D, num_warps): the cheap-silu silu_and_mul per-token rows of min D..max D (at
+    # most chunked_max_n) columns as one block (one program per row) instead of in chunks, at M in that range;
+    # max M 0: never
+    silu_token_wide_rows: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
 
 
 _DEFAULT = ArchConfig(
@@ -64,12 +65,12 @@ _DEFAULT = ArchConfig(
 TOKEN_VARIANTS = ("rows", "chunks", "two_pass", "persistent", "split")
 
 # H200; token_split measured against one program per row in benchmarks/RESULTS.md, fifteenth round;
-# silu_token_wide_rows against the chunks at H = 14336 in its seventeenth and eighteenth rounds: 1.1-1.5 us
-# less at M = 256 in four runs and at 224 in two, the same bits; slower at M = 128 and from 288 in round 17,
-# the same at 192 and 288 in round 18
+# silu_token_wide_rows against the chunks in its seventeenth and eighteenth rounds, bf16 rows of H = 14336 (the
+# only width measured) on the 132-SM H200: 1.1-1.5 us less at M = 256 in four runs and at 224 in two, the same
+# bits; slower at M = 128 and from 288 in round 17, the same at 192 and 288 in round 18
 CONFIGS: dict[str, ArchConfig] = {
     "default": _DEFAULT, "sm_90": replace(_DEFAULT, fast_silu=True, token_split=(64, 8192, 1024, 4),
-                                          silu_token_wide_rows=(224, 256, 32))}
+                                          silu_token_wide_rows=(224, 256, 14336, 14336, 32))}
 
 
 def config_for(arch: str | None) -> ArchConfig:
@@ -125,8 +126,8 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu
         return {"variant": "rows", "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
     if d <= cfg.chunked_max_n:
         chunk, nchunk = chunking(d, cfg.chunks)
-        min_m, max_m, warps = cfg.silu_token_wide_rows
-        if act == "silu_and_mul" and fast_silu and min_m <= m <= max_m and d > cfg.chunked_max_n // 2:
+        min_m, max_m, min_d, max_d, warps = cfg.silu_token_wide_rows
+        if act == "silu_and_mul" and fast_silu and max_m > 0 and min_m <= m <= max_m and min_d <= d <= max_d:
             return {"variant": "rows", "ROWS": 1, "BLOCK_N": next_pow2(d), "num_warps": warps}
         if act != "silu_and_mul" or fast_silu:
             return {"variant": "chunks", "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": cfg.chunked_warps_cheap}

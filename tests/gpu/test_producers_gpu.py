@@ -64,8 +64,8 @@ def test_random_widths_bf16(backend, key_name, key, act, width):
 @pytest.mark.parametrize("key_name", ["fp8_dynamic_token", "int8_dynamic_token"])
 @pytest.mark.parametrize("m", [223, 224, 256, 257])
 def test_wide_silu_token_rows_at_the_edges_of_their_window(backend, key_name, m):
-    """The per-token silu_and_mul of Llama-3-8B's MLP at M = 224-256, where sm_90 runs each row as one block
-    (``heuristics.silu_token_wide_rows``), and just outside, where it runs it in chunks: the reference's bits."""
+    """The per-token silu_and_mul of Llama-3-8B's MLP at the edges of ``heuristics.silu_token_wide_rows``'s window
+    (which plan runs where is ``tests/kernels/test_launch.py``'s): the reference's bits on either side."""
     torch.manual_seed(m)
     x = (torch.randn(m, 2 * 14336, device=CUDA) * 3).to(torch.bfloat16)
     x[0, :64] = 0  # a zero gate and up: zeros in the row that sets no scale

@@ -170,13 +170,15 @@ def test_token_heuristics():
     for m in (1, 223, 257, 512, 8192, 32768):  # the cheap bf16 / fp16 silu: chunked like relu2
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True) == {
             "variant": "chunks", "CHUNK": 2048, "NCHUNK": 7, "num_warps": cfg.chunked_warps_cheap}
-    # but for wide rows at M = 224-256 one block per row (the chunks elsewhere, and for other acts, narrower
-    # rows, the exact silu)
+    # but for rows of 14336 (the width measured) at M = 224-256 one block per row, captured or not (the chunks
+    # elsewhere, and for other acts, other widths, the exact silu, other archs)
     for m in (224, 256):
-        assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True) == {
-            "variant": "rows", "ROWS": 1, "BLOCK_N": 16384, "num_warps": 32}
+        for captured in (False, True):
+            assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True, captured=captured) == {
+                "variant": "rows", "ROWS": 1, "BLOCK_N": 16384, "num_warps": 32}
         assert heuristics.token_launch(m, 14336, "sm_90", "relu2")["variant"] == "chunks"
-        assert heuristics.token_launch(m, 8192, "sm_90", "silu_and_mul", fast_silu=True)["variant"] == "chunks"
+        for d in (8192, 11008, 14335, 14337, 16384):
+            assert heuristics.token_launch(m, d, "sm_90", "silu_and_mul", fast_silu=True)["variant"] == "chunks", d
         assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul")["variant"] == "chunks"
         assert heuristics.token_launch(m, 14336, None, "silu_and_mul", fast_silu=True)["variant"] == "chunks"
     last_m, _ = cfg.chunked_silu[-1]
@@ -188,6 +190,18 @@ def test_token_heuristics():
     assert heuristics.chunking(5120, (2048, 1024, 512)) == (1024, 5), "least padding"
     assert heuristics.chunking(6144, (2048, 1024, 512)) == (2048, 3), "widest on ties"
     assert heuristics.chunking(5000, (2048, 1024, 512)) == (1024, 5)
+
+
+@pytest.mark.parametrize("m", [0, 224, 256])
+def test_wide_silu_rows_off_value_matches_no_m(monkeypatch, m):
+    """``silu_token_wide_rows`` of zeros, the default's: the chunks at every M, M = 0 included."""
+    from fused_quant.kernels import heuristics
+
+    off = dataclasses.replace(heuristics.config_for("sm_90"), silu_token_wide_rows=(0, 0, 0, 0, 0))
+    monkeypatch.setitem(heuristics.CONFIGS, "sm_90", off)
+    assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True)["variant"] == "chunks"
+    monkeypatch.setitem(heuristics.CONFIGS, "sm_90", dataclasses.replace(off, silu_token_wide_rows=(0, 0, 0, 20000, 32)))
+    assert heuristics.token_launch(m, 14336, "sm_90", "silu_and_mul", fast_silu=True)["variant"] == "chunks"
 
 
 @pytest.mark.parametrize("key_name,fp8_dtype,device,nvidia,config,expected", [

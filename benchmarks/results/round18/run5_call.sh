@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# round 18 run 5 (on the machine that a first attempt of run 5, stopped by an import error in its script, started); .scratch/m224.py is run5_*_script.py here
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+timeout 150 python3 .scratch/m224.py > $OUT/m224.txt 2>&1; echo "m224 rc $?" >> $OUT/rcs.txt
+cat $OUT/rcs.txt; grep "M=" $OUT/m224.txt | cut -c1-600
