@@ -125,10 +125,11 @@ def token_launch(m: int, d: int, arch: str | None, act: str = "relu2", fast_silu
                 break
         return {"variant": "rows", "ROWS": rows, "BLOCK_N": block_n, "num_warps": warps}
     if d <= cfg.chunked_max_n:
+        wide_min_m, wide_max_m, wide_min_d, wide_max_d, wide_warps = cfg.silu_token_wide_rows
+        if (act == "silu_and_mul" and fast_silu and wide_max_m > 0 and wide_min_m <= m <= wide_max_m
+                and wide_min_d <= d <= wide_max_d):
+            return {"variant": "rows", "ROWS": 1, "BLOCK_N": next_pow2(d), "num_warps": wide_warps}
         chunk, nchunk = chunking(d, cfg.chunks)
-        min_m, max_m, min_d, max_d, warps = cfg.silu_token_wide_rows
-        if act == "silu_and_mul" and fast_silu and max_m > 0 and min_m <= m <= max_m and min_d <= d <= max_d:
-            return {"variant": "rows", "ROWS": 1, "BLOCK_N": next_pow2(d), "num_warps": warps}
         if act != "silu_and_mul" or fast_silu:
             return {"variant": "chunks", "CHUNK": chunk, "NCHUNK": nchunk, "num_warps": cfg.chunked_warps_cheap}
         for max_m, warps in cfg.chunked_silu:
