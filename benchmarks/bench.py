@@ -152,7 +152,8 @@ def out_problem(out: Path, force: bool) -> str:
 
 def main(args) -> int:
     """``fused-quant bench``: ``args.which`` in act_quant / gemm / host / mlp / all, ``args.quick``, ``args.out`` (None: a
-    fresh ``default_out()``), ``args.force``. Returns 2, with one line on stderr, when it cannot run."""
+    fresh ``default_out()``), ``args.force``, ``args.m`` (None: each benchmark's own token counts). Returns 2, with
+    one line on stderr, when it cannot run."""
     out = Path(args.out) if args.out else default_out()
     problem = out_problem(out, args.force)
     if problem:
@@ -163,15 +164,16 @@ def main(args) -> int:
         return 2
     out.mkdir(parents=True, exist_ok=True)
     print(f"bench: writing to {out}", flush=True)
+    ms = {"ms": args.m} if args.m else {}
     if args.which in ("act_quant", "all"):
-        res = bench_act_quant(args.quick)
+        res = bench_act_quant(args.quick, **ms)
         with open(out / "act_quant.json", "w") as f:
             json.dump(res, f, indent=1)
         plot_act_quant(res, str(out / "act_quant.png"))
     from benchmarks import decode
 
     if args.which in ("gemm", "all"):
-        res = decode.bench_gemm(args.quick)
+        res = decode.bench_gemm(args.quick, **ms)
         with open(out / "gemm.json", "w") as f:
             json.dump(res, f, indent=1)
         decode.plot_gemm(res, str(out / "gemm.png"))
@@ -180,7 +182,7 @@ def main(args) -> int:
         with open(out / "host.json", "w") as f:
             json.dump(res, f, indent=1)
     if args.which in ("mlp", "all"):
-        res = decode.bench_mlp(args.quick)
+        res = decode.bench_mlp(args.quick, **ms)
         with open(out / "mlp.json", "w") as f:
             json.dump(res, f, indent=1)
         decode.plot_mlp(res, str(out / "mlp.png"))

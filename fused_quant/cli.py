@@ -325,6 +325,19 @@ def cmd_bench(args) -> int:
     return module.main(args)
 
 
+def _token_counts(text: str) -> tuple[int, ...]:
+    """``--m``: positive token counts separated by commas, in the order given, each once."""
+    counts = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise argparse.ArgumentTypeError(f"expected token counts >= 1 separated by commas (like 1,16,224), "
+                                             f"got {part!r} in {text!r}")
+        if int(part) not in counts:
+            counts.append(int(part))
+    return tuple(counts)
+
+
 def _environment() -> str:
     lines = ["environment (read when first needed; `fused-quant probe` checks them):"]
     width = max(map(len, envs.VARIABLES))
@@ -380,6 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--force", action="store_true", help="write into an existing non-empty --out folder, "
                                                         "overwriting files of the same name")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
+    b.add_argument("--m", type=_token_counts, metavar="M[,M...]",
+                   help="the token counts act_quant, gemm and mlp time (default: each one's own set; host times "
+                        "M = 1), e.g. --m 192,224 for a server whose batches fall between the swept sizes")
     b.set_defaults(func=cmd_bench)
     return parser
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import fused_quant
@@ -77,6 +78,40 @@ def test_bench_default_out_is_used_when_out_is_not_given(tmp_path, capsys, monke
     (run,) = (tmp_path / "bench-out").iterdir()
     assert [p.name for p in run.iterdir()] == ["mlp.json"]
     assert str(run) in capsys.readouterr().out
+
+
+def test_bench_m_reaches_the_benchmarks_it_names(tmp_path, monkeypatch):
+    from benchmarks import bench, decode
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    seen = {}
+
+    def recorder(name):
+        def run(quick, **kw):
+            seen[name] = kw
+            return {"rows": []}
+        return run
+
+    for module, name in ((bench, "bench_act_quant"), (decode, "bench_gemm"), (decode, "bench_host"),
+                         (decode, "bench_mlp")):
+        monkeypatch.setattr(module, name, recorder(name))
+    for module, plot in ((bench, "plot_act_quant"), (decode, "plot_gemm"), (decode, "plot_mlp")):
+        monkeypatch.setattr(module, plot, lambda result, path: False)
+    assert cli.main(["bench", "all", "--quick", "--m", "224, 1,224,16", "--out", str(tmp_path / "a")]) == 0
+    ms = {"ms": (224, 1, 16)}  # in the order given, each once; host times M = 1 only
+    assert seen == {"bench_act_quant": ms, "bench_gemm": ms, "bench_host": {}, "bench_mlp": ms}
+    seen.clear()  # without --m each benchmark keeps its own default set
+    assert cli.main(["bench", "gemm", "--out", str(tmp_path / "b")]) == 0
+    assert seen == {"bench_gemm": {}}
+
+
+@pytest.mark.parametrize("bad", ["0", "16,-1", "1,,2", "1.5", "a", ""])
+def test_bench_m_refuses_what_is_not_a_token_count(bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["bench", "mlp", "--m", bad])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--m" in err and "expected token counts >= 1 separated by commas" in err and repr(bad) in err
 
 
 def test_bench_without_a_benchmarks_folder_says_where_it_looked(tmp_path, capsys, monkeypatch):

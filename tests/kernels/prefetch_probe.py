@@ -1,5 +1,5 @@
-"""A Triton kernel for tests: the small-M GEMM's L2 prefetch addresses, read back (the interpreter has no
-``prefetch.global.L2``; ``tests/kernels/test_small_m_gemm.py``)."""
+"""Triton kernels for tests (``tests/kernels/test_small_m_gemm.py``): the small-M GEMM's L2 prefetch addresses
+(the interpreter has no ``prefetch.global.L2``) and the rows of x its token lanes read, read back."""
 
 import triton
 import triton.language as tl
@@ -18,3 +18,11 @@ def probe(w_ptr, out_ptr, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.co
                                        tl.minimum(k_last * BLOCK_K, K), LINES)
     slot = (pid_s * tl.num_programs(0) + pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     tl.store(out_ptr + slot[:, None] * LINES + tl.arange(0, LINES)[None, :], tl.load(ptrs))
+
+
+@triton.jit
+def token_rows_probe(x_ptr, out_ptr, M, BLOCK_M: tl.constexpr):
+    """For token block ``pid``: the value of x (one float per row) at the row each of its lanes reads, into
+    ``out[pid * BLOCK_M + lane]``."""
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(out_ptr + rm, tl.load(x_ptr + kernels._token_rows(rm, M)))

@@ -350,10 +350,12 @@ def _float_input(m, k, x_dtype, device, seed, adversarial):
 
 
 def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed, bias=True,
-                      out_dtype=torch.bfloat16, scale_value=None):
+                      out_dtype=torch.bfloat16, scale_value=None, quotients=False):
     """The small-M GEMM quantizing float rows itself gives the bits of the GEMM of the identity
     producer's output (the spec, ``reference.quant_ref``), which is within the float64 bound. A
-    per-token key's scales are the kernel's own (given None), the producer's per-token scales then."""
+    per-token key's scales are the kernel's own (given None), the producer's per-token scales then.
+    ``quotients``: x is the static scale times values in [-130, 130] (and a zero), so that x / scale
+    lands where int8 rounds and saturates, not beyond it."""
     from fused_quant import keys as K
     from fused_quant.reference import quant_ref
 
@@ -363,6 +365,10 @@ def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed
     _, _, w, ws = _operands(kind, m, n, k, device, seed)
     x = _float_input(m, k, x_dtype, device, seed, adversarial)
     scale = None if per_token else torch.tensor([scale_value or (0.02 if kind == "fp8" else 0.03)], device=device)
+    if quotients:
+        u = torch.rand(m, k, generator=torch.Generator().manual_seed(seed + 2)) * 260 - 130
+        u[:, 0] = 0.0
+        x = (u * scale_value).to(x_dtype).to(device)
     if device.type == "cuda":  # the Triton producer the kernel stands in for
         from fused_quant.kernels import launch
 
@@ -421,6 +427,21 @@ def test_interpreted_prefetch_addresses_stay_in_each_programs_rows(n, k, block_n
                     assert got == row * k + col, (s, b, i, j, got, row * k + col)
 
 
+@pytest.mark.interpreter
+@pytest.mark.parametrize("m,block_m", [(1, 16), (3, 16), (16, 16), (17, 16), (100, 128), (224, 256)])
+def test_interpreted_token_lanes_past_m_read_distinct_rows_of_x(m, block_m):
+    """Each token lane of the small-M kernel reads its own row of x, and a lane past M row ``lane % M``:
+    never outside x, and not every such lane row 0 (that made M between the blocks' multiples up to 2.15x
+    slower on the H200). Read back through the rows from an x whose every row holds its own index."""
+    from tests.kernels.prefetch_probe import token_rows_probe
+
+    blocks = -(-m // block_m)
+    x = torch.arange(m, dtype=torch.float32)
+    out = torch.full((blocks * block_m,), -1.0)
+    token_rows_probe[(blocks,)](x, out, m, BLOCK_M=block_m)
+    assert torch.equal(out, torch.arange(blocks * block_m, dtype=torch.float32) % m), (m, block_m, out)
+
+
 def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     """The GEMM stands in for a producer launch only where it computes that producer's values: the
     package's identity producer of a per-tensor key, its q dtype, shape and device, rows of K."""
@@ -450,18 +471,28 @@ def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     assert g.quantizer_of(lambda x, s: (x, s), p) is None  # a user's producer: its values are its own
 
 
-@pytest.mark.interpreter
+EXTREME_SCALES = [1.37 * 2.0 ** -100, 2.0 ** -80, 2.0 ** 100, 1.9 * 2.0 ** 127]
+# per-tensor scales outside the fast int8 quotient's proven range [2^-90, 2^126] whose quotients x / scale still
+# round: a subnormal (its reciprocal is Inf: the fast quotient would saturate what rounds to -130..130) and
+# a normal one below the range
+OUT_OF_RANGE_SCALES = [2.0 ** -130, 1.5 * 2.0 ** -120]
+
+
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 @pytest.mark.parametrize("key_name", STATIC_KEYS)
-@pytest.mark.parametrize("scale_value", [1.37 * 2.0 ** -100, 2.0 ** -80, 2.0 ** 100, 1.9 * 2.0 ** 127])
-def test_interpreted_quantizing_kernel_at_extreme_scales(key_name, scale_value):
+@pytest.mark.parametrize("device", [pytest.param("cpu", marks=pytest.mark.interpreter),
+                                    pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("scale_value,quotients", [(s, False) for s in EXTREME_SCALES]
+                         + [(s, True) for s in OUT_OF_RANGE_SCALES])
+def test_quantizing_kernel_at_extreme_scales(key_name, device, scale_value, quotients):
     """Scales near the ends of the range the fast int8 quotient is proven for and beyond it (where the
-    kernel divides with ``div_rn``, as the producer does): the spec's bits. (The quotients of these inputs
-    at such scales saturate or round to a few small values; the interpreter cannot tell the fast quotient
-    from ``div_rn`` there, the GPU test of the quotient checks it inside its range.)"""
+    kernel divides with ``div_rn``, as the producer does): the spec's bits, for the producer (on the GPU)
+    and the GEMM quantizing its input. With ``quotients`` the inputs are multiples of the scale, so a fast
+    quotient taken outside its range shows (at the subnormal scale every nonzero value would saturate), and
+    no bias: one would hide outputs of such tiny scales."""
     m, n, k, cfg = CASES[0]
-    _check_quantizing(key_name, m, n, k, cfg, torch.bfloat16, torch.device("cpu"), True, seed=3,
-                      scale_value=scale_value)
+    _check_quantizing(key_name, m, n, k, cfg, torch.bfloat16, torch.device(device), not quotients, seed=3,
+                      bias=not quotients, scale_value=scale_value, quotients=quotients)
 
 
 def test_bound_layer_quantizes_in_its_gemm_in_eager_calls_and_where_the_gemm_says_under_capture(monkeypatch):

@@ -91,6 +91,14 @@ def _split_k_blocks(K, BLOCK_K: tl.constexpr, split, splits):
 
 
 @triton.jit
+def _token_rows(rm, M):
+    """The row of x each token lane reads: its own, and a lane past M row ``rm % M`` (its result is never
+    stored). With every lane past M reading row 0 the GEMMs took up to 2.15x as long at M between the token
+    blocks' multiples (int8 down at M = 192 on the H200; benchmarks/RESULTS.md, nineteenth round)."""
+    return rm % M
+
+
+@triton.jit
 def _rows_absmax(x_ptr, rows, m_in, stride_xm, K, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     """max |x| over each of ``rows``' K floats (fp32, NaN propagating; rows not ``m_in`` are not read and
     give 0), as the identity producer reduces a row."""
@@ -130,13 +138,13 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rk = tl.arange(0, BLOCK_K)
     k_first, k_last = _split_k_blocks(K, BLOCK_K, pid_s, tl.num_programs(2))
-    # rows past N and tokens past M read row 0 instead of masking: their results are never stored
+    # rows past N read row 0 instead of masking (tokens past M: _token_rows): their results are never stored
     rn_safe = tl.where(rn < N, rn, 0)
     if PREFETCH > 0:  # before the wait: a prefetch only warms L2, where the later loads see every write
         prefetch_l2(_prefetch_addresses(w_ptr, rn_safe, stride_wn, k_first * BLOCK_K, tl.minimum(k_last * BLOCK_K, K),
                                         PREFETCH))
     pdl_prologue(PDL)
-    rm_safe = tl.where(rm < M, rm, 0)
+    rm_safe = _token_rows(rm, M)
     # float x: rows past M are not read (few tokens in a 16-row block would read one row 16 times over)
     m_in = rm[:, None] < M
     if XQ == NO_XQ:
