@@ -154,6 +154,9 @@ def main(args) -> int:
     """``fused-quant bench``: ``args.which`` in act_quant / gemm / host / mlp / all, ``args.quick``, ``args.out`` (None: a
     fresh ``default_out()``), ``args.force``, ``args.m`` (None: each benchmark's own token counts). Returns 2, with
     one line on stderr, when it cannot run."""
+    if args.m and args.which == "host":
+        print("bench: --m names the token counts of act_quant, gemm and mlp; host times M = 1 only", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else default_out()
     problem = out_problem(out, args.force)
     if problem:

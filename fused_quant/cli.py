@@ -330,7 +330,7 @@ def _token_counts(text: str) -> tuple[int, ...]:
     counts = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) < 1:
+        if not (part.isascii() and part.isdigit()) or int(part) < 1:
             raise argparse.ArgumentTypeError(f"expected token counts >= 1 separated by commas (like 1,16,224), "
                                              f"got {part!r} in {text!r}")
         if int(part) not in counts:

@@ -105,7 +105,14 @@ def test_bench_m_reaches_the_benchmarks_it_names(tmp_path, monkeypatch):
     assert seen == {"bench_gemm": {}}
 
 
-@pytest.mark.parametrize("bad", ["0", "16,-1", "1,,2", "1.5", "a", ""])
+def test_bench_host_refuses_m(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert cli.main(["bench", "host", "--m", "16", "--out", str(tmp_path / "out")]) == 2
+    assert "host times M = 1 only" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("bad", ["0", "16,-1", "1,,2", "1.5", "a", "", "\u00b2", "\u0661\u0662"])
 def test_bench_m_refuses_what_is_not_a_token_count(bad, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["bench", "mlp", "--m", bad])

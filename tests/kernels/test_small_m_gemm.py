@@ -350,12 +350,11 @@ def _float_input(m, k, x_dtype, device, seed, adversarial):
 
 
 def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed, bias=True,
-                      out_dtype=torch.bfloat16, scale_value=None, quotients=False):
+                      out_dtype=torch.bfloat16, scale_value=None, x=None):
     """The small-M GEMM quantizing float rows itself gives the bits of the GEMM of the identity
     producer's output (the spec, ``reference.quant_ref``), which is within the float64 bound. A
     per-token key's scales are the kernel's own (given None), the producer's per-token scales then.
-    ``quotients``: x is the static scale times values in [-130, 130] (and a zero), so that x / scale
-    lands where int8 rounds and saturates, not beyond it."""
+    ``x``: the float input (default: ``_float_input``'s)."""
     from fused_quant import keys as K
     from fused_quant.reference import quant_ref
 
@@ -363,12 +362,8 @@ def _check_quantizing(key_name, m, n, k, cfg, x_dtype, device, adversarial, seed
     kind = "fp8" if K.is_fp8(key) else "int8"
     per_token = K.is_per_token(key)
     _, _, w, ws = _operands(kind, m, n, k, device, seed)
-    x = _float_input(m, k, x_dtype, device, seed, adversarial)
+    x = _float_input(m, k, x_dtype, device, seed, adversarial) if x is None else x.to(device)
     scale = None if per_token else torch.tensor([scale_value or (0.02 if kind == "fp8" else 0.03)], device=device)
-    if quotients:
-        u = torch.rand(m, k, generator=torch.Generator().manual_seed(seed + 2)) * 260 - 130
-        u[:, 0] = 0.0
-        x = (u * scale_value).to(x_dtype).to(device)
     if device.type == "cuda":  # the Triton producer the kernel stands in for
         from fused_quant.kernels import launch
 
@@ -430,9 +425,10 @@ def test_interpreted_prefetch_addresses_stay_in_each_programs_rows(n, k, block_n
 @pytest.mark.interpreter
 @pytest.mark.parametrize("m,block_m", [(1, 16), (3, 16), (16, 16), (17, 16), (100, 128), (224, 256)])
 def test_interpreted_token_lanes_past_m_read_distinct_rows_of_x(m, block_m):
-    """Each token lane of the small-M kernel reads its own row of x, and a lane past M row ``lane % M``:
-    never outside x, and not every such lane row 0 (that made M between the blocks' multiples up to 2.15x
-    slower on the H200). Read back through the rows from an x whose every row holds its own index."""
+    """The rows of x the small-M kernel's token lanes address (``_token_rows``, the kernel's one rule for
+    them): each lane its own row, a lane past M row ``lane % M``, never outside x and not every such lane
+    row 0 (that made M between the blocks' multiples up to 2.15x slower on the H200). Read back through
+    the rows from an x whose every row holds its own index."""
     from tests.kernels.prefetch_probe import token_rows_probe
 
     blocks = -(-m // block_m)
@@ -471,28 +467,37 @@ def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     assert g.quantizer_of(lambda x, s: (x, s), p) is None  # a user's producer: its values are its own
 
 
-EXTREME_SCALES = [1.37 * 2.0 ** -100, 2.0 ** -80, 2.0 ** 100, 1.9 * 2.0 ** 127]
-# per-tensor scales outside the fast int8 quotient's proven range [2^-90, 2^126] whose quotients x / scale still
-# round: a subnormal (its reciprocal is Inf: the fast quotient would saturate what rounds to -130..130) and
-# a normal one below the range
-OUT_OF_RANGE_SCALES = [2.0 ** -130, 1.5 * 2.0 ** -120]
+DEVICES = [pytest.param("cpu", marks=pytest.mark.interpreter), pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 @pytest.mark.parametrize("key_name", STATIC_KEYS)
-@pytest.mark.parametrize("device", [pytest.param("cpu", marks=pytest.mark.interpreter),
-                                    pytest.param("cuda", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("scale_value,quotients", [(s, False) for s in EXTREME_SCALES]
-                         + [(s, True) for s in OUT_OF_RANGE_SCALES])
-def test_quantizing_kernel_at_extreme_scales(key_name, device, scale_value, quotients):
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("scale_value", [1.37 * 2.0 ** -100, 2.0 ** -80, 2.0 ** 100, 1.9 * 2.0 ** 127])
+def test_quantizing_kernel_at_extreme_scales(key_name, device, scale_value):
     """Scales near the ends of the range the fast int8 quotient is proven for and beyond it (where the
     kernel divides with ``div_rn``, as the producer does): the spec's bits, for the producer (on the GPU)
-    and the GEMM quantizing its input. With ``quotients`` the inputs are multiples of the scale, so a fast
-    quotient taken outside its range shows (at the subnormal scale every nonzero value would saturate), and
-    no bias: one would hide outputs of such tiny scales."""
+    and the GEMM quantizing its input. (The quotients of these inputs at such scales saturate or round to
+    a few small values, where the fast quotient and ``div_rn`` agree; the next test tells them apart.)"""
     m, n, k, cfg = CASES[0]
-    _check_quantizing(key_name, m, n, k, cfg, torch.bfloat16, torch.device(device), not quotients, seed=3,
-                      bias=not quotients, scale_value=scale_value, quotients=quotients)
+    _check_quantizing(key_name, m, n, k, cfg, torch.bfloat16, torch.device(device), True, seed=3,
+                      scale_value=scale_value)
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")  # the reciprocal of 2^-130
+@pytest.mark.parametrize("device", DEVICES)
+def test_int8_static_divides_where_the_fast_quotient_is_not_proven(device):
+    """A subnormal per-tensor scale (2^-130, below the fast int8 quotient's proven [2^-90, 2^126]; its
+    reciprocal is Inf) and inputs that are multiples of it in [-130, 130] (and a zero), whose quotients
+    round: the producer (on the GPU) and the GEMM quantizing its input divide with ``div_rn`` there and
+    give the spec's bits, where the fast quotient would saturate every nonzero value. No bias: one would
+    hide outputs of such a tiny scale."""
+    m, n, k, cfg = CASES[0]
+    scale = 2.0 ** -130
+    u = torch.rand(m, k, generator=torch.Generator().manual_seed(5)) * 260 - 130
+    u[:, 0] = 0.0
+    _check_quantizing("int8_static_tensor", m, n, k, cfg, torch.bfloat16, torch.device(device), False, seed=3,
+                      bias=False, scale_value=scale, x=(u * scale).to(torch.bfloat16))
 
 
 def test_bound_layer_quantizes_in_its_gemm_in_eager_calls_and_where_the_gemm_says_under_capture(monkeypatch):

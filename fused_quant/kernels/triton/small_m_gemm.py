@@ -92,8 +92,8 @@ def _split_k_blocks(K, BLOCK_K: tl.constexpr, split, splits):
 
 @triton.jit
 def _token_rows(rm, M):
-    """The row of x each token lane reads: its own, and a lane past M row ``rm % M`` (its result is never
-    stored). With every lane past M reading row 0 the GEMMs took up to 2.15x as long at M between the token
+    """The row of x each token lane addresses: its own, and a lane past M row ``rm % M`` (its result is never
+    stored; the float-x paths mask such lanes and read nothing for them). With every lane past M reading row 0 the GEMMs took up to 2.15x as long at M between the token
     blocks' multiples (int8 down at M = 192 on the H200; benchmarks/RESULTS.md, nineteenth round)."""
     return rm % M
 
@@ -145,7 +145,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                                         PREFETCH))
     pdl_prologue(PDL)
     rm_safe = _token_rows(rm, M)
-    # float x: rows past M are not read (few tokens in a 16-row block would read one row 16 times over)
+    # float x: lanes past M are masked, not read (each would quantize a whole row it never stores)
     m_in = rm[:, None] < M
     if XQ == NO_XQ:
         xs = _load_xs(xs_ptr, rm, M, XS_PER_TOKEN)
