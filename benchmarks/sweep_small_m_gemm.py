@@ -11,7 +11,8 @@ predicate takes a problem only where ours measured faster (``gemm_launch.small_m
 ``torch._scaled_mm`` takes the faster of its row-wise ways (``gemm_launch.scaled_mm_way``).
 ``--retime`` searches nothing: it times each installed row's config again beside the torch providers
 (after a change to those), so that the row's times still come from one run; a (kind, shape, M) the
-installed table lacks is left out.
+installed table lacks is left out, or with ``--seed-from B`` timed with the installed config of token
+count B (a new bucket, measured before a search of its own).
 
 ``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json``
 into ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with
@@ -58,7 +59,7 @@ def candidates(m: int) -> list[tuple[int, tuple]]:
         return [(16, TILES_NARROW)]
     if m <= 64:
         return [(32 if m <= 32 else 64, TILES_WIDE)]
-    return [(64, TILES_WIDE)] + [(bm, TILES_TALL[bm]) for bm in TILES_TALL if bm <= m]
+    return [(64, TILES_WIDE)] + [(bm, TILES_TALL[bm]) for bm in TILES_TALL if bm < 2 * m]  # under half empty
 
 
 def configs(m: int, k: int, fixed: dict | None = None) -> list[dict]:
@@ -179,7 +180,11 @@ def main(argv=None) -> int:
     ap.add_argument("--install", action="store_true", help="also copy the table into fused_quant/kernels/")
     ap.add_argument("--retime", action="store_true",
                     help="no search: time the installed table's config of each row again beside the torch providers")
+    ap.add_argument("--seed-from", type=int, metavar="B",
+                    help="with --retime: an M the installed table lacks is timed with token count B's config")
     args = ap.parse_args(argv)
+    if args.seed_from is not None and not args.retime:
+        ap.error("--seed-from goes with --retime")
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
@@ -208,9 +213,11 @@ def main(argv=None) -> int:
 
     retime = None
     if args.retime:
-        retime = {_row_key(r): {f: r[f] for f in g.CONFIG_FIELDS}
-                  for r in json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]}
+        retime = retime_configs(json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"],
+                                [int(m) for m in args.ms.split(",")], args.seed_from)
         meta["retime"] = True
+        if args.seed_from is not None:
+            meta["seed_from"] = args.seed_from
     rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")},
                  [int(m) for m in args.ms.split(",")], log, save, retime)
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
@@ -221,6 +228,18 @@ def main(argv=None) -> int:
     if args.install:
         install(path)
     return 0
+
+
+def retime_configs(rows: list[dict], ms: list[int], seed_from: int | None = None) -> dict[tuple, dict]:
+    """``--retime``'s configs by row key: each installed row's, and with ``seed_from`` for every M of ``ms`` a
+    (arch, kind, N, K) lacks, the config of its row at ``seed_from``."""
+    configs_ = {_row_key(r): {f: r[f] for f in g.CONFIG_FIELDS} for r in rows}
+    if seed_from is not None:
+        for r in rows:
+            if r["m"] == seed_from:
+                for m in ms:
+                    configs_.setdefault((r["arch"], r["kind"], r["n"], r["k"], m), configs_[_row_key(r)])
+    return configs_
 
 
 def _row_key(row: dict) -> tuple:

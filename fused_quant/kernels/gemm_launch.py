@@ -33,7 +33,10 @@ INT8_GEMM_CONFIGS = (
     (1 << 62, 128, 256, 128, 8, 8, 3),
 )
 SMALL_M_CONFIG_FILE = Path(__file__).with_name("small_m_gemm_configs.json")
-M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # the small-M GEMM's token counts, as swept
+# the token counts the small-M table is swept at; a problem takes the next one up. 160 and 192: above 128
+# tokens torch._scaled_mm's row-wise FP8 kernel and the Triton int8 GEMM measured otherwise than at 256
+# (benchmarks/RESULTS.md, nineteenth round: FP8 gate_up row-wise 81.5 us at M = 136, the fp32 way 47.9)
+M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192, 256)
 CONFIG_FIELDS = ("BLOCK_N", "BLOCK_M", "BLOCK_K", "splits", "num_warps", "num_stages")
 # fp8 MMAs on sm_90 accumulate with reduced precision inside one instruction chain; Triton adds the
 # chain into the fp32 accumulator every this many products (what keeps the float64 bound K-independent)

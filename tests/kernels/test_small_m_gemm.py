@@ -70,8 +70,33 @@ def _check(kind, m, n, k, cfg, device, out_dtype, bias, per_token, adversarial=F
 # --- config table and predicate (CPU) ------------------------------------------------------------
 
 def test_m_bucket_rounds_up_and_stops_at_the_last():
-    assert [g.m_bucket(m) for m in (1, 2, 3, 16, 17, 255, 256)] == [1, 2, 4, 16, 32, 256, 256]
+    assert ([g.m_bucket(m) for m in (1, 2, 3, 16, 17, 128, 129, 160, 161, 192, 193, 255, 256)]
+            == [1, 2, 4, 16, 32, 128, 160, 160, 192, 192, 256, 256, 256])
     assert g.m_bucket(257) is None
+
+
+def test_committed_table_has_every_bucket_of_each_swept_problem():
+    """A bucket without its row sends its token counts to the torch providers: every (arch, kind, N, K) the
+    table holds has a row at each of ``M_BUCKETS``."""
+    have: dict = {}
+    for row in json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]:
+        have.setdefault((row["arch"], row["kind"], row["n"], row["k"]), []).append(row["m"])
+    assert have
+    for problem, ms in have.items():
+        assert sorted(ms) == list(g.M_BUCKETS), (problem, sorted(ms))
+
+
+def test_retime_seeds_a_new_bucket_with_the_named_ones_config():
+    from benchmarks.sweep_small_m_gemm import retime_configs
+
+    base = dict(arch="sm_90", kind="int8", n=64, k=64, BLOCK_N=64, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4,
+                num_stages=4)
+    rows = [dict(base, m=128, BLOCK_M=128), dict(base, m=256, BLOCK_M=256), dict(base, m=192, BLOCK_M=64)]
+    plain = retime_configs(rows, [160, 192])
+    assert sorted(key[-1] for key in plain) == [128, 192, 256]  # nothing seeded: M = 160 is left out
+    seeded = retime_configs(rows, [160, 192], seed_from=256)
+    assert seeded[("sm_90", "int8", 64, 64, 160)]["BLOCK_M"] == 256  # the new bucket takes 256's config
+    assert seeded[("sm_90", "int8", 64, 64, 192)]["BLOCK_M"] == 64  # an installed row keeps its own
 
 
 def test_committed_table_is_well_formed():

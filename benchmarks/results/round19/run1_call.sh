@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# next round: the committed small-M kernel, then with rm % M (a patch), the same GEMMs; carry .scratch/call19.sh,
-# .scratch/m224e.py, .scratch/rm_mod_m.patch
+# the committed small-M kernel, then with rm % M (a patch), the same GEMMs
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 timeout 200 python3 .scratch/m224e.py base > $OUT/m224e.txt 2>&1; echo "base rc $?" >> $OUT/rcs.txt
 git apply .scratch/rm_mod_m.patch || patch -p1 < .scratch/rm_mod_m.patch; echo "patch rc $?" >> $OUT/rcs.txt

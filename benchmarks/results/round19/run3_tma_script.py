@@ -1,5 +1,5 @@
 """Nineteenth round experiment: int8 small-M GEMM with TMA tensor-descriptor loads (host descriptors made once per
-weight copy) against the committed pointer kernel, gate_up / down at M = 64, 128, 256; every trial logged."""
+weight copy) against the committed pointer kernel, gate_up at M = 256 and 128; every trial logged."""
 import itertools, sys, torch, triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
