@@ -23,7 +23,7 @@ from fused_quant import keys as K
 from benchmarks.timing import copy_ceiling, graph_us, host_us, loop_us, pyplot, versions
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
-GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192, 256)  # the small-M table's token counts (gemm_launch.M_BUCKETS)
 MLP_MS = (1, 16, 64, 256, 1024, 4096, 16384)
 MLP_KEYS = {"fp8_static": K.kFp8StaticTensorSym, "fp8_token": K.kFp8DynamicTokenSym,
             "int8_token": K.kInt8DynamicTokenSym}

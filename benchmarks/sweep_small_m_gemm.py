@@ -17,7 +17,8 @@ count B (a new bucket, measured before a search of its own).
 ``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json``
 into ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with
 ``--kinds`` / ``--shapes`` / ``--ms`` installs part by part). On the H200, 17 of qkv's 18 rows (both kinds)
-took 158 s (benchmarks/RESULTS.md, thirteenth round): the four shapes take about four times that.
+took 158 s (benchmarks/RESULTS.md, thirteenth round; 9 buckets then, 11 now, and 256-token blocks tried at
+160 / 192): the four shapes take well over four times that.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None) -> list[dict
                 w, ws = weights[0]
                 fixed = None if retime is None else retime.get((arch, kind, n, k, m))
                 if retime is not None and fixed is None:
-                    log(f"{kind:4s} {label:7s} M={m:4d} not in the installed table: not retimed")
+                    log(f"{kind:4s} {label:7s} M={m:4d} not in the installed table and not seeded (--seed-from B "
+                        f"with a row at B): not retimed")
                     continue
                 p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
                 tt = torch_times(p, xq, xs_tok, xs_ten, weights)
@@ -183,8 +185,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed-from", type=int, metavar="B",
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
     args = ap.parse_args(argv)
+    ms = [int(m) for m in args.ms.split(",")]
+    if any(m not in g.M_BUCKETS for m in ms):
+        ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
+                 f"read), got {args.ms}")
     if args.seed_from is not None and not args.retime:
         ap.error("--seed-from goes with --retime")
+    if args.seed_from is not None and args.seed_from not in g.M_BUCKETS:
+        ap.error(f"--seed-from takes a token count of gemm_launch.M_BUCKETS {g.M_BUCKETS}, got {args.seed_from}")
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
@@ -213,13 +221,11 @@ def main(argv=None) -> int:
 
     retime = None
     if args.retime:
-        retime = retime_configs(json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"],
-                                [int(m) for m in args.ms.split(",")], args.seed_from)
+        retime = retime_configs(json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"], ms, args.seed_from)
         meta["retime"] = True
         if args.seed_from is not None:
             meta["seed_from"] = args.seed_from
-    rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")},
-                 [int(m) for m in args.ms.split(",")], log, save, retime)
+    rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")}, ms, log, save, retime)
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"

@@ -335,10 +335,21 @@ def torch_time(row: dict, names: tuple[str, ...] | None = None) -> tuple[str | N
     return name, times[name]
 
 
-def torch_peers(p: GemmProblem) -> tuple[str, ...] | None:
-    """The torch providers the chain would run ``p`` with instead of the small-M GEMM, by the names of the
-    sweep's times: FP8 ``torch._scaled_mm``'s ways for ``p``; None (all of them) for int8."""
-    return scaled_mm_ways(p) if p.kind == "fp8" else None
+def torch_peers(p: GemmProblem, backend: str | None = None) -> tuple[str, ...] | None:
+    """The providers ``backend``'s chain would run ``p`` with instead of the small-M GEMM, by the names of the
+    sweep's times: FP8 ``torch._scaled_mm``'s ways for ``p``; int8 the first provider after the small-M one
+    in the chain that takes ``p`` (the chains order them differently: ``torch._int_mm`` comes first on
+    ``hip_w8a8``); None (every one the sweep timed) for int8 without a backend or a taker."""
+    if p.kind == "fp8":
+        return scaled_mm_ways(p)
+    if backend is None:
+        return None
+    from fused_quant.gemm import gemm_providers
+
+    chain = gemm_providers(backend, p.kind)
+    names = [provider.name for provider in chain]
+    after = chain[names.index(f"small_m_{p.kind}") + 1:] if f"small_m_{p.kind}" in names else chain
+    return next(((provider.name,) for provider in after if provider.check(p)[0]), None)
 
 
 def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
@@ -360,8 +371,8 @@ def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dic
 def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
                    peers: tuple[str, ...] | None = None) -> tuple[dict | None, str]:
     """(config, "") where the sweep measured the small-M GEMM faster than the torch providers ``peers``
-    (``torch_peers``; None: all it timed) for the nearest swept (N, K) at M's bucket on ``arch``; else
-    (None, why not)."""
+    (``torch_peers``; None: all it timed; (): none, the row's config) for the nearest swept (N, K) at M's
+    bucket on ``arch``; else (None, why not)."""
     row, why = _swept_row(arch, kind, n, k, m)
     if row is None:
         return None, why
@@ -384,12 +395,20 @@ def _device_arch(device: torch.device) -> str | None:
     return launch._cuda_arch(launch.device_index(device))
 
 
-def small_m_supported(p: GemmProblem) -> tuple[bool, str]:
-    ok, why = _on_gpu(p)
-    if not ok:
-        return ok, why
-    cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p))
-    return cfg is not None, why
+def small_m_supported_in(backend: str | None):
+    """The small-M providers' predicate in ``backend``'s chain: a problem where the sweep measured the small-M
+    GEMM faster than what the chain would run instead (``torch_peers``)."""
+    def supported(p: GemmProblem) -> tuple[bool, str]:
+        ok, why = _on_gpu(p)
+        if not ok:
+            return ok, why
+        cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p, backend))
+        return cfg is not None, why
+
+    return supported
+
+
+small_m_supported = small_m_supported_in(None)  # outside a chain: faster than every torch provider timed
 
 
 # The quantizer constexprs of a small-M GEMM whose activation comes quantized (``XQ`` = NO_XQ: unused)
@@ -479,7 +498,8 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | 
     if call is None:
         generation = runtime.generation()
         if config is None:
-            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p))
+            # the predicate decided; here only the row's config (no peers: no second comparison)
+            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())
             if cfg is None:
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:
@@ -580,7 +600,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     x_quant = quantizer_of(quantizer, p)
     if x_quant is None:
         return None
-    cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p))
+    cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())  # the row's, as bound
     if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)

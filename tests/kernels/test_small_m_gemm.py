@@ -89,14 +89,38 @@ def test_committed_table_has_every_bucket_of_each_swept_problem():
 def test_retime_seeds_a_new_bucket_with_the_named_ones_config():
     from benchmarks.sweep_small_m_gemm import retime_configs
 
-    base = dict(arch="sm_90", kind="int8", n=64, k=64, BLOCK_N=64, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4,
+    base = dict(arch="sm_90", kind="int8", n=64, k=128, BLOCK_N=64, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4,
                 num_stages=4)
-    rows = [dict(base, m=128, BLOCK_M=128), dict(base, m=256, BLOCK_M=256), dict(base, m=192, BLOCK_M=64)]
+    rows = [dict(base, m=128, BLOCK_M=128), dict(base, m=256, BLOCK_M=256), dict(base, m=192, BLOCK_M=64),
+            dict(base, arch="sm_100", m=256, BLOCK_N=32)]
     plain = retime_configs(rows, [160, 192])
-    assert sorted(key[-1] for key in plain) == [128, 192, 256]  # nothing seeded: M = 160 is left out
-    seeded = retime_configs(rows, [160, 192], seed_from=256)
-    assert seeded[("sm_90", "int8", 64, 64, 160)]["BLOCK_M"] == 256  # the new bucket takes 256's config
-    assert seeded[("sm_90", "int8", 64, 64, 192)]["BLOCK_M"] == 64  # an installed row keeps its own
+    assert sorted(key[-1] for key in plain if key[0] == "sm_90") == [128, 192, 256]  # nothing seeded: no 160
+    seeded = retime_configs(rows, [160, 192], seed_from=128)  # not the largest M: the one named
+    assert seeded[("sm_90", "int8", 64, 128, 160)]["BLOCK_M"] == 128  # the new bucket takes 128's config
+    assert seeded[("sm_90", "int8", 64, 128, 192)]["BLOCK_M"] == 64  # an installed row keeps its own
+    assert ("sm_100", "int8", 64, 128, 160) not in seeded  # that arch has no row at 128 to seed from
+    assert retime_configs(rows, [160], seed_from=256)[("sm_100", "int8", 64, 128, 160)]["BLOCK_N"] == 32
+
+
+@pytest.mark.parametrize("argv,what", [(["--seed-from", "256"], "--seed-from goes with --retime"),
+                                       (["--retime", "--seed-from", "100"], "--seed-from takes a token count"),
+                                       (["--ms", "100"], "--ms takes token counts")])
+def test_sweep_refuses_options_that_would_write_unread_rows(argv, what, tmp_path, capsys):
+    from benchmarks.sweep_small_m_gemm import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path), *argv])
+    assert exc.value.code == 2 and what in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_sweep_tries_256_token_blocks_above_128_and_the_bench_times_every_bucket():
+    from benchmarks.decode import GEMM_MS
+    from benchmarks.sweep_small_m_gemm import candidates
+
+    assert [bm for bm, _ in candidates(128)] == [64, 128]
+    assert [bm for bm, _ in candidates(160)] == [64, 128, 256]  # at most half of a 256 block empty
+    assert GEMM_MS == g.M_BUCKETS
 
 
 def test_committed_table_is_well_formed():
@@ -231,6 +255,36 @@ def test_small_m_config_counts_every_way_a_problem_can_take(tmp_path, monkeypatc
         None, float("inf"))
     assert g.small_m_supported(fp16) == (True, "")
     assert not g.small_m_supported(_fp8_problem(16))[0]  # row-wise's time counts for bf16
+
+
+def test_int8_small_m_yields_only_to_what_the_backends_chain_would_run_instead(tmp_path, monkeypatch):
+    """An int8 row where the Triton int8 GEMM measured faster than the small-M GEMM and ``torch._int_mm``
+    slower (gate_up at M = 160 on the H200): ``triton_fp8``'s chain, where the Triton GEMM comes next, runs
+    it; ``hip_w8a8``'s, where ``torch._int_mm`` comes next, keeps the small-M GEMM. At M = 16 ``torch._int_mm``
+    does not take the problem, so the Triton GEMM is hip_w8a8's next there too."""
+    import fused_quant
+    from fused_quant.gemm import select_gemm_provider
+
+    table = tmp_path / "int8.json"
+    rows = [dict(arch="sm_90", kind="int8", n=28672, k=4096, m=m, BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1,
+                 num_warps=8, num_stages=4, us=61.4, torch="triton_int8", torch_us=57.2,
+                 torch_all={"int_mm_int8": 120.8, "triton_int8": 57.2}) for m in (16, 160)]
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
+    fused_quant.reset()  # choices of earlier tables are not reused
+    try:
+        p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+        assert g.torch_peers(p, "triton_fp8") == ("triton_int8",)
+        assert g.torch_peers(p, "hip_w8a8") == ("int_mm_int8",)
+        assert g.torch_peers(p) is None  # outside a chain: every provider timed
+        assert select_gemm_provider(p, "triton_fp8")[0].name == "triton_int8"
+        assert select_gemm_provider(p, "hip_w8a8")[0].name == "small_m_int8"
+        p16 = dataclasses.replace(p, m=16)
+        assert g.torch_peers(p16, "hip_w8a8") == ("triton_int8",)
+        assert select_gemm_provider(p16, "hip_w8a8")[0].name == "triton_int8"
+    finally:
+        fused_quant.reset()
 
 
 def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
@@ -845,14 +899,13 @@ def test_chain_picks_small_m_where_the_table_says(backend_env):
     if not rows:
         pytest.skip(f"no sweep of {arch} in the committed table")
     for row in rows:
-        for m in {row["m"], max(1, row["m"] // 2 + 1)}:
-            if g.m_bucket(m) != row["m"]:
-                continue
+        i = g.M_BUCKETS.index(row["m"])
+        for m in {row["m"], g.M_BUCKETS[i - 1] + 1 if i else 1}:  # each bucket's top and bottom
             dtype = torch.int8 if row["kind"] == "int8" else FP8
             p = GemmProblem(m, row["n"], row["k"], row["kind"], dtype, torch.bfloat16, torch.device("cuda"),
                             True, True, False)
             name = select_gemm_provider(p)[0].name
-            faster = row["us"] < g.torch_time(row, g.torch_peers(p))[1]
+            faster = row["us"] < g.torch_time(row, g.torch_peers(p, "triton_fp8"))[1]
             assert (name == f"small_m_{row['kind']}") == faster, (row, m, name)
             if row["kind"] == "fp8":  # and torch._scaled_mm's faster row-wise way for a per-token problem
                 times = {way: row["torch_all"][way] for way in (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32)}

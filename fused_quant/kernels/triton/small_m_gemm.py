@@ -93,8 +93,9 @@ def _split_k_blocks(K, BLOCK_K: tl.constexpr, split, splits):
 @triton.jit
 def _token_rows(rm, M):
     """The row of x each token lane addresses: its own, and a lane past M row ``rm % M`` (its result is never
-    stored; the float-x paths mask such lanes and read nothing for them). With every lane past M reading row 0 the GEMMs took up to 2.15x as long at M between the token
-    blocks' multiples (int8 down at M = 192 on the H200; benchmarks/RESULTS.md, nineteenth round)."""
+    stored; the float-x paths mask such lanes and read nothing for them). With every lane past M reading row
+    0 the GEMMs took up to 2.15x as long at M between the token blocks' multiples (int8 down at M = 192 on
+    the H200; benchmarks/RESULTS.md, nineteenth round)."""
     return rm % M
 
 
