@@ -21,7 +21,7 @@ import torch
 
 from fused_quant import keys as K
 from fused_quant import runtime
-from fused_quant.gemm import GemmProblem, dequant_epilogue
+from fused_quant.gemm import GemmProblem, dequant_epilogue, gemm_providers
 from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import launch
 from fused_quant.runtime import capturing
@@ -339,16 +339,15 @@ def torch_peers(p: GemmProblem, backend: str | None = None) -> tuple[str, ...] |
     """The providers ``backend``'s chain would run ``p`` with instead of the small-M GEMM, by the names of the
     sweep's times: FP8 ``torch._scaled_mm``'s ways for ``p``; int8 the first provider after the small-M one
     in the chain that takes ``p`` (the chains order them differently: ``torch._int_mm`` comes first on
-    ``hip_w8a8``); None (every one the sweep timed) for int8 without a backend or a taker."""
+    ``hip_w8a8``); None (every one the sweep timed) for int8 without a backend, without the small-M GEMM in its
+    chain (a predicate reused by another provider then never checks itself) or without a taker."""
     if p.kind == "fp8":
         return scaled_mm_ways(p)
-    if backend is None:
-        return None
-    from fused_quant.gemm import gemm_providers
-
-    chain = gemm_providers(backend, p.kind)
+    chain = gemm_providers(backend, p.kind) if backend is not None else []
     names = [provider.name for provider in chain]
-    after = chain[names.index(f"small_m_{p.kind}") + 1:] if f"small_m_{p.kind}" in names else chain
+    if f"small_m_{p.kind}" not in names:  # outside the chain (or disabled there): no place to look after
+        return None
+    after = chain[names.index(f"small_m_{p.kind}") + 1:]
     return next(((provider.name,) for provider in after if provider.check(p)[0]), None)
 
 

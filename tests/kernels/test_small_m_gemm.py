@@ -287,6 +287,20 @@ def test_int8_small_m_yields_only_to_what_the_backends_chain_would_run_instead(t
         fused_quant.reset()
 
 
+def test_int8_peers_outside_a_chain_without_the_small_m_gemm_check_no_provider(monkeypatch):
+    """A chain without the small-M provider (disabled, or a user's chain reusing its predicate): every provider
+    timed counts and no provider's predicate is asked (one reusing this predicate would ask itself forever)."""
+    class Provider:
+        name = "users_int8"
+
+        def check(self, p):
+            raise AssertionError("a provider was asked")
+
+    monkeypatch.setattr(g, "gemm_providers", lambda backend, kind: [Provider()])
+    p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    assert g.torch_peers(p, "triton_fp8") is None
+
+
 def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
     w, ws = torch.zeros(4096, 4096, dtype=FP8), torch.ones(4096, 1)
     with pytest.raises(ValueError, match="in one of .*got 'column-wise'"):
