@@ -50,7 +50,7 @@ def _providers(kind: str) -> dict:
     predicate that says where it runs); ``torch._scaled_mm`` in both of its ways for per-token problems."""
     from fused_quant.kernels import gemm_launch as g
 
-    small_m = (lambda p, w, ws: g.bind_small_m(p, w, ws, None), g.small_m_supported)
+    small_m = (lambda p, w, ws: g.bind_small_m(p, w, ws, None), g.small_m_swept)
     if kind == "fp8":
         ways = {"scaled_mm (row-wise)": g.SCALED_MM_ROW_WISE, "scaled_mm (fp32 + epilogue)": g.SCALED_MM_FP32}
         return {"small_m": small_m, **{

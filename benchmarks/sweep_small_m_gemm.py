@@ -185,7 +185,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed-from", type=int, metavar="B",
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
     args = ap.parse_args(argv)
-    ms = [int(m) for m in args.ms.split(",")]
+    kinds, shapes = args.kinds.split(","), args.shapes.split(",")
+    if any(kind not in ("fp8", "int8") for kind in kinds):
+        ap.error(f"--kinds takes fp8 and / or int8, got {args.kinds}")
+    if any(shape not in SHAPES for shape in shapes):
+        ap.error(f"--shapes takes names of {', '.join(SHAPES)}, got {args.shapes}")
+    ms = [int(m) if m.isascii() and m.isdigit() else -1 for m in args.ms.split(",")]
     if any(m not in g.M_BUCKETS for m in ms):
         ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
                  f"read), got {args.ms}")
@@ -225,7 +230,7 @@ def main(argv=None) -> int:
         meta["retime"] = True
         if args.seed_from is not None:
             meta["seed_from"] = args.seed_from
-    rows = sweep(args.kinds.split(","), {s: SHAPES[s] for s in args.shapes.split(",")}, ms, log, save, retime)
+    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime)
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"

@@ -336,19 +336,21 @@ def torch_time(row: dict, names: tuple[str, ...] | None = None) -> tuple[str | N
 
 
 def torch_peers(p: GemmProblem, backend: str | None = None) -> tuple[str, ...] | None:
-    """The providers ``backend``'s chain would run ``p`` with instead of the small-M GEMM, by the names of the
-    sweep's times: FP8 ``torch._scaled_mm``'s ways for ``p``; int8 the first provider after the small-M one
-    in the chain that takes ``p`` (the chains order them differently: ``torch._int_mm`` comes first on
-    ``hip_w8a8``); None (every one the sweep timed) for int8 without a backend, without the small-M GEMM in its
-    chain (a predicate reused by another provider then never checks itself) or without a taker."""
-    if p.kind == "fp8":
-        return scaled_mm_ways(p)
+    """What ``backend``'s chain would run ``p`` with instead of the small-M GEMM, by the names of the sweep's
+    times: the first provider after the small-M one in the chain that takes ``p`` (the chains order them
+    differently: ``torch._int_mm`` comes first on ``hip_w8a8``), ``torch._scaled_mm`` as its ways for ``p``;
+    () where no later provider takes ``p`` (the small-M GEMM is what the chain has); without a backend, or
+    without the small-M GEMM in its chain (a predicate reused by another provider then never asks itself),
+    ``torch._scaled_mm``'s ways for FP8 and None (every provider the sweep timed) for int8."""
     chain = gemm_providers(backend, p.kind) if backend is not None else []
     names = [provider.name for provider in chain]
     if f"small_m_{p.kind}" not in names:  # outside the chain (or disabled there): no place to look after
-        return None
+        return scaled_mm_ways(p) if p.kind == "fp8" else None
     after = chain[names.index(f"small_m_{p.kind}") + 1:]
-    return next(((provider.name,) for provider in after if provider.check(p)[0]), None)
+    taker = next((provider.name for provider in after if provider.check(p)[0]), None)
+    if taker is None:
+        return ()
+    return scaled_mm_ways(p) if taker == "scaled_mm_fp8" else (taker,)
 
 
 def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
@@ -375,6 +377,11 @@ def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
     row, why = _swept_row(arch, kind, n, k, m)
     if row is None:
         return None, why
+    return _faster_config(row, peers)
+
+
+def _faster_config(row: dict, peers: tuple[str, ...] | None) -> tuple[dict | None, str]:
+    """(``row``'s config, "") where its time beats the best of ``peers`` (``small_m_config``'s), else (None, why)."""
     peer, peer_us = torch_time(row, peers)
     if row["us"] >= peer_us:
         return None, (f"{peer} measured faster at M bucket {row['m']} for N={row['n']} K={row['k']} "
@@ -394,17 +401,30 @@ def _device_arch(device: torch.device) -> str | None:
     return launch._cuda_arch(launch.device_index(device))
 
 
+def _row_of(p: GemmProblem) -> tuple[dict | None, str]:
+    """(the table's row for ``p``, "") on a GPU, or (None, why none)."""
+    ok, why = _on_gpu(p)
+    return _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m) if ok else (None, why)
+
+
 def small_m_supported_in(backend: str | None):
     """The small-M providers' predicate in ``backend``'s chain: a problem where the sweep measured the small-M
-    GEMM faster than what the chain would run instead (``torch_peers``)."""
+    GEMM faster than what the chain would run instead (``torch_peers``, asked only where the table has a row)."""
     def supported(p: GemmProblem) -> tuple[bool, str]:
-        ok, why = _on_gpu(p)
-        if not ok:
-            return ok, why
-        cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, torch_peers(p, backend))
+        row, why = _row_of(p)
+        if row is None:
+            return False, why
+        cfg, why = _faster_config(row, torch_peers(p, backend))
         return cfg is not None, why
 
     return supported
+
+
+def small_m_swept(p: GemmProblem) -> tuple[bool, str]:
+    """Whether the small-M GEMM can run ``p``: a GPU problem whose arch, nearest swept shape and M bucket have
+    a config in the table (faster than the torch providers or not: what benchmarks time it on)."""
+    row, why = _row_of(p)
+    return row is not None, why
 
 
 small_m_supported = small_m_supported_in(None)  # outside a chain: faster than every torch provider timed

@@ -104,7 +104,11 @@ def test_retime_seeds_a_new_bucket_with_the_named_ones_config():
 
 @pytest.mark.parametrize("argv,what", [(["--seed-from", "256"], "--seed-from goes with --retime"),
                                        (["--retime", "--seed-from", "100"], "--seed-from takes a token count"),
-                                       (["--ms", "100"], "--ms takes token counts")])
+                                       (["--ms", "100"], "--ms takes token counts"),
+                                       (["--ms", "1,x"], "--ms takes token counts"),
+                                       (["--ms", "\uff11"], "--ms takes token counts"),
+                                       (["--kinds", "fp16"], "--kinds takes fp8"),
+                                       (["--shapes", "gate_up,lm_head"], "--shapes takes names of")])
 def test_sweep_refuses_options_that_would_write_unread_rows(argv, what, tmp_path, capsys):
     from benchmarks.sweep_small_m_gemm import main
 
@@ -299,6 +303,86 @@ def test_int8_peers_outside_a_chain_without_the_small_m_gemm_check_no_provider(m
     monkeypatch.setattr(g, "gemm_providers", lambda backend, kind: [Provider()])
     p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
     assert g.torch_peers(p, "triton_fp8") is None
+
+
+def _int8_row_table(tmp_path, monkeypatch, ms=(160,)):
+    """gate_up's int8 rows where the Triton int8 GEMM measured faster than the small-M GEMM and ``torch._int_mm``
+    slower (the H200's at M = 160)."""
+    table = tmp_path / f"int8_{len(list(tmp_path.iterdir()))}.json"
+    rows = [dict(arch="sm_90", kind="int8", n=28672, k=4096, m=m, BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1,
+                 num_warps=8, num_stages=4, us=61.4, torch="triton_int8", torch_us=57.2,
+                 torch_all={"int_mm_int8": 120.8, "triton_int8": 57.2}) for m in ms]
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
+
+
+# ids that are not backend markers: the test runs on CPU
+@pytest.mark.parametrize("backend", ["triton_fp8", "hip_w8a8"], ids=["nvidia_chain", "rocm_chain"])
+def test_small_m_runs_where_nothing_after_it_in_the_chain_takes_the_problem(tmp_path, monkeypatch, backend):
+    """Where every provider after the small-M GEMM in the chain is disabled or declines the problem, the small-M
+    GEMM is what the chain can run: it takes the problem though the sweep measured a disabled provider faster (it
+    used to compare with every provider timed and leave the problem to no one), and the lookup after selection
+    binds the row's config. FP8 alike: with ``torch._scaled_mm`` disabled, or for an N it cannot take."""
+    import fused_quant
+    from fused_quant.backends.hip_w8a8 import gemms as hip_gemms
+    from fused_quant.gemm import select_gemm_provider
+
+    if backend == "hip_w8a8":  # its FP8 providers ask the platform for FP8 GEMMs
+        info = hip_gemms.current_platform()
+        monkeypatch.setattr(hip_gemms, "current_platform", lambda: dataclasses.replace(info, has_fp8=True))
+    _int8_row_table(tmp_path, monkeypatch)
+    p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    seen = []
+    monkeypatch.setattr(g, "SmallMCall", lambda p_, cfg, x_quant=None: seen.append(cfg) or cfg)
+    try:
+        fused_quant.reset()
+        assert select_gemm_provider(p, backend)[0].name == ("triton_int8" if backend == "triton_fp8" else "small_m_int8")
+        monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "triton_int8,int_mm_int8")
+        fused_quant.reset()
+        assert g.torch_peers(p, backend) == ()
+        assert select_gemm_provider(p, backend)[0].name == "small_m_int8"
+        # after selection the row's config, though triton_int8's time beats it
+        assert g._small_m_call(p) == dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)
+        assert seen and seen[-1]["BLOCK_M"] == 256
+
+        _fp8_table(tmp_path, monkeypatch, {g.SCALED_MM_TENSOR_WISE: 8.0, g.SCALED_MM_ROW_WISE: 9.0,
+                                           g.SCALED_MM_FP32: 9.5}, us=10.0)
+        fp8, odd_n = _fp8_problem(16), _fp8_problem(16, n=4104)  # N = 4104: not a multiple of 16
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+        fused_quant.reset()
+        assert g.torch_peers(fp8, backend) == (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32)
+        assert select_gemm_provider(fp8, backend)[0].name == "scaled_mm_fp8"
+        assert g.torch_peers(odd_n, backend) == ()
+        assert select_gemm_provider(odd_n, backend)[0].name == "small_m_fp8"
+        monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "scaled_mm_fp8")
+        fused_quant.reset()
+        assert g.torch_peers(fp8, backend) == ()
+        assert select_gemm_provider(fp8, backend)[0].name == "small_m_fp8"
+    finally:
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS", raising=False)
+        fused_quant.reset()
+
+
+def test_small_m_predicate_asks_the_chain_only_where_the_table_has_a_row(tmp_path, monkeypatch):
+    """No row (an M above the last bucket, an arch not swept): the predicate says so without asking the providers
+    after it in the chain, whose predicates may cost."""
+    _int8_row_table(tmp_path, monkeypatch)
+    asked = []
+    monkeypatch.setattr(g, "torch_peers", lambda p, backend=None: asked.append(p) or None)
+    supported = g.small_m_supported_in("triton_fp8")
+    p = GemmProblem(300, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    assert supported(p) == (False, f"M=300 is above the small-M GEMM's largest bucket {g.M_BUCKETS[-1]}")
+    assert g.small_m_swept(p) == supported(p)
+    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_100")
+    ok, why = supported(dataclasses.replace(p, m=160))
+    assert not ok and "no measured int8 small-M configs for sm_100" in why
+    assert asked == []
+    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
+    assert supported(dataclasses.replace(p, m=160)) == (
+        False, "triton_int8 measured faster at M bucket 160 for N=28672 K=4096 (57.2 vs 61.4 us)")
+    assert g.small_m_swept(dataclasses.replace(p, m=160)) == (True, "")  # what the benchmarks time it on
+    assert len(asked) == 1
 
 
 def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
