@@ -615,6 +615,33 @@ def test_interpreted_token_lanes_past_m_read_distinct_rows_of_x(m, block_m):
     assert torch.equal(out, torch.arange(blocks * block_m, dtype=torch.float32) % m), (m, block_m, out)
 
 
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("m,n,k,cfg,grid", [
+    (17, 40, 100, CASES[2][3], (2, 2, 3)),  # two token blocks: tokens first, the fused split-K's counters per tile
+    (5, 64, 256, CASES[1][3], (2, 1, 2)),  # one token block: N blocks on axis 0, as before
+    (200, 72, 4104, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=3), (4, 2, 2))])
+def test_several_token_blocks_launch_the_programs_of_one_weight_tile_side_by_side(m, n, k, cfg, grid):
+    """With several token blocks the grid holds them on axis 0 (``tokens_first``: the programs that read one
+    weight tile launch next to each other, and the later ones find it in L2), else the N blocks; the fused split-K
+    kernel keeps one counter per output tile either way. The results of both orders are checked against float64
+    by the cases above (CASES[2] has two token blocks and three splits)."""
+    p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    c = g.SmallMCall(p, cfg)
+    first = grid[0] == -(-m // cfg["BLOCK_M"]) and grid[0] > 1
+    assert c.main.plan.grid == grid and c.main.plan.kwargs["TOKENS_FIRST"] is first
+    assert c.tiles == grid[0] * grid[1]
+    if c.fused is not None:
+        assert c.fused.plan.grid == grid and c.fused.plan.kwargs["TOKENS_FIRST"] is first
+    _check("int8", m, n, k, cfg, torch.device("cpu"), torch.bfloat16, True, True, adversarial=True, seed=m)
+    # a bound caller's eager calls: with split-K the fused kernel, whose last split per tile counts on its own
+    # counter (twice: the counters must be back at 0), the bits of the two kernels' call
+    xq, xs, w, ws = _operands("int8", m, n, k, torch.device("cpu"), seed=m)
+    two_kernels = g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, config=cfg)
+    call = g.bind_small_m(p, w, ws, None, cfg)
+    for _ in range(2):
+        assert_bits_equal(call(xq, xs), two_kernels)
+
 def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     """The GEMM stands in for a producer launch only where it computes that producer's values: the
     package's identity producer of a per-tensor key, its q dtype, shape and device, rows of K."""

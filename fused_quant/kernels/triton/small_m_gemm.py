@@ -131,9 +131,14 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                         IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                         NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
-                        MIN_SCALE: tl.constexpr, PREFETCH: tl.constexpr, EVICT_W: tl.constexpr, PDL: tl.constexpr):
-    pid_n = tl.program_id(0)
-    pid_m = tl.program_id(1)
+                        MIN_SCALE: tl.constexpr, PREFETCH: tl.constexpr, EVICT_W: tl.constexpr, PDL: tl.constexpr,
+                        TOKENS_FIRST: tl.constexpr):
+    if TOKENS_FIRST:  # token blocks on axis 0: the programs of one weight tile launch side by side (``tokens_first``)
+        pid_m = tl.program_id(0)
+        pid_n = tl.program_id(1)
+    else:
+        pid_n = tl.program_id(0)
+        pid_m = tl.program_id(1)
     pid_s = tl.program_id(2)
     rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -198,7 +203,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
         if LAST_REDUCES:
             tl.debug_barrier()  # every thread's partial stored before the count releases them
-            lock = lock_ptr + pid_m * tl.num_programs(0) + pid_n
+            lock = lock_ptr + tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)  # one per output tile
             if tl.atomic_add(lock, 1, sem="acq_rel", scope="gpu") == tl.num_programs(2) - 1:
                 tl.atomic_xchg(lock, 0, sem="relaxed", scope="gpu")  # for the next call
                 _epilogue(_sum_partials(part_ptr, rn, rm, M, N, tl.num_programs(2), INT8, BLOCK_N, BLOCK_M),
