@@ -131,8 +131,8 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                         IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                         NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
-                        MIN_SCALE: tl.constexpr, PREFETCH: tl.constexpr, EVICT_W: tl.constexpr, PDL: tl.constexpr,
-                        TOKENS_FIRST: tl.constexpr):
+                        MIN_SCALE: tl.constexpr, TOKENS_FIRST: tl.constexpr, PREFETCH: tl.constexpr,
+                        EVICT_W: tl.constexpr, PDL: tl.constexpr):
     if TOKENS_FIRST:  # token blocks on axis 0: the programs of one weight tile launch side by side (``tokens_first``)
         pid_m = tl.program_id(0)
         pid_n = tl.program_id(1)
