@@ -85,8 +85,9 @@ def tokens_first(m_programs: int) -> bool:
     are several, so that the programs reading one weight tile launch side by side and the later ones find it in L2
     rather than HBM. On the H200 that took int8 gate_up at M = 160-256 with 128-token blocks from 65.8-68.1 to
     56.3-58.3 us and FP8 gate_up at M = 160 / 192 with 64-token blocks from 90.4-91.2 to 85.2-85.6, the same bits
-    (benchmarks/RESULTS.md, twentieth round). One token block keeps N on axis 0: its grids ran 0.3-1.8 us slower
-    with the order turned."""
+    (benchmarks/RESULTS.md, twentieth round, run 2; on down some configs lost 4-14%, the table's rows did not
+    move). One token block keeps N on axis 0: with the order turned its grids ran 1-12% slower there, in a
+    second process (not interleaved)."""
     return m_programs > 1
 
 
