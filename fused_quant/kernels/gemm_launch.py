@@ -15,6 +15,7 @@ import functools
 import json
 import math
 import operator
+import threading
 from pathlib import Path
 
 import torch
@@ -54,6 +55,8 @@ SCALED_MM_TENSOR_WISE = "scaled_mm_fp8 (tensor-wise)"
 SCALED_MM_ROW_WISE = "scaled_mm_fp8 (row-wise)"
 SCALED_MM_FP32 = "scaled_mm_fp8 (fp32 + epilogue)"
 SCALED_MM_WAYS = (SCALED_MM_TENSOR_WISE, SCALED_MM_ROW_WISE, SCALED_MM_FP32)
+# CUDA's limit on a grid's second and third axes (the first takes 2^31 - 1)
+GRID_YZ_MAX = 65535
 # The epilogue kernel's tile (output columns x tokens) and warps
 EPILOGUE_TILE = (64, 16, 4)
 
@@ -80,15 +83,15 @@ def weight_eviction(m_programs: int) -> str:
     return "evict_first" if m_programs == 1 else ""
 
 
-def tokens_first(m_programs: int) -> bool:
+def tokens_first(m_programs: int, n_programs: int) -> bool:
     """Whether the small-M kernel's grid puts its token blocks on axis 0, before the weight's N blocks: where there
     are several, so that the programs reading one weight tile launch side by side and the later ones find it in L2
     rather than HBM. On the H200 that took int8 gate_up at M = 160-256 with 128-token blocks from 65.8-68.1 to
     56.3-58.3 us and FP8 gate_up at M = 160 / 192 with 64-token blocks from 90.4-91.2 to 85.2-85.6, the same bits
     (benchmarks/RESULTS.md, twentieth round, run 2; on down some configs lost 4-14%, the table's rows did not
     move). One token block keeps N on axis 0: with the order turned its grids ran 1-12% slower there, in a
-    second process (not interleaved)."""
-    return m_programs > 1
+    second process (not interleaved). N blocks beyond a grid's second axis (``GRID_YZ_MAX``) stay on axis 0."""
+    return m_programs > 1 and n_programs <= GRID_YZ_MAX
 
 
 def _on_gpu(p: GemmProblem) -> tuple[bool, str]:
@@ -350,18 +353,31 @@ def torch_peers(p: GemmProblem, backend: str | None = None) -> tuple[str, ...] |
     """What ``backend``'s chain would run ``p`` with instead of the small-M GEMM, by the names of the sweep's
     times: the first provider after the small-M one in the chain that takes ``p`` (the chains order them
     differently: ``torch._int_mm`` comes first on ``hip_w8a8``), ``torch._scaled_mm`` as its ways for ``p``;
-    () where no later provider takes ``p`` (the small-M GEMM is what the chain has); without a backend, or
-    without the small-M GEMM in its chain (a predicate reused by another provider then never asks itself),
-    ``torch._scaled_mm``'s ways for FP8 and None (every provider the sweep timed) for int8."""
+    () where no later provider takes ``p`` (the small-M GEMM is what the chain has). A later provider the
+    sweep did not time (a user's) does not make the small-M GEMM yield (``torch_time``). Without a backend,
+    without the small-M GEMM in its chain, or asked again while a later provider's predicate is being asked
+    (one that reuses this predicate): ``torch._scaled_mm``'s ways for FP8 and None (every provider the sweep
+    timed) for int8, asking no provider."""
+    outside = scaled_mm_ways(p) if p.kind == "fp8" else None
     chain = gemm_providers(backend, p.kind) if backend is not None else []
     names = [provider.name for provider in chain]
-    if f"small_m_{p.kind}" not in names:  # outside the chain (or disabled there): no place to look after
-        return scaled_mm_ways(p) if p.kind == "fp8" else None
+    key = (p, backend)
+    asking = _ASKING.__dict__.setdefault("keys", set())
+    if f"small_m_{p.kind}" not in names or key in asking:
+        return outside
     after = chain[names.index(f"small_m_{p.kind}") + 1:]
-    taker = next((provider.name for provider in after if provider.check(p)[0]), None)
+    asking.add(key)
+    try:
+        taker = next((provider.name for provider in after if provider.check(p)[0]), None)
+    finally:
+        asking.discard(key)
     if taker is None:
         return ()
     return scaled_mm_ways(p) if taker == "scaled_mm_fp8" else (taker,)
+
+
+# the (problem, backend) pairs whose later providers ``torch_peers`` is asking, per thread
+_ASKING = threading.local()
 
 
 def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
@@ -480,7 +496,7 @@ class SmallMCall:
         int8 = p.kind == "int8"
         flags = _scale_flags(p)
         n_blocks, m_blocks = -(-p.n // bn), -(-p.m // bm)
-        first = tokens_first(m_blocks)
+        first = tokens_first(m_blocks, n_blocks)
         grid = (m_blocks, n_blocks, splits) if first else (n_blocks, m_blocks, splits)
         index = launch.device_index(p.device)
         pdl = launch.pdl_options(index)

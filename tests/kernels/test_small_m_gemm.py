@@ -119,7 +119,10 @@ def test_sweep_refuses_options_that_would_write_unread_rows(argv, what, tmp_path
 
 
 def test_sweep_tries_256_token_blocks_above_128_and_the_bench_times_every_bucket():
-    from benchmarks.decode import GEMM_MS
+    from benchmarks.decode import GEMM_MS, _providers
+
+    # bench gemm times the small-M GEMM wherever the table has a config, not only where it wins
+    assert all(_providers(kind)["small_m"][1] is g.small_m_swept for kind in ("fp8", "int8"))
     from benchmarks.sweep_small_m_gemm import candidates
 
     assert [bm for bm, _ in candidates(128)] == [64, 128]
@@ -385,6 +388,30 @@ def test_small_m_predicate_asks_the_chain_only_where_the_table_has_a_row(tmp_pat
     assert len(asked) == 1
 
 
+
+def test_a_later_provider_reusing_the_small_m_predicate_does_not_recurse(tmp_path, monkeypatch):
+    """A user's provider after the small-M one in the chain whose predicate is the small-M predicate: with every
+    provider between them disabled, asking for the peers asks it, which asks for the peers again. The inner ask
+    answers as outside a chain (every provider timed), so the outer one gets an answer: the user's provider
+    declines (the Triton int8 GEMM measured faster), nothing else takes the problem, the small-M GEMM does."""
+    import fused_quant
+    from fused_quant.gemm import register_gemm_provider, select_gemm_provider, unregister_gemm_provider
+
+    _int8_row_table(tmp_path, monkeypatch)
+    p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    register_gemm_provider("users_small_m", g.small_m_gemm, kind="int8", backends=("triton_fp8",),
+                           supported=g.small_m_supported_in("triton_fp8"), first=False)
+    try:
+        monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "triton_int8,int_mm_int8")
+        fused_quant.reset()
+        assert g.torch_peers(p, "triton_fp8") == ()
+        assert select_gemm_provider(p, "triton_fp8")[0].name == "small_m_int8"
+        assert not g._ASKING.keys  # nothing left marked as being asked
+    finally:
+        unregister_gemm_provider("users_small_m")
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS", raising=False)
+        fused_quant.reset()
+
 def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
     w, ws = torch.zeros(4096, 4096, dtype=FP8), torch.ones(4096, 1)
     with pytest.raises(ValueError, match="in one of .*got 'column-wise'"):
@@ -615,17 +642,19 @@ def test_interpreted_token_lanes_past_m_read_distinct_rows_of_x(m, block_m):
     assert torch.equal(out, torch.arange(blocks * block_m, dtype=torch.float32) % m), (m, block_m, out)
 
 
-
 @pytest.mark.interpreter
 @pytest.mark.parametrize("m,n,k,cfg,grid", [
     (17, 40, 100, CASES[2][3], (2, 2, 3)),  # two token blocks: tokens first, the fused split-K's counters per tile
     (5, 64, 256, CASES[1][3], (2, 1, 2)),  # one token block: N blocks on axis 0, as before
-    (200, 72, 4104, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=3), (4, 2, 2))])
+    (200, 72, 4104, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=3), (4, 2, 2)),
+    (17, 130, 100, CASES[2][3], (2, 5, 3))])  # more N blocks than token blocks
 def test_several_token_blocks_launch_the_programs_of_one_weight_tile_side_by_side(m, n, k, cfg, grid):
     """With several token blocks the grid holds them on axis 0 (``tokens_first``: the programs that read one
     weight tile launch next to each other, and the later ones find it in L2), else the N blocks; the fused split-K
-    kernel keeps one counter per output tile either way. The results of both orders are checked against float64
-    by the cases above (CASES[2] has two token blocks and three splits)."""
+    kernel keeps one counter per output tile either way (the interpreter runs one program at a time, each tile's
+    splits in a row, so two tiles sharing a counter show only where an index falls outside the counters; the GPU
+    split-K cases, with more N blocks than token blocks, run them at once). Results against float64 and the
+    two-kernel call's bits."""
     p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
     c = g.SmallMCall(p, cfg)
     first = grid[0] == -(-m // cfg["BLOCK_M"]) and grid[0] > 1
@@ -641,6 +670,19 @@ def test_several_token_blocks_launch_the_programs_of_one_weight_tile_side_by_sid
     call = g.bind_small_m(p, w, ws, None, cfg)
     for _ in range(2):
         assert_bits_equal(call(xq, xs), two_kernels)
+
+
+@pytest.mark.interpreter
+def test_n_blocks_past_the_grids_second_axis_stay_on_axis_0():
+    """Tokens go first only where the N blocks fit the grid's second axis (65535 on CUDA): N = 2^21 in 32-row
+    blocks is 65536 of them, which axis 1 cannot hold, so they stay on axis 0 with the token blocks on axis 1."""
+    assert g.tokens_first(2, g.GRID_YZ_MAX) and not g.tokens_first(2, g.GRID_YZ_MAX + 1)
+    assert not g.tokens_first(1, 8)
+    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+    p = GemmProblem(20, 1 << 21, 64, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    c = g.SmallMCall(p, cfg)
+    assert c.main.plan.grid == (65536, 2, 1) and c.main.plan.kwargs["TOKENS_FIRST"] is False
+
 
 def test_quantizer_of_takes_only_the_identity_producer_of_the_problem():
     """The GEMM stands in for a producer launch only where it computes that producer's values: the

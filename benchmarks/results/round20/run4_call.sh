@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # twentieth round, run 4: the GPU matrix, its rows side by side (test_small_m_gemm in two halves of its
-# collected ids, balanced by round 18's times)
+# collected ids, balanced by round 19's times; this comment corrected after the run)
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
 FINAL=$OUT
 echo "commit $(cat .scratch/commit.txt)" > $FINAL/commit.txt

@@ -4,12 +4,14 @@ At small M a W8A8 GEMM is a stream of the weight: each output tile reads a block
 weight rows once. The MMA's wide (M) side takes those weight rows and the narrow side the tokens
 (``tl.dot(w_tile [BLOCK_N, BLOCK_K], x_tile.T [BLOCK_K, BLOCK_M])``), so a 16-token batch fills no
 more than one 16-wide MMA column block. Program (n, m, s) computes rows ``n*BLOCK_N..`` of the
-transposed output for tokens ``m*BLOCK_M..`` over its share of K: with ``SPLIT`` the share is one of
+transposed output for tokens ``m*BLOCK_M..`` over its share of K (the grid holds N blocks on axis 0, or with
+``TOKENS_FIRST`` the token blocks, and the K splits on axis 2): with ``SPLIT`` the share is one of
 ``num_programs(2)`` slices, written as a partial sum to ``part[s, m, n]`` and summed, in slice
 order (a fixed order: the same bits on every run, captured or not), by ``split_k_epilogue_kernel``
 (under CUDA graph capture: the least GPU time) or, with ``LAST_REDUCES`` (eager calls: one launch
 fewer for the host), by the tile's last split to finish: each split counts itself in on the tile's
-counter (``lock[m, n]``, an atomic with release and acquire order after its partial is stored), and
+counter (one per output tile, indexed by the program's axes 1 and 0; an atomic with release and acquire
+order after its partial is stored), and
 the one that counts last sets the counter back to 0, sums the partials and applies the epilogue. A
 bound call's counters are its own, one set per stream, and start at 0.
 
