@@ -173,7 +173,9 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None) -> list[dict
     return rows
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], list[int]]:
+    """The options, and the kinds, shapes and token counts to sweep, each once in the order given (a usage
+    error, exit code 2, for a value the sweep would not read)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for small_m_gemm_configs.json and the log")
     ap.add_argument("--kinds", default="fp8,int8")
@@ -185,12 +187,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed-from", type=int, metavar="B",
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
     args = ap.parse_args(argv)
-    kinds, shapes = args.kinds.split(","), args.shapes.split(",")
+    kinds, shapes = list(dict.fromkeys(args.kinds.split(","))), list(dict.fromkeys(args.shapes.split(",")))
     if any(kind not in ("fp8", "int8") for kind in kinds):
         ap.error(f"--kinds takes fp8 and / or int8, got {args.kinds}")
     if any(shape not in SHAPES for shape in shapes):
         ap.error(f"--shapes takes names of {', '.join(SHAPES)}, got {args.shapes}")
-    ms = [int(m) if m.isascii() and m.isdigit() else -1 for m in args.ms.split(",")]
+    ms = list(dict.fromkeys(int(m) if m.isascii() and m.isdigit() else -1 for m in args.ms.split(",")))
     if any(m not in g.M_BUCKETS for m in ms):
         ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
                  f"read), got {args.ms}")
@@ -198,6 +200,11 @@ def main(argv=None) -> int:
         ap.error("--seed-from goes with --retime")
     if args.seed_from is not None and args.seed_from not in g.M_BUCKETS:
         ap.error(f"--seed-from takes a token count of gemm_launch.M_BUCKETS {g.M_BUCKETS}, got {args.seed_from}")
+    return args, kinds, shapes, ms
+
+
+def main(argv=None) -> int:
+    args, kinds, shapes, ms = parse_args(argv)
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
         return 2

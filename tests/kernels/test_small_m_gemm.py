@@ -118,6 +118,15 @@ def test_sweep_refuses_options_that_would_write_unread_rows(argv, what, tmp_path
     assert not any(tmp_path.iterdir())
 
 
+
+def test_sweep_takes_each_kind_shape_and_token_count_once():
+    """A value given twice is swept once (a second time would only repeat the first's rows), in the order given."""
+    from benchmarks.sweep_small_m_gemm import parse_args
+
+    _, kinds, shapes, ms = parse_args(["--out", "x", "--kinds", "int8,fp8,int8", "--shapes", "down,qkv,down",
+                                       "--ms", "16,1,16,256"])
+    assert (kinds, shapes, ms) == (["int8", "fp8"], ["down", "qkv"], [16, 1, 256])
+
 def test_sweep_tries_256_token_blocks_above_128_and_the_bench_times_every_bucket():
     from benchmarks.decode import GEMM_MS, _providers
 
