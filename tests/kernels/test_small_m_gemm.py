@@ -118,7 +118,6 @@ def test_sweep_refuses_options_that_would_write_unread_rows(argv, what, tmp_path
     assert not any(tmp_path.iterdir())
 
 
-
 def test_sweep_takes_each_kind_shape_and_token_count_once():
     """A value given twice is swept once (a second time would only repeat the first's rows), in the order given."""
     from benchmarks.sweep_small_m_gemm import parse_args
@@ -127,12 +126,13 @@ def test_sweep_takes_each_kind_shape_and_token_count_once():
                                        "--ms", "16,1,16,256"])
     assert (kinds, shapes, ms) == (["int8", "fp8"], ["down", "qkv"], [16, 1, 256])
 
+
 def test_sweep_tries_256_token_blocks_above_128_and_the_bench_times_every_bucket():
     from benchmarks.decode import GEMM_MS, _providers
+    from benchmarks.sweep_small_m_gemm import candidates
 
     # bench gemm times the small-M GEMM wherever the table has a config, not only where it wins
     assert all(_providers(kind)["small_m"][1] is g.small_m_swept for kind in ("fp8", "int8"))
-    from benchmarks.sweep_small_m_gemm import candidates
 
     assert [bm for bm, _ in candidates(128)] == [64, 128]
     assert [bm for bm, _ in candidates(160)] == [64, 128, 256]  # at most half of a 256 block empty
@@ -273,6 +273,23 @@ def test_small_m_config_counts_every_way_a_problem_can_take(tmp_path, monkeypatc
     assert not g.small_m_supported(_fp8_problem(16))[0]  # row-wise's time counts for bf16
 
 
+def _int8_row_table(tmp_path, monkeypatch, ms=(160,)):
+    """gate_up's int8 rows where the Triton int8 GEMM measured faster than the small-M GEMM and ``torch._int_mm``
+    slower (the H200's at M = 160)."""
+    table = tmp_path / f"int8_{len(list(tmp_path.iterdir()))}.json"
+    rows = [dict(arch="sm_90", kind="int8", n=28672, k=4096, m=m, BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1,
+                 num_warps=8, num_stages=4, us=61.4, torch="triton_int8", torch_us=57.2,
+                 torch_all={"int_mm_int8": 120.8, "triton_int8": 57.2}) for m in ms]
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
+
+
+def _gate_up_int8(m):
+    """gate_up's int8 problem at M tokens (per-token and per-channel scales, bf16 out) on a GPU."""
+    return GemmProblem(m, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+
+
 def test_int8_small_m_yields_only_to_what_the_backends_chain_would_run_instead(tmp_path, monkeypatch):
     """An int8 row where the Triton int8 GEMM measured faster than the small-M GEMM and ``torch._int_mm``
     slower (gate_up at M = 160 on the H200): ``triton_fp8``'s chain, where the Triton GEMM comes next, runs
@@ -281,16 +298,10 @@ def test_int8_small_m_yields_only_to_what_the_backends_chain_would_run_instead(t
     import fused_quant
     from fused_quant.gemm import select_gemm_provider
 
-    table = tmp_path / "int8.json"
-    rows = [dict(arch="sm_90", kind="int8", n=28672, k=4096, m=m, BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1,
-                 num_warps=8, num_stages=4, us=61.4, torch="triton_int8", torch_us=57.2,
-                 torch_all={"int_mm_int8": 120.8, "triton_int8": 57.2}) for m in (16, 160)]
-    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
-    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
-    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
+    _int8_row_table(tmp_path, monkeypatch, ms=(16, 160))
     fused_quant.reset()  # choices of earlier tables are not reused
     try:
-        p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+        p = _gate_up_int8(160)
         assert g.torch_peers(p, "triton_fp8") == ("triton_int8",)
         assert g.torch_peers(p, "hip_w8a8") == ("int_mm_int8",)
         assert g.torch_peers(p) is None  # outside a chain: every provider timed
@@ -313,20 +324,8 @@ def test_int8_peers_outside_a_chain_without_the_small_m_gemm_check_no_provider(m
             raise AssertionError("a provider was asked")
 
     monkeypatch.setattr(g, "gemm_providers", lambda backend, kind: [Provider()])
-    p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    p = _gate_up_int8(160)
     assert g.torch_peers(p, "triton_fp8") is None
-
-
-def _int8_row_table(tmp_path, monkeypatch, ms=(160,)):
-    """gate_up's int8 rows where the Triton int8 GEMM measured faster than the small-M GEMM and ``torch._int_mm``
-    slower (the H200's at M = 160)."""
-    table = tmp_path / f"int8_{len(list(tmp_path.iterdir()))}.json"
-    rows = [dict(arch="sm_90", kind="int8", n=28672, k=4096, m=m, BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1,
-                 num_warps=8, num_stages=4, us=61.4, torch="triton_int8", torch_us=57.2,
-                 torch_all={"int_mm_int8": 120.8, "triton_int8": 57.2}) for m in ms]
-    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
-    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
-    monkeypatch.setattr(g, "_device_arch", lambda device: "sm_90")
 
 
 # ids that are not backend markers: the test runs on CPU
@@ -344,7 +343,7 @@ def test_small_m_runs_where_nothing_after_it_in_the_chain_takes_the_problem(tmp_
         info = hip_gemms.current_platform()
         monkeypatch.setattr(hip_gemms, "current_platform", lambda: dataclasses.replace(info, has_fp8=True))
     _int8_row_table(tmp_path, monkeypatch)
-    p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    p = _gate_up_int8(160)
     seen = []
     monkeypatch.setattr(g, "SmallMCall", lambda p_, cfg, x_quant=None: seen.append(cfg) or cfg)
     try:
@@ -383,7 +382,7 @@ def test_small_m_predicate_asks_the_chain_only_where_the_table_has_a_row(tmp_pat
     asked = []
     monkeypatch.setattr(g, "torch_peers", lambda p, backend=None: asked.append(p) or None)
     supported = g.small_m_supported_in("triton_fp8")
-    p = GemmProblem(300, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    p = _gate_up_int8(300)
     assert supported(p) == (False, f"M=300 is above the small-M GEMM's largest bucket {g.M_BUCKETS[-1]}")
     assert g.small_m_swept(p) == supported(p)
     monkeypatch.setattr(g, "_device_arch", lambda device: "sm_100")
@@ -397,7 +396,6 @@ def test_small_m_predicate_asks_the_chain_only_where_the_table_has_a_row(tmp_pat
     assert len(asked) == 1
 
 
-
 def test_a_later_provider_reusing_the_small_m_predicate_does_not_recurse(tmp_path, monkeypatch):
     """A user's provider after the small-M one in the chain whose predicate is the small-M predicate: with every
     provider between them disabled, asking for the peers asks it, which asks for the peers again. The inner ask
@@ -407,7 +405,7 @@ def test_a_later_provider_reusing_the_small_m_predicate_does_not_recurse(tmp_pat
     from fused_quant.gemm import register_gemm_provider, select_gemm_provider, unregister_gemm_provider
 
     _int8_row_table(tmp_path, monkeypatch)
-    p = GemmProblem(160, 28672, 4096, "int8", torch.int8, torch.bfloat16, torch.device("cuda"), True, True, False)
+    p = _gate_up_int8(160)
     register_gemm_provider("users_small_m", g.small_m_gemm, kind="int8", backends=("triton_fp8",),
                            supported=g.small_m_supported_in("triton_fp8"), first=False)
     try:
@@ -420,6 +418,7 @@ def test_a_later_provider_reusing_the_small_m_predicate_does_not_recurse(tmp_pat
         unregister_gemm_provider("users_small_m")
         monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS", raising=False)
         fused_quant.reset()
+
 
 def test_bind_scaled_mm_refuses_a_way_the_problem_cannot_take():
     w, ws = torch.zeros(4096, 4096, dtype=FP8), torch.ones(4096, 1)
