@@ -139,7 +139,7 @@ def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
     """``copies`` MLPs (bf16 when ``key`` is None), each ``x -> down(silu_mul(gate_up(x)))``."""
     from torch import nn
 
-    from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+    from fused_quant import QuantLinear, SiluAndMul, linear_act_quant
 
     act = SiluAndMul()
     fns = []
@@ -153,7 +153,7 @@ def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
         qgu = QuantLinear.from_float(gate_up, key, scale, name="gate_up")
         qdown = QuantLinear.from_float(down, key, scale, name="down")
         del gate_up, down
-        fns.append(lambda x, qgu=qgu, qdown=qdown: qdown(maybe_fused_act_quant(act, qgu(x), qdown)))
+        fns.append(lambda x, qgu=qgu, qdown=qdown: qdown(linear_act_quant(qgu, x, act, qdown)))
     return fns
 
 
@@ -183,7 +183,7 @@ def mlp_sqnr(ms=MLP_MS, keys=MLP_KEYS, d: int = 4096, h: int = 14336) -> dict[in
 def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
     from torch import nn
 
-    from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+    from fused_quant import QuantLinear, SiluAndMul, linear_act_quant
     from fused_quant.registry import platform_fp8_dtype
 
     torch.manual_seed(1)
@@ -205,7 +205,7 @@ def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
     for m in ms:
         x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16, generator=gen)
         ref = down(act(gate_up(x)))
-        out[m] = {name: sqnr_db(ref, qd(maybe_fused_act_quant(act, qgu(x), qd))) for name, (qgu, qd) in layers.items()}
+        out[m] = {name: sqnr_db(ref, qd(linear_act_quant(qgu, x, act, qd))) for name, (qgu, qd) in layers.items()}
     return out
 
 

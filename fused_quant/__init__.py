@@ -22,7 +22,7 @@ from fused_quant.keys import (
     kInt8StaticTensorSym,
 )
 from fused_quant.activations import ReLUSquared, SiluAndMul
-from fused_quant.modules import FusedSiluAndMulAndQuant, QuantLinear, name_quant_linears
+from fused_quant.modules import FusedSiluAndMulAndQuant, QuantLinear, linear_act_quant, name_quant_linears
 from fused_quant.numerics import NumericsProfile, get_profile
 from fused_quant.registry import (
     fused_act_quant,
@@ -64,6 +64,7 @@ __all__ = [
     "QuantizedActivation", "ReLUSquared", "ScaleDesc", "ScaleError", "ShapeMismatchError", "SiluAndMul",
     "UnsupportedError", "__version__", "as_quantized_activation", "current_backend", "expose_input_quant_key",
     "fused_act_quant", "fusion_counts", "get_input_quant_key", "get_profile", "kFp8DynamicTokenSym",
+    "linear_act_quant",
     "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym", "key_from_name",
     "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize", "register_gemm_provider",
     "register_producer", "reset", "reset_fusion_counts", "select_backend",

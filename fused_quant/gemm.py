@@ -16,7 +16,11 @@ the same for a float activation ``x [M, K]`` and its per-tensor ``scale`` (None 
 key, whose scales the provider works out), which the provider quantizes itself, bit for bit as the
 bound producer launch ``quantizer`` would (``QuantLinear``'s plain-tensor input in eager calls: one
 launch for both; also under CUDA graph capture where the call's ``under_capture`` attribute is true,
-i.e. where it costs the GPU less than the producer and the GEMM). ``bind_gemm`` is the checked entry's bound
+i.e. where it costs the GPU less than the producer and the GEMM); and ``bind_producing(problem, w, ws, bias,
+producer, quantizer=None) -> call(x, xs, scale) -> q`` or None: the same GEMM applying the next layer's bound
+producer launch ``producer`` (an activation and a per-tensor quantizer) to its output and returning that
+producer's ``q``, bit for bit (``modules.linear_act_quant``; with ``quantizer``, from the float activation
+as ``bind_quantizing``'s call). ``bind_gemm`` is the checked entry's bound
 form: it runs every check once and returns a ``BoundGemm`` for every later call whose operands have
 the same metadata (a layer's fast path).
 """
@@ -57,6 +61,8 @@ class GemmProvider:
     bind: GemmBindFn | None = None  # bind(problem, w, ws [N, 1] | [1, 1], bias) -> call(xq [M, K], xs)
     # bind_quantizing(problem, w, ws, bias, quantizer) -> call(x [M, K] float, per-tensor scale | None) or None
     bind_quantizing: Callable | None = None
+    # bind_producing(problem, w, ws, bias, producer, quantizer=None) -> call(x, xs, producer's scale) -> q or None
+    bind_producing: Callable | None = None
 
     def check(self, problem: GemmProblem) -> tuple[bool, str]:
         if problem.kind != self.kind:
@@ -73,7 +79,7 @@ _PROVIDERS: dict[str | None, list[GemmProvider]] = {}
 def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
                            backends: tuple[str, ...] | None = None, supported: GemmSupportFn | None = None,
                            first: bool = True, bind: GemmBindFn | None = None,
-                           bind_quantizing: Callable | None = None):
+                           bind_quantizing: Callable | None = None, bind_producing: Callable | None = None):
     """Register a GEMM provider (as a call or a decorator) for some backends, or all (None).
 
     ``first`` puts it ahead of the providers already there. Re-registering a name
@@ -87,14 +93,15 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
         raise UnsupportedError(f"{who}: kind must be 'int8' or 'fp8', got {kind!r}")
     if backends is not None:
         backends = check_backend_names(backends, who, selection.BACKENDS)
-    for what, f in (("supported", supported), ("bind", bind), ("bind_quantizing", bind_quantizing)):
+    for what, f in (("supported", supported), ("bind", bind), ("bind_quantizing", bind_quantizing),
+                    ("bind_producing", bind_producing)):
         if f is not None and not callable(f):
             raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")
 
     def add(f: GemmFn) -> GemmFn:
         if not callable(f):
             raise TypeError(f"{who}: the provider must be callable, got {type(f).__name__}")
-        provider = GemmProvider(name, kind, f, supported, bind, bind_quantizing)
+        provider = GemmProvider(name, kind, f, supported, bind, bind_quantizing, bind_producing)
         for backend in backends or (None,):
             chain = _PROVIDERS.setdefault(backend, [])
             chain[:] = [p for p in chain if p.name != name]

@@ -17,7 +17,8 @@ from torch import nn
 from fused_quant import envs, runtime
 from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (their long-standing import path)
-from fused_quant.contract import QuantizedActivation, as_quantized_activation, expose_input_quant_key
+from fused_quant.contract import (QuantizedActivation, as_quantized_activation, expose_input_quant_key,
+                                  get_input_quant_key)
 from fused_quant.gemm import bind_gemm, quant_gemm
 from fused_quant.reference import quantize_weight_ref
 from fused_quant.runtime import capturing
@@ -142,12 +143,14 @@ class _BoundForward:
     launch fewer for the host), except under CUDA graph capture, where only the GPU time counts: there
     only where the provider says it costs the GPU less too (``BoundGemm.float_captured``)."""
 
-    __slots__ = ("generation", "form", "quant", "gemm", "pin", "tensors", "scale_version")
+    __slots__ = ("generation", "form", "quant", "quantizer", "gemm", "pin", "tensors", "scale_version", "producing")
 
-    def __init__(self, generation, form, quant, gemm, pin, tensors, scale_version):
+    def __init__(self, generation, form, quant, quantizer, gemm, pin, tensors, scale_version):
         self.generation, self.form, self.quant, self.gemm, self.pin = generation, form, quant, gemm, pin
+        self.quantizer = quantizer  # the bound producer launch behind ``quant`` (plain-tensor input), or None
         self.tensors = tensors  # the layer's (weight, weight_scale, bias, input_scale) it was bound to
         self.scale_version = scale_version  # the input scale's version whose value was checked
+        self.producing: dict = {}  # linear_act_quant's bindings of this call: (act type, consumer, numerics) ->
 
     def current(self, buffers: dict) -> bool:
         """Bound to the layer's tensors still (a tensor put in place without setattr, as offloading
@@ -402,7 +405,7 @@ class QuantLinear(nn.Module):
             tensors = (self.weight, self.weight_scale, self.bias, scale)
             # the version whose value was checked (not one first seen under capture, where it is not)
             version = self._checked_version(scale) if scale is not None else None
-            self._bound[sig] = _BoundForward(generation, sig[0], quant, gemm, pin, tensors, version)
+            self._bound[sig] = _BoundForward(generation, sig[0], quant, quantizer, gemm, pin, tensors, version)
 
     def _activation(self, x, x_and_scale_quanted) -> QuantizedActivation:
         if x_and_scale_quanted is not None:
@@ -448,6 +451,93 @@ class QuantLinear(nn.Module):
     def extra_repr(self) -> str:
         return (f"name={self.name!r}, in_features={self.in_features}, out_features={self.out_features}, "
                 f"input_key={K.key_name(self.input_key)}, weight={self.weight.dtype}, bias={self.bias is not None}")
+
+
+class _BoundProducing:
+    """A bound QuantLinear call (``_BoundForward``) whose GEMM applies the next layer's bound producer
+    (``registry._BoundCall`` of a silu_and_mul of a per-tensor key) to its output: ``call(xq, xs, scale)``, and
+    ``float_call(x, x_scale, scale)`` for a plain-tensor input quantized in the kernel too (or None)."""
+
+    __slots__ = ("forward", "producer", "call", "float_call", "key", "scale", "lead")
+
+    def __init__(self, forward, producer, call, float_call, key, scale, lead):
+        self.forward, self.producer, self.call, self.float_call = forward, producer, call, float_call
+        self.key, self.scale = key, scale  # the consumer's key object and static scale it was bound for
+        self.lead = lead  # the output's leading dims where they are not [M] (a view), else None
+
+    def current(self, consumer: nn.Module) -> bool:
+        key = get_input_quant_key(consumer)
+        return key is self.key and getattr(consumer, "input_scale", None) is self.scale
+
+    def __call__(self, x) -> QuantizedActivation:
+        forward, scale = self.forward, self.scale
+        if forward.form == _TENSOR:
+            float_call = self.float_call
+            if float_call is not None and (float_call.under_capture or not capturing()):
+                q = float_call(x, forward.tensors[3], scale)
+            else:
+                q = self.call(*forward.quant(x, forward.tensors[3]), scale)
+        else:
+            q = self.call(x.data, x.scale, scale)
+        if self.lead is not None:
+            q = q.view(*self.lead, q.shape[-1])
+        self.producer.counted()
+        return self.producer.wrap(q, scale)
+
+
+def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Module | None, *,
+                     numerics: str | None = None):
+    """``maybe_fused_act_quant(act_fn, linear(x), consumer, numerics=numerics)``: the same result, bit for bit,
+    and in one kernel where the linear's GEMM can apply the consumer's producer to its output (model code
+    calls it unconditionally, as it would the two calls).
+
+    That is the case in eager calls (bound: from a QuantLinear's second call with an input's metadata) where
+    the linear is a QuantLinear whose GEMM is the small-M one with one K split, and the producer that
+    ``maybe_fused_act_quant`` runs is the package's Triton silu_and_mul of a per-tensor key (FP8 or int8
+    static): the GEMM's epilogue computes the output, the activation and the quantization as the two calls
+    would, and stores only the quantized activation. A plain-tensor ``x`` is quantized in the same kernel
+    where the linear's own calls do that. Under CUDA graph capture too; under torch.compile the two calls."""
+    from fused_quant.registry import bound_maybe_call, maybe_fused_act_quant
+
+    bound = None
+    if type(linear) is QuantLinear and not torch.compiler.is_compiling():
+        sig = _signature(x, None)
+        bound = linear._bound.get(sig) if sig is not None else None
+        if bound is not None and bound.generation == runtime.generation() and bound.current(linear._buffers):
+            fused = bound.producing.get((type(act_fn), id(consumer), numerics))
+            if fused is not None and fused.current(consumer):
+                return fused(x)
+        else:
+            bound = None
+    h = linear(x)
+    out = maybe_fused_act_quant(act_fn, h, consumer, numerics=numerics)
+    if bound is not None and type(out) is QuantizedActivation:
+        _bind_producing(bound, act_fn, h, consumer, numerics)
+    return out
+
+
+def _bind_producing(bound: _BoundForward, act_fn: nn.Module, h: torch.Tensor, consumer: nn.Module,
+                    numerics: str | None) -> None:
+    """File ``linear_act_quant``'s one-kernel call for this bound call, act type, consumer and numerics where
+    the GEMM provider binds one (``GemmProvider.bind_producing``) for the producer that just ran."""
+    producer = bound_maybe_call(act_fn, h, consumer, numerics)
+    gemm = bound.gemm
+    bind_producing = gemm.provider.bind_producing
+    if producer is None or bind_producing is None or bound.form == _HCU_PAIR:
+        return
+    w, ws, bias, _ = bound.tensors
+    call = bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn)
+    if call is None:
+        return
+    float_call = None
+    if bound.form == _TENSOR:
+        if bound.quantizer is None:
+            return
+        float_call = bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn, bound.quantizer)
+    lead = None if h.dim() == 2 else tuple(h.shape[:-1])
+    key = get_input_quant_key(consumer)
+    bound.producing[(type(act_fn), id(consumer), numerics)] = _BoundProducing(
+        bound, producer, call, float_call, key, getattr(consumer, "input_scale", None), lead)
 
 
 def name_quant_linears(model: nn.Module, prefix: str = "") -> None:

@@ -221,9 +221,16 @@ class _BoundCall:
         return out
 
     def __call__(self, x: torch.Tensor, scale: torch.Tensor | None) -> QuantizedActivation:
-        q, s = self.tensors(x, scale)
+        return self.wrap(*self.tensors(x, scale))
+
+    def wrap(self, q: torch.Tensor, s: torch.Tensor) -> QuantizedActivation:
+        """This producer's ``(q, scale)`` as its ``QuantizedActivation``."""
         return QuantizedActivation(data=q, scale=s, orig_dtype=self.orig_dtype, orig_shape=q.shape,
                                    quant_key=self.key)
+
+    def counted(self) -> None:
+        """Count one call of this producer that another kernel ran for it (``fusion_counts``)."""
+        _COUNTS[self.count] += 1
 
 
 # Calls whose checks passed, by signature: (form, activation, id of the key, numerics, backend, and the
@@ -330,6 +337,19 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
         _debug("fused-quant: %s -> %s on %s falls back to the plain activation: %s", prod.act, key, backend, reason)
         return act_fn(x)
     return _run(prod, x, scale, get_profile(numerics), sig, key)
+
+
+def bound_maybe_call(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module | None,
+                     numerics: str | NumericsProfile | None = None) -> _BoundCall | None:
+    """The bound producer call ``maybe_fused_act_quant(act_fn, x, linear, numerics=numerics)`` runs for input
+    with ``x``'s metadata, once such a call has run its checks; None before, where it runs no bound producer
+    (unfused, or a producer without ``bind``), or under torch.compile."""
+    key = get_input_quant_key(linear)
+    if key is None:
+        return None
+    _, call = _checked_call("maybe", type(act_fn), key, _env_numerics() if numerics is None else numerics, None, x,
+                            _static_scale(linear, key))
+    return call
 
 
 def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey,

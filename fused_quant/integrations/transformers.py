@@ -24,7 +24,7 @@ from torch import nn
 from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul, name_of_type
 from fused_quant.errors import ShapeMismatchError, UnsupportedError
-from fused_quant.modules import QuantLinear
+from fused_quant.modules import QuantLinear, linear_act_quant
 from fused_quant.numerics import get_profile
 from fused_quant.registry import maybe_fused_act_quant
 
@@ -185,7 +185,11 @@ class QuantGatedMLP(_QuantMLPBase):
                    merged_in_checkpoint=merged)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(self._act_quant(self.gate_up_proj(x)))
+        if not self.fuse:
+            return self.down_proj(self.act_fn(self.gate_up_proj(x)))
+        # the bits of maybe_fused_act_quant on gate_up_proj's output; one kernel where its GEMM can apply it
+        return self.down_proj(linear_act_quant(self.gate_up_proj, x, self.act_fn, self.down_proj,
+                                               numerics=self.numerics))
 
     def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
         """The transformers linears this module stands for: name -> (our layer, its rows)."""

@@ -459,6 +459,14 @@ small_m_supported = small_m_supported_in(None)  # outside a chain: faster than e
 
 # The quantizer constexprs of a small-M GEMM whose activation comes quantized (``XQ`` = NO_XQ: unused)
 _NO_XQ = dict(XQ=-1, M8=0.0, NAN_CODE=0, SATFINITE=False, FAST_DIV=False, MIN_SCALE=0.0)
+# The output producer's constexprs of a small-M GEMM that stores its output as it is (``ACT_Q`` = NO_XQ)
+_NO_ACT_Q = dict(ACT_Q=-1, ROUND_PRODUCT=False, FAST_SILU=False, Y_M8=0.0, Y_NAN_CODE=0, Y_SATFINITE=False,
+                 Y_FAST_DIV=False)
+# The producer constexprs ``_act_constexprs`` reads from a silu_and_mul producer's launch: the small-M kernel's
+# names for them (the quantizer's take a Y_ prefix: the kernel's own names are its input quantizer's)
+_ACT_Q_FROM = (("ACT_Q", "QUANT"), ("ROUND_PRODUCT", "ROUND_PRODUCT"), ("FAST_SILU", "FAST_SILU"), ("Y_M8", "M8"),
+               ("Y_FP8", "FP8"), ("Y_NAN_CODE", "NAN_CODE"), ("Y_SATFINITE", "SATFINITE"),
+               ("Y_FAST_DIV", "FAST_DIV"))
 
 
 def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> dict:
@@ -476,6 +484,20 @@ def _quantizer_constexprs(x_quant: tuple | None, p: GemmProblem, index: int) -> 
                 FAST_DIV=c["FAST_DIV"], MIN_SCALE=c.get("MIN_SCALE", 0.0))
 
 
+def _act_constexprs(y_quant: tuple | None) -> dict:
+    """The small-M kernel's ``ACT_Q`` and its output producer's arguments: ``y_quant`` holds the silu_and_mul
+    producer launch's own constexprs (``producing_of``), so the GEMM computes what that launch would."""
+    if y_quant is None:
+        return dict(_NO_ACT_Q, Y_FP8=launch._tl()[1][torch.float8_e4m3fn])  # FP8: a placeholder
+    c = dict(y_quant)
+    return {name: c[theirs] for name, theirs in _ACT_Q_FROM}
+
+
+def one_split(cfg: dict, k: int) -> int:
+    """The K splits a config runs with at K (no more than K has blocks)."""
+    return max(1, min(cfg["splits"], -(-k // cfg["BLOCK_K"])))
+
+
 class SmallMCall:
     """The small-M GEMM for one problem and config: the main kernel and, with split-K, the kernel that
     sums the partials in order and applies the epilogue (``reduce``), and the main kernel whose last
@@ -487,24 +509,28 @@ class SmallMCall:
     __slots__ = ("main", "reduce", "fused", "splits", "acc_dtype", "part_shape", "part_strides", "own_scales",
                  "tiles")
 
-    def __init__(self, p: GemmProblem, cfg: dict, x_quant: tuple | None = None):
+    def __init__(self, p: GemmProblem, cfg: dict, x_quant: tuple | None = None, y_quant: tuple | None = None):
         from fused_quant.kernels.triton import small_m_gemm as kernels
 
-        bn, bm, bk, splits = cfg["BLOCK_N"], cfg["BLOCK_M"], cfg["BLOCK_K"], cfg["splits"]
-        k_blocks = -(-p.k // bk)
-        splits = max(1, min(splits, k_blocks))
+        bn, bm, bk = cfg["BLOCK_N"], cfg["BLOCK_M"], cfg["BLOCK_K"]
+        splits = one_split(cfg, p.k)
+        if y_quant is not None and splits > 1:
+            raise ValueError(f"the small-M GEMM applies its output's producer with one K split, the config has {splits}")
         int8 = p.kind == "int8"
         flags = _scale_flags(p)
-        n_blocks, m_blocks = -(-p.n // bn), -(-p.m // bm)
+        # with the output's silu_and_mul an N block holds BLOCK_N / 2 gate columns and as many up columns
+        n_blocks = -(-p.n // bn) if y_quant is None else -(-(p.n // 2) // (bn // 2))
+        m_blocks = -(-p.m // bm)
         first = tokens_first(m_blocks, n_blocks)
         grid = (m_blocks, n_blocks, splits) if first else (n_blocks, m_blocks, splits)
         index = launch.device_index(p.device)
         pdl = launch.pdl_options(index)
+        k_blocks = -(-p.k // bk)
         k_bytes = min(-(-k_blocks // splits) * bk, p.k)  # of each weight row, per program (one-byte elements)
         prefetch = prefetch_lines(bn, n_blocks * splits, k_bytes, bool(pdl["PDL"]))
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, LAST_REDUCES=False, EVEN_K=p.k % bk == 0,
                       BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
-                      **_quantizer_constexprs(x_quant, p, index),
+                      **_quantizer_constexprs(x_quant, p, index), **_act_constexprs(y_quant),
                       PREFETCH=prefetch, EVICT_W=weight_eviction(m_blocks) if prefetch else "", TOKENS_FIRST=first,
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)
@@ -540,8 +566,9 @@ def _epilogue_call(p: GemmProblem) -> KernelCall:
     return _GEMM_LAUNCHES.put(("epilogue", p), call, generation)
 
 
-def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | None = None) -> SmallMCall:
-    key = ("small_m", p, config, x_quant)
+def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | None = None,
+                  y_quant: tuple | None = None) -> SmallMCall:
+    key = ("small_m", p, config, x_quant, y_quant)
     call = _GEMM_LAUNCHES.get(key)
     if call is None:
         generation = runtime.generation()
@@ -552,7 +579,7 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | 
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:
             cfg = dict(config)
-        call = _GEMM_LAUNCHES.put(key, SmallMCall(p, cfg, x_quant), generation)
+        call = _GEMM_LAUNCHES.put(key, SmallMCall(p, cfg, x_quant, y_quant), generation)
     return call
 
 
@@ -593,18 +620,18 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
             xs = xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
         out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
         if c.reduce is None:
-            c.main((x, w, xs, ws, bias_arg, out, out, ws), scalars)
+            c.main((x, w, xs, ws, bias_arg, out, out, ws, ws), scalars)
             return out
         part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
         if two_kernels:
-            c.main((x, w, xs, ws, bias_arg, out, part, ws), scalars)
+            c.main((x, w, xs, ws, bias_arg, out, part, ws, ws), scalars)
             c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
             return out
         stream = stream_of(index)
         counters = locks.get(stream)
         if counters is None:
             counters = locks[stream] = torch.zeros(c.tiles, dtype=torch.int32, device=device)
-        c.fused((x, w, xs, ws, bias_arg, out, part, counters), scalars)
+        c.fused((x, w, xs, ws, bias_arg, out, part, counters, ws), scalars)
         return out
 
     return call
@@ -669,6 +696,64 @@ def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:
             or (bound.s_shape is not None) != p.per_token):
         return None
     return key_name, x_dtype
+
+
+def producing_of(bound: object, p: GemmProblem) -> tuple | None:
+    """``bind_small_m_producing``'s ``y_quant`` for a producer's bound launch when the small-M GEMM can apply it
+    to its output: the package's Triton silu_and_mul producer of a per-tensor key (its heuristics' launch, not a
+    tuning one) reading the problem's whole output (contiguous rows of an even N, its dtype, its device): the
+    constexprs of that launch's plan, which the GEMM's epilogue takes for its own. Else None."""
+    if type(bound) is not launch.BoundLaunch:
+        return None
+    act, _, x_dtype, _, _, config, row_stride, (m, d_in) = bound.args
+    if (act != "silu_and_mul" or config is not None or bound.s_shape is not None or row_stride != d_in
+            or (m, d_in) != (p.m, p.n) or p.n % 2 or x_dtype != p.out_dtype or bound.device != p.device):
+        return None
+    plan = bound.resolved.plan
+    if plan is None:
+        return None
+    return tuple((theirs, plan.kwargs[theirs]) for _, theirs in _ACT_Q_FROM)
+
+
+def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quantizer: object = None,
+                           config: dict | None = None):
+    """The small-M providers' ``bind_producing``: the GEMM for a layer's weight whose epilogue applies the bound
+    silu_and_mul producer launch ``producer`` of a per-tensor key to the output (``producing_of``) and stores its
+    ``q [M, N/2]``: ``call(x, xs, scale)`` with the producer's static ``scale`` gives the bits of
+    ``producer(bind_small_m's call(x, xs), scale)`` in one launch, without the output's store and the producer's
+    loads. With ``quantizer`` (the identity producer launch that made ``x`` from floats) it takes the float
+    activation, quantized in the kernel as ``bind_small_m_from_producer``'s call does (its ``under_capture``
+    likewise). None where the problem's config (the table's row, as bound; ``config`` overrides it: tests) has
+    more than one K split, or the producers do not qualify."""
+    y_quant = producing_of(producer, p)
+    if y_quant is None:
+        return None
+    cfg = config or small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())[0]
+    if cfg is None or one_split(cfg, p.k) > 1:
+        return None
+    x_quant = None
+    if quantizer is not None:
+        x_quant = quantizer_of(quantizer, p)
+        if x_quant is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
+            return None
+    c = _small_m_call(p, _config_key(cfg), x_quant, y_quant)
+    ws, bias_arg = _fixed_operands(ws, bias)
+    h = p.n // 2
+    shape, strides, device, q_dtype = (p.m, h), (h, 1), w.device, producer.q_dtype
+    scalars = (p.m, p.n, p.k, p.k, w.stride(0), h)
+    own_scales = c.own_scales
+
+    def call(x, xs, scale):
+        if own_scales:  # a per-token key's float x: the kernel works out the scales (one split: none stored)
+            xs = ws
+        elif not xs.is_contiguous():
+            xs = xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
+        q = torch.empty_strided(shape, strides, dtype=q_dtype, device=device)
+        c.main((x, w, xs, ws, bias_arg, q, q, ws, scale), scalars)
+        return q
+
+    call.under_capture = x_quant is None or (not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M)
+    return call
 
 
 def small_m_gemm(xq, xs, w, ws, bias, out_dtype, config: dict | None = None):

@@ -35,7 +35,7 @@ class ArchConfig:
     chunked_warps_cheap: int  # relu2 / identity rows in chunks, at every M
     chunked_silu: tuple[tuple[int, int], ...]  # silu_and_mul (max M, num_warps); beyond: persistent
     persistent: tuple[int, int, int, int]  # (BLOCK_N, num_warps, programs per SM, pipeline stages)
-    # bf16 / fp16 silu from ex2.approx / rcp.approx (``act_quant._silu``): their results are the arch's own,
+    # bf16 / fp16 silu from ex2.approx / rcp.approx (``act_quant.silu``): their results are the arch's own,
     # so only where every bf16 and fp16 gate was measured to round like torch
     fast_silu: bool = False
     # (max M, min D, BLOCK_N, num_warps): per-token rows split over programs in two launches, for calls under

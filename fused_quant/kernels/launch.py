@@ -21,7 +21,7 @@ from fused_quant.kernels import heuristics
 from fused_quant.reference import FP8_NAN_CODE, fp8_min_scale
 from fused_quant.runtime import capturing
 KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-FAST_SILU_DTYPES = (torch.bfloat16, torch.float16)  # T(silu) measured for every input (act_quant._silu)
+FAST_SILU_DTYPES = (torch.bfloat16, torch.float16)  # T(silu) measured for every input (act_quant.silu)
 
 
 def rows_view(x: torch.Tensor) -> torch.Tensor | None:
@@ -69,7 +69,7 @@ def _arch() -> str | None:
 # A CUDA build of torch runs "cuda" tensors on NVIDIA GPUs, whose fp32 -> e4m3fn conversion
 # (cvt.rn.satfinite) saturates and maps every NaN to 0x7F by itself (``act_quant._to_fp8``), and
 # whose ex2.approx / rcp.approx give a silu that rounds to torch's bf16 / fp16 for every input
-# (``act_quant._silu``; on the archs whose heuristics say ``fast_silu``). Both were measured there only.
+# (``act_quant.silu``; on the archs whose heuristics say ``fast_silu``). Both were measured there only.
 _NVIDIA_TORCH = torch.version.cuda is not None and getattr(torch.version, "hip", None) is None
 
 

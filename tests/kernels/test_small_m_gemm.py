@@ -1133,3 +1133,93 @@ def test_sweep_install_merges_row_by_row(tmp_path):
     assert [(r["kind"], r["m"], r["us"]) for r in got["rows"]] == [("int8", 1, 8.0), ("fp8", 1, 9.0), ("fp8", 2, 8.5),
                                                                   ("fp8", 4, 8.7)]
     assert got["metas"] == {"sm_90": {"date": "new"}, "gfx942": {"date": "amd"}}
+
+
+# --- the GEMM applying the next layer's silu_and_mul producer to its output ------------------------
+
+# (M, N, K, config) with one K split: gate | up rows of N / 2 each; odd N / 2 (a block's columns past it), a K
+# tail, several token blocks, one block of N
+PRODUCING_CASES = [
+    (1, 66, 70, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
+    (5, 64, 96, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
+    (19, 96, 64, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4, num_stages=2)),
+]
+GPU_PRODUCING_CASES = [
+    (1, 2 * 1000, 512, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)),
+    (16, 2 * 2048, 1024, dict(BLOCK_N=256, BLOCK_M=16, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)),
+    (40, 2 * 1536, 4096, dict(BLOCK_N=128, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=4, num_stages=4)),
+]
+PRODUCING = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in PRODUCING_CASES]
+             + [pytest.param("cuda", c, marks=pytest.mark.gpu) for c in GPU_PRODUCING_CASES])
+
+
+def _producer_launch(h, key_name, round_product, scale):
+    """The package's Triton silu_and_mul producer bound for ``h`` (its launch and its ``(q, scale)``)."""
+    from fused_quant import keys as K
+    from fused_quant.kernels import launch
+
+    bound = launch.bind_rows(h, h, "silu_and_mul", key_name, round_product, FP8)
+    return bound, bound(h, scale)
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("key_name", STATIC_KEYS)
+@pytest.mark.parametrize("device,case", PRODUCING)
+@pytest.mark.parametrize("round_product", [True, False], ids=["default", "hcu"])
+@pytest.mark.parametrize("input_form", ["quantized", "float"])
+def test_producing_kernel_is_the_gemm_then_the_silu_producer(key_name, device, case, round_product, input_form):
+    """The small-M GEMM applying the next layer's silu_and_mul + per-tensor quantizer to its output stores the
+    bits of that producer launched on the GEMM's own output (and its output those of the spec's producer):
+    with a quantized input and with a float one it quantizes itself, fresh random data and adversarial rows
+    (large outputs that saturate, zero rows, NaN where a float input holds it)."""
+    from fused_quant import keys as K
+    from fused_quant.reference import act_quant_ref
+
+    m, n, k, cfg = case
+    device = torch.device(device)
+    key = K.KEYS[key_name]
+    kind = "fp8" if K.is_fp8(key) else "int8"
+    out_dtype = (torch.bfloat16, torch.float16)[(m + n) % 2]
+    _, _, w, ws = _operands(kind, m, n, k, device, seed=m)
+    x = _float_input(m, k, torch.bfloat16, device, seed=n, adversarial=m > 4)
+    x_scale = torch.tensor([0.02 if kind == "fp8" else 0.03], device=device)
+    xq, xs = quant_ref_for(x, key, x_scale, device)
+    b = (torch.randn(n, generator=torch.Generator().manual_seed(k)) * 3).to(out_dtype).to(device) if m % 2 else None
+    p = GemmProblem(m, n, k, kind, xq.dtype, out_dtype, device, False, True, b is not None)
+    h = g.bind_small_m(p, w, ws, b, cfg)(xq, xs)  # the GEMM's own output
+    y_scale = torch.tensor([0.05 if kind == "fp8" else 0.4], device=device)
+    producer, (q_ref, s_ref) = _producer_launch(h, key_name, round_product, y_scale)
+    spec_q, _ = act_quant_ref("silu_and_mul", h.cpu(), key, y_scale.cpu(),
+                              numerics="default" if round_product else "hcu")
+    assert_bits_equal(q_ref.cpu(), spec_q, f"the producer vs the spec on the GEMM's output ({device})")
+    c = g.one_split(cfg, k)
+    assert c == 1
+    if input_form == "float":
+        quantizer = g.launch.bind_rows(x, x, "identity", key_name, False, FP8)
+        call = g.bind_small_m_producing(p, w, ws, b, producer, quantizer, config=cfg)
+        q = call(x, x_scale, y_scale)
+    else:
+        call = g.bind_small_m_producing(p, w, ws, b, producer, config=cfg)
+        q = call(xq, xs, y_scale)
+    what = f"producing small-M {key_name} {m}x{n}x{k} {cfg} {out_dtype} bias={b is not None} {input_form}"
+    assert q.shape == (m, n // 2) and q.dtype == q_ref.dtype, what
+    assert_bits_equal(q, q_ref, what)
+
+
+def quant_ref_for(x, key, scale, device):
+    """``x`` quantized by the spec's quantizer (on the GPU: the Triton identity producer, bitwise the same)."""
+    from fused_quant.reference import quant_ref
+
+    q, s = quant_ref(x.cpu(), key, scale.cpu())
+    return q.to(device), s.reshape(1, 1).to(device)
+
+
+@pytest.mark.parametrize("why,args", [
+    ("split", dict(splits=2)),
+])
+def test_producing_needs_one_split(why, args):
+    p = GemmProblem(1, 64, 256, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), False, True, False)
+    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4, num_stages=2, **{})
+    cfg.update(args)
+    with pytest.raises(ValueError, match="one K split"):
+        g.SmallMCall(p, cfg, None, (("QUANT", 2),))

@@ -70,7 +70,8 @@ register_gemm_provider("hipblaslt_w8a8", _vendor, kind="int8", backends=BACKENDS
                        supported=_vendor_supported, first=False)
 register_gemm_provider("small_m_int8", g.small_m_gemm, kind="int8", backends=BACKENDS,
                        supported=g.small_m_supported_in("hip_w8a8"), first=False, bind=g.bind_small_m,
-                       bind_quantizing=g.bind_small_m_from_producer)
+                       bind_quantizing=g.bind_small_m_from_producer,
+                       bind_producing=g.bind_small_m_producing)
 register_gemm_provider("int_mm_int8", g.int_mm_int8, kind="int8", backends=BACKENDS,
                        supported=g.int_mm_supported, first=False, bind=g.bind_int_mm)
 register_gemm_provider("triton_int8", g.triton_int8, kind="int8", backends=BACKENDS,
@@ -89,6 +90,7 @@ def _with_fp8(supported):
 
 register_gemm_provider("small_m_fp8", g.small_m_gemm, kind="fp8", backends=BACKENDS,
                        supported=_with_fp8(g.small_m_supported_in("hip_w8a8")), first=False, bind=g.bind_small_m,
-                       bind_quantizing=g.bind_small_m_from_producer)
+                       bind_quantizing=g.bind_small_m_from_producer,
+                       bind_producing=g.bind_small_m_producing)
 register_gemm_provider("scaled_mm_fp8", g.scaled_mm_fp8, kind="fp8", backends=BACKENDS,
                        supported=_with_fp8(g.scaled_mm_supported), first=False, bind=g.bind_scaled_mm)

@@ -11,7 +11,7 @@ interpreter). On NVIDIA GPUs the e4m3fn conversion itself saturates and maps eve
 to 0x7F (``SATFINITE``); elsewhere the clamp and the NaN code are explicit. Every
 instruction per element counts: at H = 14336 these kernels are close to the issue limit
 of the SMs, not only to the memory bandwidth. One exception to the accurate math: with
-``FAST_SILU`` the bf16 / fp16 silu uses ex2.approx and rcp.approx (``_silu``; measured on sm_90
+``FAST_SILU`` the bf16 / fp16 silu uses ex2.approx and rcp.approx (``silu``; measured on sm_90
 to round to torch's T for all 65,536 inputs, two fp16 gates patched with torch's value).
 
 With ``FAST_DIV`` the quantizers' divisions by a per-tensor or per-row scale are computed
@@ -80,7 +80,7 @@ def _rcp_approx(d):
 
 
 @triton.jit
-def _silu(g, T: tl.constexpr, FAST_SILU: tl.constexpr):
+def silu(g, T: tl.constexpr, FAST_SILU: tl.constexpr):
     """fp32 ``g / (1 + exp(-g))`` as torch's CUDA silu computes it, or (FAST_SILU) a value that rounds
     to the same T (bf16 or fp16).
 
@@ -118,7 +118,7 @@ def _activation(x_ptr, offs, mask, D, ACT: tl.constexpr, T: tl.constexpr, ROUND_
     if ACT == SILU_AND_MUL:
         g = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         u = tl.load(x_ptr + offs + D, mask=mask, other=0.0).to(tl.float32)
-        s = _silu(g, T, FAST_SILU).to(T).to(tl.float32)
+        s = silu(g, T, FAST_SILU).to(T).to(tl.float32)
         y = s * u
         if ROUND_PRODUCT:
             y = y.to(T).to(tl.float32)

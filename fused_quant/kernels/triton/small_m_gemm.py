@@ -27,6 +27,12 @@ step (and the sweep), which pays at a 16-token block in eager calls, where the h
 the bottleneck, and for per-tensor keys at a few tokens under capture too, where the producer's launch
 leaves the critical path (``gemm_launch.bind_small_m_quantizing``, ``QUANTIZING_CAPTURED_MAX_M``).
 
+With ``ACT_Q`` (the QUANT code of a per-tensor key) the output is not stored: the kernel applies the
+silu_and_mul producer of the next layer's key to it (``_act_epilogue``), each program's weight rows half
+gate and half the matching up rows (N/2 further), and stores the quantized activation ``q [M, N/2]`` at
+``out_ptr`` with the per-tensor scale at ``ys_ptr``: the bits of the producer on the plain output, without
+the output's store, the producer's launch and its loads (``gemm_launch.bind_small_m_producing``).
+
 Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue``):
 ``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]``, the bias added in Tout.
 """
@@ -35,10 +41,10 @@ import triton
 import triton.language as tl
 
 from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, canonical_nan, max_nan, quantized,
-                                                  row_absmax, static_quantized, static_scale, token_scale)
+                                                  row_absmax, silu, static_quantized, static_scale, token_scale)
 from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
-NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized
+NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized; ACT_Q: the output is stored as is
 SWEEP_STAGES: tl.constexpr = tl.constexpr(3)  # the per-token absmax sweep's loads in flight
 
 
@@ -52,9 +58,9 @@ def _load_xs(xs_ptr, rm, M, XS_PER_TOKEN: tl.constexpr):
 
 
 @triton.jit
-def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
-              WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr):
-    """Scale, cast and store ``acc`` ([BLOCK_N, BLOCK_M]: output columns rn x tokens rm)."""
+def _dequantized(acc, rn, xs, ws_ptr, bias_ptr, N, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+                 OUT: tl.constexpr):
+    """``acc`` ([BLOCK_N, BLOCK_M]: output columns rn x tokens) scaled, cast to OUT and the bias added."""
     if WS_PER_CHANNEL:
         ws = tl.load(ws_ptr + rn, mask=rn < N, other=0.0)[:, None]
     else:
@@ -63,7 +69,37 @@ def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
     if HAS_BIAS:
         bias = tl.load(bias_ptr + rn, mask=rn < N, other=0.0)[:, None]
         out = (out.to(tl.float32) + bias.to(tl.float32)).to(OUT)
+    return out
+
+
+@triton.jit
+def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+              WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr):
+    """Scale, cast and store ``acc`` ([BLOCK_N, BLOCK_M]: output columns rn x tokens rm)."""
+    out = _dequantized(acc, rn, xs, ws_ptr, bias_ptr, N, WS_PER_CHANNEL, HAS_BIAS, OUT)
     tl.store(out_ptr + rm[None, :] * stride_om + rn[:, None], out, mask=(rn[:, None] < N) & (rm[None, :] < M))
+
+
+@triton.jit
+def _act_epilogue(acc, rn, pid_n, rm, xs, ws_ptr, bias_ptr, q_ptr, ys_ptr, M, N, stride_qm,
+                  WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, ACT_Q: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
+                  FAST_SILU: tl.constexpr, Y_M8: tl.constexpr, Y_FP8: tl.constexpr, Y_NAN_CODE: tl.constexpr,
+                  Y_SATFINITE: tl.constexpr, Y_FAST_DIV: tl.constexpr):
+    """The output's silu_and_mul and its per-tensor quantization, stored: rows ``0..BLOCK_N/2`` of ``acc`` are
+    the gate columns ``rc`` of the output (block ``pid_n`` of ``BLOCK_N / 2`` columns), the rest the up columns
+    ``rc + N/2``. Each is first the OUT value the plain epilogue stores, then the silu_and_mul producer's steps
+    on it, bit for bit (``act_quant``: T(silu(g)), the product, rounded to T unless the profile keeps fp32,
+    ``static_quantized``), stored at ``q[rm, rc]``."""
+    out = _dequantized(acc, rn, xs, ws_ptr, bias_ptr, N, WS_PER_CHANNEL, HAS_BIAS, OUT).to(tl.float32)
+    g, u = tl.split(tl.permute(tl.reshape(out, (2, BLOCK_N // 2, BLOCK_M)), (1, 2, 0)))
+    y = silu(g, OUT, FAST_SILU).to(OUT).to(tl.float32) * u
+    if ROUND_PRODUCT:
+        y = y.to(OUT).to(tl.float32)
+    ys, yr = static_scale(ys_ptr)
+    q = static_quantized(y, ys, yr, ACT_Q, Y_M8, Y_FP8, Y_NAN_CODE, Y_SATFINITE, Y_FAST_DIV)
+    rc = pid_n.to(tl.int64) * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
+    tl.store(q_ptr + rm[None, :] * stride_qm + rc[:, None], q, mask=(rc[:, None] < N // 2) & (rm[None, :] < M))
 
 
 @triton.jit
@@ -125,7 +161,7 @@ def _prefetch_addresses(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.conste
 
 
 @triton.jit
-def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, lock_ptr, M, N, K,
+def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_ptr, lock_ptr, ys_ptr, M, N, K,
                         stride_xm, stride_wn, stride_om,
                         XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                         OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, LAST_REDUCES: tl.constexpr,
@@ -133,8 +169,10 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                         IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                         NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
-                        MIN_SCALE: tl.constexpr, TOKENS_FIRST: tl.constexpr, PREFETCH: tl.constexpr,
-                        EVICT_W: tl.constexpr, PDL: tl.constexpr):
+                        MIN_SCALE: tl.constexpr, ACT_Q: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
+                        FAST_SILU: tl.constexpr, Y_M8: tl.constexpr, Y_FP8: tl.constexpr, Y_NAN_CODE: tl.constexpr,
+                        Y_SATFINITE: tl.constexpr, Y_FAST_DIV: tl.constexpr, TOKENS_FIRST: tl.constexpr,
+                        PREFETCH: tl.constexpr, EVICT_W: tl.constexpr, PDL: tl.constexpr):
     if TOKENS_FIRST:  # token blocks on axis 0: the programs of one weight tile launch side by side (``tokens_first``)
         pid_m = tl.program_id(0)
         pid_n = tl.program_id(1)
@@ -142,7 +180,12 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         pid_n = tl.program_id(0)
         pid_m = tl.program_id(1)
     pid_s = tl.program_id(2)
-    rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    if ACT_Q == NO_XQ:
+        rn = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    else:  # the output's silu_and_mul (``_act_epilogue``): weight rows of BLOCK_N / 2 gate columns, then their up rows
+        r = tl.arange(0, BLOCK_N)
+        rc = pid_n.to(tl.int64) * (BLOCK_N // 2) + r % (BLOCK_N // 2)
+        rn = tl.where(r < BLOCK_N // 2, rc, rc + N // 2)
     rm = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rk = tl.arange(0, BLOCK_K)
     k_first, k_last = _split_k_blocks(K, BLOCK_K, pid_s, tl.num_programs(2))
@@ -210,8 +253,12 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                 tl.atomic_xchg(lock, 0, sem="relaxed", scope="gpu")  # for the next call
                 _epilogue(_sum_partials(part_ptr, rn, rm, M, N, tl.num_programs(2), INT8, BLOCK_N, BLOCK_M),
                           rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT)
-    else:
+    elif ACT_Q == NO_XQ:
         _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT)
+    else:
+        _act_epilogue(acc, rn, pid_n, rm, xs, ws_ptr, bias_ptr, out_ptr, ys_ptr, M, N,
+                      stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT, BLOCK_N, BLOCK_M, ACT_Q, ROUND_PRODUCT, FAST_SILU,
+                      Y_M8, Y_FP8, Y_NAN_CODE, Y_SATFINITE, Y_FAST_DIV)
 
 
 @triton.jit
