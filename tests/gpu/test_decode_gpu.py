@@ -11,7 +11,7 @@ import torch
 import torch._dynamo
 from torch import nn
 
-from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+from fused_quant import QuantLinear, SiluAndMul, linear_act_quant, maybe_fused_act_quant
 from fused_quant import keys as K
 from fused_quant.gemm import GemmProblem, select_gemm_provider
 from fused_quant.kernels import gemm_launch as g
@@ -190,3 +190,51 @@ def test_pdl_launches_bitwise_equal_plain_launches(backend, key_name, backend_en
             assert_bits_equal(eager_on[i], want, f"{key_name} M={m} eager call {i}: PDL vs plain")
             for r in (*replays_on, *replays_off):
                 assert_bits_equal(r[i], want, f"{key_name} M={m} graph replay call {i} vs plain eager")
+
+
+class OneKernelMLP(MLP):
+    """The MLP with gate_up's call and the silu producer as ``linear_act_quant``."""
+
+    def forward(self, x):
+        return self.down(linear_act_quant(self.gate_up, x, self.act, self.down))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key_name", ["fp8_static_tensor", "int8_static_tensor", "int8_dynamic_token"])
+def test_linear_act_quant_mlp_is_the_two_calls_bit_for_bit(backend, key_name, backend_env):
+    """``linear_act_quant`` gives the bits of gate_up's call then ``maybe_fused_act_quant``: in eager calls (the
+    first two compose them, later ones run gate_up's GEMM with the producer in its epilogue where its config
+    has one split and the key is per-tensor), replayed from a manual graph capture and under torch.compile;
+    the producer is counted once per call either way. A per-token key keeps the two calls."""
+    from fused_quant import fusion_counts, reset_fusion_counts
+
+    backend_env(backend)
+    torch._dynamo.reset()
+    key = K.KEYS[key_name]
+    two, one = MLP(key), OneKernelMLP(key)  # the same weights (seed 0)
+    compiled = torch.compile(one, mode="reduce-overhead", fullgraph=True, dynamic=False)
+    kind = "fp8" if K.is_fp8(key) else "int8"
+    arch = launch._cuda_arch(torch.cuda.current_device())
+    for m in (1, 4, 16, 64):
+        x = torch.randn(m, D, device=CUDA, dtype=torch.bfloat16)
+        want = two(x)
+        reset_fusion_counts()
+        for i in range(4):
+            assert_bits_equal(one(x), want, f"{key_name} eager call {i} M={m}")
+        silu = {k: n for k, n in fusion_counts().items() if k[1] == "silu_and_mul"}
+        assert sum(silu.values()) == 4, fusion_counts()
+        p = GemmProblem(m, 2 * H, D, kind, one.down.weight.dtype, torch.bfloat16, CUDA, K.is_per_token(key), True,
+                        False)
+        cfg = g.small_m_config(arch, kind, 2 * H, D, m, ())[0]
+        fused = (not K.is_per_token(key) and select_gemm_provider(p)[0].name.startswith("small_m")
+                 and g.one_split(cfg, D) == 1)
+        bound = [b for b in one.gate_up._bound.values() if b.gemm.problem.m == m]
+        assert [len(b.producing) for b in bound] == [int(fused)], (m, cfg)
+        graph, out = capture_graph(one, x)
+        x_new = torch.randn_like(x)
+        x.copy_(x_new)
+        graph.replay()
+        assert_bits_equal(out, two(x_new), f"{key_name} graph replay after an in-place input update M={m}")
+        for _ in range(3):
+            got = compiled(x_new).clone()
+        assert_bits_equal(got, two(x_new), f"{key_name} torch.compile reduce-overhead M={m}")
