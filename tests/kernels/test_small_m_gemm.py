@@ -345,7 +345,7 @@ def test_small_m_runs_where_nothing_after_it_in_the_chain_takes_the_problem(tmp_
     _int8_row_table(tmp_path, monkeypatch)
     p = _gate_up_int8(160)
     seen = []
-    monkeypatch.setattr(g, "SmallMCall", lambda p_, cfg, x_quant=None: seen.append(cfg) or cfg)
+    monkeypatch.setattr(g, "SmallMCall", lambda p_, cfg, x_quant=None, y_quant=None: seen.append(cfg) or cfg)
     try:
         fused_quant.reset()
         assert select_gemm_provider(p, backend)[0].name == ("triton_int8" if backend == "triton_fp8" else "small_m_int8")
