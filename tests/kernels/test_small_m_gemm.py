@@ -777,7 +777,7 @@ def test_bound_layer_quantizes_in_its_gemm_in_eager_calls_and_where_the_gemm_say
         calls.append(("producer", x, scale))
         return "q", scale
 
-    bound = modules._BoundForward(0, modules._TENSOR, quant, Gemm(), None, (None, None, None, "scale"), None)
+    bound = modules._BoundForward(0, modules._TENSOR, quant, None, Gemm(), None, (None, None, None, "scale"), None)
     monkeypatch.setattr(modules, "capturing", lambda: False)
     assert bound("x", None) == "fused" and calls == [("quantizing", "x", "scale")]
     calls.clear()
