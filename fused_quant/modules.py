@@ -21,6 +21,7 @@ from fused_quant.contract import (QuantizedActivation, as_quantized_activation, 
                                   get_input_quant_key)
 from fused_quant.gemm import bind_gemm, quant_gemm
 from fused_quant.reference import quantize_weight_ref
+from fused_quant.registry import bound_maybe_call, maybe_fused_act_quant
 from fused_quant.runtime import capturing
 from fused_quant.validation import (
     ACT_DTYPES,
@@ -497,8 +498,6 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     static): the GEMM's epilogue computes the output, the activation and the quantization as the two calls
     would, and stores only the quantized activation. A plain-tensor ``x`` is quantized in the same kernel
     where the linear's own calls do that. Under CUDA graph capture too; under torch.compile the two calls."""
-    from fused_quant.registry import bound_maybe_call, maybe_fused_act_quant
-
     bound = None
     if type(linear) is QuantLinear and not torch.compiler.is_compiling():
         sig = _signature(x, None)

@@ -254,3 +254,33 @@ def test_bound_calls_per_layer_are_capped():
     for m in range(1, MAX_BOUND + 10):
         layer(torch.randn(m, 16))
         assert len(layer._bound) <= MAX_BOUND
+
+
+@pytest.mark.parametrize("key", list(K.KEYS.values()), ids=list(K.KEYS))
+def test_linear_act_quant_is_the_layer_then_maybe_fused_act_quant(key):
+    """``linear_act_quant`` gives what the layer's call then ``maybe_fused_act_quant`` give, call after call (on
+    this backend, which binds no one-kernel call, it is those two calls); a consumer that needs the raw
+    activation (LoRA) gets it; a float linear composes the same way; the producer is counted once a call."""
+    from fused_quant import SiluAndMul, fusion_counts, linear_act_quant, maybe_fused_act_quant, reset_fusion_counts
+
+    torch.manual_seed(3)
+    scale = 0.05 if K.is_static(key) else None
+    gate_up = QuantLinear.from_float(nn.Linear(32, 64, dtype=torch.bfloat16), key, scale, name="gate_up")
+    down = QuantLinear.from_float(nn.Linear(32, 16, dtype=torch.bfloat16), key, scale, name="down")
+    act = SiluAndMul()
+    x = torch.randn(2, 3, 32, dtype=torch.bfloat16)
+    want = maybe_fused_act_quant(act, gate_up(x), down)
+    reset_fusion_counts()
+    for i in range(3):
+        got = linear_act_quant(gate_up, x, act, down)
+        assert type(got) is QuantizedActivation and got.quant_key is want.quant_key, i
+        assert_bits_equal(got.data, want.data, f"call {i}")
+        assert_bits_equal(got.scale, want.scale, f"call {i}")
+    assert sum(n for k, n in fusion_counts().items() if k[1] == "silu_and_mul") == 3
+    assert not any(b.producing for b in gate_up._bound.values())  # nothing for the torch GEMM to bind
+    down.requires_unquantized_input = True
+    assert_bits_equal(linear_act_quant(gate_up, x, act, down), act(gate_up(x)), "LoRA consumer: the activation")
+    down.requires_unquantized_input = False
+    plain = nn.Linear(32, 64, dtype=torch.bfloat16)
+    got = linear_act_quant(plain, x, act, down)
+    assert_bits_equal(got.data, maybe_fused_act_quant(act, plain(x), down).data, "a float linear")
