@@ -13,6 +13,7 @@ import weakref
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _nn_module
 
 from fused_quant import envs, runtime
 from fused_quant import keys as K
@@ -457,7 +458,8 @@ class QuantLinear(nn.Module):
 class _BoundProducing:
     """A bound QuantLinear call (``_BoundForward``) whose GEMM applies the next layer's bound producer
     (``registry._BoundCall`` of a silu_and_mul of a per-tensor key) to its output: ``call(xq, xs, scale)``, and
-    ``float_call(x, x_scale, scale)`` for a plain-tensor input quantized in the kernel too (or None)."""
+    ``float_call(x, x_scale, scale)`` for a plain-tensor input quantized in the kernel too (or None). ``call``
+    None: the two calls run (no provider binds one for this producer)."""
 
     __slots__ = ("forward", "producer", "call", "float_call", "key", "scale", "lead")
 
@@ -492,12 +494,13 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     and in one kernel where the linear's GEMM can apply the consumer's producer to its output (model code
     calls it unconditionally, as it would the two calls).
 
-    That is the case in eager calls (bound: from a QuantLinear's second call with an input's metadata) where
-    the linear is a QuantLinear whose GEMM is the small-M one with one K split, and the producer that
-    ``maybe_fused_act_quant`` runs is the package's Triton silu_and_mul of a per-tensor key (FP8 or int8
-    static): the GEMM's epilogue computes the output, the activation and the quantization as the two calls
-    would, and stores only the quantized activation. A plain-tensor ``x`` is quantized in the same kernel
-    where the linear's own calls do that. Under CUDA graph capture too; under torch.compile the two calls."""
+    That is the case in eager calls (from the third with an input's metadata: the first binds the layer's call,
+    the second the producer's) where the linear is a QuantLinear without forward hooks whose GEMM is the
+    small-M one with one K split, and the producer that ``maybe_fused_act_quant`` runs is the package's Triton
+    silu_and_mul of a per-tensor key (FP8 or int8 static): the GEMM's epilogue computes the output, the
+    activation and the quantization as the two calls would, and stores only the quantized activation. A
+    plain-tensor ``x`` is quantized in the same kernel where the layer's own calls do that. Under CUDA graph
+    capture too; under torch.compile the two calls."""
     bound = None
     if type(linear) is QuantLinear and not torch.compiler.is_compiling():
         sig = _signature(x, None)
@@ -505,6 +508,8 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
         if bound is not None and bound.generation == runtime.generation() and bound.current(linear._buffers):
             fused = bound.producing.get((type(act_fn), id(consumer), numerics))
             if fused is not None and fused.current(consumer):
+                if fused.call is None or _hooked(linear):  # the two calls (bound already: no binding again)
+                    return maybe_fused_act_quant(act_fn, linear(x), consumer, numerics=numerics)
                 return fused(x)
         else:
             bound = None
@@ -515,28 +520,32 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     return out
 
 
+def _hooked(module: nn.Module) -> bool:
+    """Whether calling ``module`` runs forward hooks (its own or global ones), which a kernel standing in for its
+    call would skip."""
+    return bool(module._forward_hooks or module._forward_pre_hooks or getattr(_nn_module, "_global_forward_hooks", None)
+                or getattr(_nn_module, "_global_forward_pre_hooks", None))
+
+
 def _bind_producing(bound: _BoundForward, act_fn: nn.Module, h: torch.Tensor, consumer: nn.Module,
                     numerics: str | None) -> None:
-    """File ``linear_act_quant``'s one-kernel call for this bound call, act type, consumer and numerics where
-    the GEMM provider binds one (``GemmProvider.bind_producing``) for the producer that just ran."""
+    """File ``linear_act_quant``'s one-kernel call for this bound call, act type, consumer and numerics where the
+    GEMM provider binds one (``GemmProvider.bind_producing``) for the producer that just ran; else a record that
+    it runs the two calls (kept while the consumer's key and scale are the ones seen, as a bound call)."""
     producer = bound_maybe_call(act_fn, h, consumer, numerics)
     gemm = bound.gemm
     bind_producing = gemm.provider.bind_producing
-    if producer is None or bind_producing is None or bound.form == _HCU_PAIR:
-        return
-    w, ws, bias, _ = bound.tensors
-    call = bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn)
-    if call is None:
-        return
-    float_call = None
-    if bound.form == _TENSOR:
-        if bound.quantizer is None:
-            return
-        float_call = bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn, bound.quantizer)
+    call = float_call = None
+    if producer is not None and bind_producing is not None and bound.form != _HCU_PAIR:
+        w, ws, bias, _ = bound.tensors
+        call = bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn)
+        if call is not None and bound.form == _TENSOR:
+            float_call = (None if bound.quantizer is None else
+                          bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn, bound.quantizer))
+            call = call if bound.quantizer is not None else None  # a plain tensor needs the layer's quantizer
     lead = None if h.dim() == 2 else tuple(h.shape[:-1])
-    key = get_input_quant_key(consumer)
     bound.producing[(type(act_fn), id(consumer), numerics)] = _BoundProducing(
-        bound, producer, call, float_call, key, getattr(consumer, "input_scale", None), lead)
+        bound, producer, call, float_call, get_input_quant_key(consumer), getattr(consumer, "input_scale", None), lead)
 
 
 def name_quant_linears(model: nn.Module, prefix: str = "") -> None:

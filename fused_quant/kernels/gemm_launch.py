@@ -515,7 +515,8 @@ class SmallMCall:
         bn, bm, bk = cfg["BLOCK_N"], cfg["BLOCK_M"], cfg["BLOCK_K"]
         splits = one_split(cfg, p.k)
         if y_quant is not None and splits > 1:
-            raise ValueError(f"the small-M GEMM applies its output's producer with one K split, the config has {splits}")
+            raise ValueError(f"the small-M GEMM applies its output's producer with one K split, the config has "
+                             f"{splits}")
         int8 = p.kind == "int8"
         flags = _scale_flags(p)
         # with the output's silu_and_mul an N block holds BLOCK_N / 2 gate columns and as many up columns
