@@ -668,6 +668,14 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
     return _small_m_caller(p, _small_m_call(p, _config_key(config), x_quant), w, ws, bias)
 
 
+# The token buckets where the small-M GEMM applies the next layer's silu_and_mul producer in its epilogue
+# (``bind_small_m_producing``): where Llama-3-8B's MLP measured it faster (H200, benchmarks/RESULTS.md, twenty-first
+# round: 0.1-1.2 us less GPU time per graph-replayed MLP at M = 1-16, 1.9-2.5 at 64, 3.4 for int8 at 128). At 32 it
+# took 4.5-4.7 us more with programmatic dependent launch on (1.9 less with it off; the cause is not established),
+# and 160-256 were not measured.
+PRODUCING_BUCKETS = (1, 2, 4, 8, 16, 64, 128)
+
+
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
     says the kernel can stand in for the producer launch and the problem's config has a token block of
@@ -725,9 +733,9 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     loads. With ``quantizer`` (the identity producer launch that made ``x`` from floats) it takes the float
     activation, quantized in the kernel as ``bind_small_m_from_producer``'s call does (its ``under_capture``
     likewise). None where the problem's config (the table's row, as bound; ``config`` overrides it: tests) has
-    more than one K split, or the producers do not qualify."""
+    more than one K split, M's bucket is not one of ``PRODUCING_BUCKETS``, or the producers do not qualify."""
     y_quant = producing_of(producer, p)
-    if y_quant is None:
+    if y_quant is None or (config is None and m_bucket(p.m) not in PRODUCING_BUCKETS):
         return None
     cfg = config or small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())[0]
     if cfg is None or one_split(cfg, p.k) > 1:

@@ -1225,3 +1225,17 @@ def test_producing_needs_one_split(why, args):
     cfg.update(args)
     with pytest.raises(ValueError, match="one K split"):
         g.SmallMCall(p, cfg, None, (("QUANT", 2),))
+
+
+def test_producing_only_at_the_measured_buckets(monkeypatch):
+    """The table's config binds the one-launch call only at a token count whose bucket is one of
+    ``PRODUCING_BUCKETS`` (where the MLP measured it faster); an explicit config (tests, sweeps) always."""
+    seen = []
+    monkeypatch.setattr(g, "producing_of", lambda producer, p: (("QUANT", 0),))
+    monkeypatch.setattr(g, "small_m_config", lambda *a: seen.append(a) or (None, "no row"))
+    p32 = GemmProblem(32, 64, 256, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), False, True, False)
+    assert 32 not in g.PRODUCING_BUCKETS and g.bind_small_m_producing(p32, None, None, None, object()) is None
+    assert seen == []  # refused before the table is read
+    for m in (9, 33, 100):  # the buckets 16, 64 and 128: the table's row is asked for
+        assert g.bind_small_m_producing(dataclasses.replace(p32, m=m), None, None, None, object()) is None
+    assert [a[4] for a in seen] == [9, 33, 100]
