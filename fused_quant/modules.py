@@ -508,8 +508,10 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
         if bound is not None and bound.generation == runtime.generation() and bound.current(linear._buffers):
             fused = bound.producing.get((type(act_fn), id(consumer), numerics))
             if fused is not None and fused.current(consumer):
-                if fused.call is None or _hooked(linear):  # the two calls (bound already: no binding again)
+                if _hooked(linear):  # the layer's call runs its hooks
                     return maybe_fused_act_quant(act_fn, linear(x), consumer, numerics=numerics)
+                if fused.call is None:  # the two calls, the layer's through the bound call its forward would run
+                    return maybe_fused_act_quant(act_fn, bound(x, None), consumer, numerics=numerics)
                 return fused(x)
         else:
             bound = None

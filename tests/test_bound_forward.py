@@ -279,6 +279,12 @@ def test_linear_act_quant_is_the_layer_then_maybe_fused_act_quant(key):
     assert sum(n for k, n in fusion_counts().items() if k[1] == "silu_and_mul") == 3
     # the torch GEMM binds no one-kernel call: the layer's bound call records that it runs the two calls
     assert [[p.call for p in b.producing.values()] for b in gate_up._bound.values()] == [[None]]
+    seen = []
+    hook = gate_up.register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    for i in range(3):  # a hooked layer's call runs (its hooks see every output), the same bits
+        assert_bits_equal(linear_act_quant(gate_up, x, act, down).data, want.data, f"hooked call {i}")
+    hook.remove()
+    assert seen == [(2, 3, 64)] * 3
     down.requires_unquantized_input = True
     assert_bits_equal(linear_act_quant(gate_up, x, act, down), act(gate_up(x)), "LoRA consumer: the activation")
     down.requires_unquantized_input = False
