@@ -28,6 +28,7 @@ from fused_quant.validation import (
     ACT_DTYPES,
     FP8_DTYPES,
     DeviceMismatchError,
+    GemmProviderError,
     QuantDTypeError,
     QuantKeyMismatchError,
     ScaleError,
@@ -461,12 +462,16 @@ class _BoundProducing:
     ``float_call(x, x_scale, scale)`` for a plain-tensor input quantized in the kernel too (or None). ``call``
     None: the two calls run (no provider binds one for this producer)."""
 
-    __slots__ = ("forward", "producer", "call", "float_call", "key", "scale", "lead")
+    __slots__ = ("forward", "producer", "call", "float_call", "float_captured", "key", "scale", "lead", "want",
+                 "checked")
 
-    def __init__(self, forward, producer, call, float_call, key, scale, lead):
+    def __init__(self, forward, producer, call, float_call, key, scale, lead, want):
         self.forward, self.producer, self.call, self.float_call = forward, producer, call, float_call
+        self.float_captured = getattr(float_call, "under_capture", False) is True
         self.key, self.scale = key, scale  # the consumer's key object and static scale it was bound for
         self.lead = lead  # the output's leading dims where they are not [M] (a view), else None
+        self.want = want  # (shape, dtype) of the producer's q in the two calls it was bound after
+        self.checked = False  # the first output's checked against ``want``
 
     def current(self, consumer: nn.Module) -> bool:
         key = get_input_quant_key(consumer)
@@ -476,7 +481,7 @@ class _BoundProducing:
         forward, scale = self.forward, self.scale
         if forward.form == _TENSOR:
             float_call = self.float_call
-            if float_call is not None and (float_call.under_capture or not capturing()):
+            if float_call is not None and (self.float_captured or not capturing()):
                 q = float_call(x, forward.tensors[3], scale)
             else:
                 q = self.call(*forward.quant(x, forward.tensors[3]), scale)
@@ -484,8 +489,19 @@ class _BoundProducing:
             q = self.call(x.data, x.scale, scale)
         if self.lead is not None:
             q = q.view(*self.lead, q.shape[-1])
+        if not self.checked:
+            self._check(q)
         self.producer.counted()
         return self.producer.wrap(q, scale)
+
+    def _check(self, q) -> None:
+        """The first output has the shape and dtype of the producer's in the two calls (a provider's contract)."""
+        want = self.want
+        if not isinstance(q, torch.Tensor) or (tuple(q.shape), q.dtype) != want:
+            got = f"{tuple(q.shape)} {q.dtype}" if isinstance(q, torch.Tensor) else type(q).__name__
+            raise GemmProviderError(f"{self.forward.gemm.layer}: GEMM provider {self.forward.gemm.provider.name}'s "
+                                    f"producing call returned {got}, expected {want[0]} {want[1]}")
+        self.checked = True
 
 
 def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Module | None, *,
@@ -518,19 +534,21 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     h = linear(x)
     out = maybe_fused_act_quant(act_fn, h, consumer, numerics=numerics)
     if bound is not None and type(out) is QuantizedActivation:
-        _bind_producing(bound, act_fn, h, consumer, numerics)
+        _bind_producing(bound, act_fn, h, consumer, numerics, (tuple(out.data.shape), out.data.dtype))
     return out
 
 
 def _hooked(module: nn.Module) -> bool:
-    """Whether calling ``module`` runs forward hooks (its own or global ones), which a kernel standing in for its
-    call would skip."""
-    return bool(module._forward_hooks or module._forward_pre_hooks or getattr(_nn_module, "_global_forward_hooks", None)
+    """Whether calling ``module`` runs more than its class's forward: forward hooks (its own or global ones) or a
+    ``forward`` set on the instance (a wrapper, accelerate's hooks), which a kernel standing in for the call would
+    skip."""
+    return bool(module._forward_hooks or module._forward_pre_hooks or "forward" in module.__dict__
+                or getattr(_nn_module, "_global_forward_hooks", None)
                 or getattr(_nn_module, "_global_forward_pre_hooks", None))
 
 
 def _bind_producing(bound: _BoundForward, act_fn: nn.Module, h: torch.Tensor, consumer: nn.Module,
-                    numerics: str | None) -> None:
+                    numerics: str | None, want: tuple) -> None:
     """File ``linear_act_quant``'s one-kernel call for this bound call, act type, consumer and numerics where the
     GEMM provider binds one (``GemmProvider.bind_producing``) for the producer that just ran; else a record that
     it runs the two calls (kept while the consumer's key and scale are the ones seen, as a bound call)."""
@@ -546,8 +564,11 @@ def _bind_producing(bound: _BoundForward, act_fn: nn.Module, h: torch.Tensor, co
                           bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn, bound.quantizer))
             call = call if bound.quantizer is not None else None  # a plain tensor needs the layer's quantizer
     lead = None if h.dim() == 2 else tuple(h.shape[:-1])
+    if len(bound.producing) >= MAX_BOUND:  # consumers come and go (keyed by id): start over
+        bound.producing.clear()
     bound.producing[(type(act_fn), id(consumer), numerics)] = _BoundProducing(
-        bound, producer, call, float_call, get_input_quant_key(consumer), getattr(consumer, "input_scale", None), lead)
+        bound, producer, call, float_call, get_input_quant_key(consumer), getattr(consumer, "input_scale", None), lead,
+        want)
 
 
 def name_quant_linears(model: nn.Module, prefix: str = "") -> None:

@@ -291,3 +291,84 @@ def test_linear_act_quant_is_the_layer_then_maybe_fused_act_quant(key):
     plain = nn.Linear(32, 64, dtype=torch.bfloat16)
     got = linear_act_quant(plain, x, act, down)
     assert_bits_equal(got.data, maybe_fused_act_quant(act, plain(x), down).data, "a float linear")
+
+
+@pytest.fixture
+def producing_provider():
+    """A torch GEMM provider (first in the torch backend's chain) with a ``bind_producing`` that runs the GEMM
+    and then the bound producer it is given, in torch: the one-kernel path of ``linear_act_quant`` on a CPU.
+    Yields the list its producing calls append to; unregistered after the test."""
+    from fused_quant.gemm import dequant_epilogue, register_gemm_provider, unregister_gemm_provider
+
+    runs = []
+
+    def gemm(xq, xs, w, ws, bias, out_dtype):
+        acc = xq.to(torch.float64) @ w.to(torch.float64).T
+        return dequant_epilogue(acc, xs.reshape(-1, 1) if xs.numel() > 1 else xs.reshape(1, 1), ws, bias, out_dtype)
+
+    def bind_producing(p, w, ws, bias, producer, quantizer=None):
+        def call(x, xs, scale):
+            if quantizer is not None:  # a float input: the layer's own quantizer first
+                x, xs = quantizer(x, xs)
+            runs.append(quantizer is not None)
+            h = gemm(x.reshape(p.m, p.k), xs, w, ws, bias, p.out_dtype)
+            return producer(h, scale)[0]
+
+        call.under_capture = True
+        return call
+
+    register_gemm_provider("test_producing_int8", gemm, kind="int8", backends=("torch",), first=True,
+                           bind_producing=bind_producing)
+    try:
+        yield runs
+    finally:
+        unregister_gemm_provider("test_producing_int8")
+
+
+def test_linear_act_quant_one_kernel_path_follows_every_change(producing_provider):
+    """Where the provider binds a producing call, ``linear_act_quant`` runs it once the layer's call and then the
+    producer's are bound for an input's metadata, with the two calls' bits, and stops using it when anything the two calls read changes: the
+    consumer's scale or LoRA flag, another numerics profile, the layer's weight, a hook or an instance forward
+    added after binding."""
+    from fused_quant import SiluAndMul, linear_act_quant, maybe_fused_act_quant
+
+    runs = producing_provider
+    torch.manual_seed(4)
+    key = K.kInt8StaticTensorSym
+    gate_up = QuantLinear.from_float(nn.Linear(32, 64, dtype=torch.bfloat16), key, 0.05, name="gate_up")
+    down = QuantLinear.from_float(nn.Linear(32, 16, dtype=torch.bfloat16), key, 0.02, name="down")
+    act = SiluAndMul()
+    x = torch.randn(2, 3, 32, dtype=torch.bfloat16)
+
+    def check(what, numerics=None, kernel=True):
+        runs.clear()
+        want = maybe_fused_act_quant(act, gate_up(x), down, numerics=numerics)
+        got = linear_act_quant(gate_up, x, act, down, numerics=numerics)
+        if isinstance(want, QuantizedActivation):
+            assert_bits_equal(got.data, want.data, what)
+            assert got.scale is want.scale and got.quant_key is want.quant_key, what
+        else:
+            assert_bits_equal(got, want, what)
+        assert runs == ([True] if kernel else []), (what, runs)
+
+    check("first call", kernel=False)  # the layer's call bound by check's own call of it; here the producer's
+    check("bound")
+    down.set_input_scale(0.03)  # a new scale tensor: bound again for it
+    check("the consumer's new scale", kernel=False)
+    check("bound to the new scale")
+    check("hcu numerics", numerics="hcu", kernel=False)
+    check("hcu numerics bound", numerics="hcu")
+    down.requires_unquantized_input = True
+    check("LoRA consumer: the activation", kernel=False)
+    down.requires_unquantized_input = False
+    check("consumer back")
+    hook = gate_up.register_forward_hook(lambda module, args, out: None)
+    check("a hooked layer", kernel=False)
+    hook.remove()
+    gate_up.forward = gate_up.forward  # an instance forward (a wrapper's place)
+    check("an instance forward", kernel=False)
+    del gate_up.forward
+    check("class forward again")
+    gate_up.weight = gate_up.weight.clone()
+    check("a new weight", kernel=False)
+    check("bound to the new weight")

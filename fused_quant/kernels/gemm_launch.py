@@ -670,9 +670,9 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
 
 # The token buckets where the small-M GEMM applies the next layer's silu_and_mul producer in its epilogue
 # (``bind_small_m_producing``): where Llama-3-8B's MLP measured it faster (H200, benchmarks/RESULTS.md, twenty-first
-# round: 0.1-1.2 us less GPU time per graph-replayed MLP at M = 1-16, 1.9-2.5 at 64, 3.4 for int8 at 128). At 32 it
-# took 4.5-4.7 us more with programmatic dependent launch on (1.9 less with it off; the cause is not established),
-# and 160-256 were not measured.
+# round: up to 1.2 us less GPU time per graph-replayed MLP at M = 1-16, 0.2 more once for int8 at 16, 1.9-2.5 less
+# at 64, 3.4 for int8 at 128). At 32 it took 4.4-5.1 us more with programmatic dependent launch on (1.9 less with it
+# off; the cause is not established), and 160-256 were not measured.
 PRODUCING_BUCKETS = (1, 2, 4, 8, 16, 64, 128)
 
 
@@ -761,7 +761,9 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
         c.main((x, w, xs, ws, bias_arg, q, q, ws, scale), scalars)
         return q
 
-    call.under_capture = x_quant is None or (not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M)
+    # a float input under capture as bind_small_m_from_producer's call (so the same producers run and are counted)
+    call.under_capture = x_quant is None or (not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M
+                                             and cfg["splits"] == 1)
     return call
 
 
