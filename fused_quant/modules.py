@@ -153,7 +153,8 @@ class _BoundForward:
         self.quantizer = quantizer  # the bound producer launch behind ``quant`` (plain-tensor input), or None
         self.tensors = tensors  # the layer's (weight, weight_scale, bias, input_scale) it was bound to
         self.scale_version = scale_version  # the input scale's version whose value was checked
-        self.producing: dict = {}  # linear_act_quant's bindings of this call: (act type, consumer, numerics) ->
+        # linear_act_quant's bindings of this call: (act type, id of the consumer, numerics) -> _BoundProducing
+        self.producing: dict = {}
 
     def current(self, buffers: dict) -> bool:
         """Bound to the layer's tensors still (a tensor put in place without setattr, as offloading
