@@ -1137,12 +1137,15 @@ def test_sweep_install_merges_row_by_row(tmp_path):
 
 # --- the GEMM applying the next layer's silu_and_mul producer to its output ------------------------
 
-# (M, N, K, config) with one K split: gate | up rows of N / 2 each; odd N / 2 (a block's columns past it), a K
-# tail, several token blocks, one block of N
+# (M, N, K, config) with one K split: gate | up rows of N / 2 each; odd N / 2 (a block's columns past it, with
+# one token and with several), a K tail, several token blocks, one block of N; bias and fp16 output where M is
+# odd and M + N is odd (the test's rule)
 PRODUCING_CASES = [
     (1, 66, 70, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
     (5, 64, 96, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
     (19, 96, 64, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4, num_stages=2)),
+    (6, 74, 64, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
+    (2, 96, 100, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
 ]
 GPU_PRODUCING_CASES = [
     (1, 2 * 1000, 512, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)),
@@ -1166,7 +1169,9 @@ def _producer_launch(h, key_name, round_product, scale):
 @pytest.mark.parametrize("device,case", PRODUCING)
 @pytest.mark.parametrize("round_product", [True, False], ids=["default", "hcu"])
 @pytest.mark.parametrize("input_form", ["quantized", "float"])
-def test_producing_kernel_is_the_gemm_then_the_silu_producer(key_name, device, case, round_product, input_form):
+@pytest.mark.parametrize("per_channel", [True, False], ids=["channel_w", "tensor_w"])
+def test_producing_kernel_is_the_gemm_then_the_silu_producer(key_name, device, case, round_product, input_form,
+                                                             per_channel):
     """The small-M GEMM applying the next layer's silu_and_mul + per-tensor quantizer to its output stores the
     bits of that producer launched on the GEMM's own output (and its output those of the spec's producer):
     with a quantized input and with a float one it quantizes itself, fresh random data and adversarial rows
@@ -1180,11 +1185,12 @@ def test_producing_kernel_is_the_gemm_then_the_silu_producer(key_name, device, c
     kind = "fp8" if K.is_fp8(key) else "int8"
     out_dtype = (torch.bfloat16, torch.float16)[(m + n) % 2]
     _, _, w, ws = _operands(kind, m, n, k, device, seed=m)
+    ws = ws if per_channel else ws[:1].contiguous()  # one weight scale: read as a scalar by the epilogue
     x = _float_input(m, k, torch.bfloat16, device, seed=n, adversarial=m > 4)
     x_scale = torch.tensor([0.02 if kind == "fp8" else 0.03], device=device)
     xq, xs = quant_ref_for(x, key, x_scale, device)
     b = (torch.randn(n, generator=torch.Generator().manual_seed(k)) * 3).to(out_dtype).to(device) if m % 2 else None
-    p = GemmProblem(m, n, k, kind, xq.dtype, out_dtype, xq.device, False, True, b is not None)
+    p = GemmProblem(m, n, k, kind, xq.dtype, out_dtype, xq.device, False, per_channel, b is not None)
     h = g.bind_small_m(p, w, ws, b, cfg)(xq, xs)  # the GEMM's own output
     y_scale = torch.tensor([0.05 if kind == "fp8" else 0.4], device=device)
     producer, (q_ref, s_ref) = _producer_launch(h, key_name, round_product, y_scale)
@@ -1203,7 +1209,8 @@ def test_producing_kernel_is_the_gemm_then_the_silu_producer(key_name, device, c
     else:
         call = g.bind_small_m_producing(p, w, ws, b, producer, config=cfg)
         q = call(xq, xs, y_scale)
-    what = f"producing small-M {key_name} {m}x{n}x{k} {cfg} {out_dtype} bias={b is not None} {input_form}"
+    what = (f"producing small-M {key_name} {m}x{n}x{k} {cfg} {out_dtype} bias={b is not None} {input_form} "
+            f"per_channel={per_channel}")
     assert q.shape == (m, n // 2) and q.dtype == q_ref.dtype, what
     assert_bits_equal(q, q_ref, what)
 
