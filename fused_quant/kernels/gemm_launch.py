@@ -676,11 +676,17 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
 PRODUCING_BUCKETS = (1, 2, 4, 8, 16, 64, 128)
 
 
+def quantizing_under_capture(p: GemmProblem, cfg: dict) -> bool:
+    """Whether a small-M call quantizing its float input runs under CUDA graph capture too (the gemm module's
+    ``under_capture``): a per-tensor key with at most ``QUANTIZING_CAPTURED_MAX_M`` tokens and a config of one
+    split, what was measured."""
+    return not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M and cfg["splits"] == 1
+
+
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
     says the kernel can stand in for the producer launch and the problem's config has a token block of
-    at most ``QUANTIZING_MAX_BLOCK_M``; else None. The call's ``under_capture`` (the gemm module's
-    protocol): a per-tensor key with at most ``QUANTIZING_CAPTURED_MAX_M`` tokens and a config of one split."""
+    at most ``QUANTIZING_MAX_BLOCK_M``; else None. The call's ``under_capture``: ``quantizing_under_capture``."""
     x_quant = quantizer_of(quantizer, p)
     if x_quant is None:
         return None
@@ -688,7 +694,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
-    call.under_capture = not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M and cfg["splits"] == 1
+    call.under_capture = quantizing_under_capture(p, cfg)
     return call
 
 
@@ -749,7 +755,7 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     ws, bias_arg = _fixed_operands(ws, bias)
     h = p.n // 2
     shape, strides, device, q_dtype = (p.m, h), (h, 1), w.device, producer.q_dtype
-    scalars = (p.m, p.n, p.k, p.k, w.stride(0), h)
+    scalars = (*gemm_scalars(p, w)[:-1], h)  # q's row stride: N / 2
     own_scales = c.own_scales
 
     def call(x, xs, scale):
@@ -762,8 +768,7 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
         return q
 
     # a float input under capture as bind_small_m_from_producer's call (so the same producers run and are counted)
-    call.under_capture = x_quant is None or (not p.per_token and p.m <= QUANTIZING_CAPTURED_MAX_M
-                                             and cfg["splits"] == 1)
+    call.under_capture = x_quant is None or quantizing_under_capture(p, cfg)
     return call
 
 
