@@ -557,13 +557,14 @@ def _bind_producing(bound: _BoundForward, act_fn: nn.Module, h: torch.Tensor, co
     gemm = bound.gemm
     bind_producing = gemm.provider.bind_producing
     call = float_call = None
-    if producer is not None and bind_producing is not None and bound.form != _HCU_PAIR:
+    # a plain tensor needs the layer's quantizer; the HCU pair's form is never bound here
+    if (producer is not None and bind_producing is not None and bound.form != _HCU_PAIR
+            and (bound.form != _TENSOR or bound.quantizer is not None)):
         w, ws, bias, _ = bound.tensors
-        call = bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn)
+        ws2 = ws.reshape(-1, 1)
+        call = bind_producing(gemm.problem, w, ws2, bias, producer.fn)
         if call is not None and bound.form == _TENSOR:
-            float_call = (None if bound.quantizer is None else
-                          bind_producing(gemm.problem, w, ws.reshape(-1, 1), bias, producer.fn, bound.quantizer))
-            call = call if bound.quantizer is not None else None  # a plain tensor needs the layer's quantizer
+            float_call = bind_producing(gemm.problem, w, ws2, bias, producer.fn, bound.quantizer)
     lead = None if h.dim() == 2 else tuple(h.shape[:-1])
     if len(bound.producing) >= MAX_BOUND:  # consumers come and go (keyed by id): start over
         bound.producing.clear()

@@ -26,7 +26,6 @@ from fused_quant.activations import ReLUSquared, SiluAndMul, name_of_type
 from fused_quant.errors import ShapeMismatchError, UnsupportedError
 from fused_quant.modules import QuantLinear, linear_act_quant
 from fused_quant.numerics import get_profile
-from fused_quant.registry import maybe_fused_act_quant
 
 logger = logging.getLogger("fused_quant")
 
@@ -142,10 +141,12 @@ class _QuantMLPBase(nn.Module):
         self.down_proj, self.act_fn = down_proj, act_fn
         self.fuse, self.numerics = fuse, numerics
 
-    def _act_quant(self, h: torch.Tensor):
+    def _first_and_act(self, first: nn.Module, x: torch.Tensor):
+        """``act_fn(first(x))``, fused with the down projection's input quantization where a producer serves it
+        (``linear_act_quant``: the bits of ``maybe_fused_act_quant``, inside first's GEMM where it can)."""
         if not self.fuse:
-            return self.act_fn(h)
-        return maybe_fused_act_quant(self.act_fn, h, self.down_proj, numerics=self.numerics)
+            return self.act_fn(first(x))
+        return linear_act_quant(first, x, self.act_fn, self.down_proj, numerics=self.numerics)
 
     @property
     def fusable(self) -> tuple[bool, str]:
@@ -185,11 +186,7 @@ class QuantGatedMLP(_QuantMLPBase):
                    merged_in_checkpoint=merged)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.fuse:
-            return self.down_proj(self.act_fn(self.gate_up_proj(x)))
-        # the bits of maybe_fused_act_quant on gate_up_proj's output; one kernel where its GEMM can apply it
-        return self.down_proj(linear_act_quant(self.gate_up_proj, x, self.act_fn, self.down_proj,
-                                               numerics=self.numerics))
+        return self.down_proj(self._first_and_act(self.gate_up_proj, x))
 
     def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
         """The transformers linears this module stands for: name -> (our layer, its rows)."""
@@ -217,7 +214,7 @@ class QuantMLP(_QuantMLPBase):
                    act, fuse=fuse, numerics=numerics)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(self._act_quant(self.up_proj(x)))
+        return self.down_proj(self._first_and_act(self.up_proj, x))
 
     def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
         return {"up_proj": (self.up_proj, slice(None)), "down_proj": (self.down_proj, slice(None))}
