@@ -362,20 +362,20 @@ def act_quant_token_split_absmax_kernel(x_ptr, part_ptr, M, D, stride_xm,
 
 
 @triton.jit
-def act_quant_token_split_kernel(x_ptr, q_ptr, s_ptr, part_ptr, M, D, stride_xm,
+def act_quant_token_split_kernel(x_ptr, q_ptr, s_ptr, part_ptr, M, D, stride_xm, nparts,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                                  NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
                                  MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
                                  PARTS: tl.constexpr, PDL: tl.constexpr):
-    """Launch 2 of 2: program (row, p) takes the row's absmax from its ``num_programs(1)`` parts (the
-    maximum of the parts' maxima is the row's, bit for bit), computes y of its columns again and
-    quantizes them; program p = 0 stores the row's scale. A short piece of a row per program instead of
-    a whole row: at a few tokens, one program per row leaves all but one SM per row idle."""
+    """Launch 2 of 2: program (row, p) takes the row's absmax from its ``nparts`` parts ``part[row, :]``
+    (the maximum of the parts' maxima is the row's, bit for bit, however the row was cut: launch 1 cuts it
+    as this launch does, a producing GEMM's epilogue by its own column blocks), computes y of its columns
+    again and quantizes them; program p = 0 stores the row's scale. A short piece of a row per program
+    instead of a whole row: at a few tokens, one program per row leaves all but one SM per row idle."""
     pdl_prologue(PDL)
     row = tl.program_id(0).to(tl.int64)
     p = tl.program_id(1)
-    nparts = tl.num_programs(1)
     k = tl.arange(0, PARTS)[None, :]
     a = row_absmax(tl.load(part_ptr + row * nparts + k, mask=k < nparts, other=0.0))  # parts are >= +0.0
     s, r = token_scale(a, QUANT, M8, MIN_SCALE)
