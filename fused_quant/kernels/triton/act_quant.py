@@ -168,11 +168,11 @@ def _to_int8(v):
 
 
 @triton.jit
-def row_absmax(y):
-    """max |y| along axis 1 with NaN propagating (masked lanes hold y = 0): an integer max over
-    the bit patterns of |y|, which order like the values and put every NaN above Inf."""
+def row_absmax(y, AXIS: tl.constexpr = 1):
+    """max |y| along axis ``AXIS`` (1: each row's) with NaN propagating (masked lanes hold y = 0): an integer
+    max over the bit patterns of |y|, which order like the values and put every NaN above Inf."""
     bits = y.to(tl.int32, bitcast=True) & 0x7FFFFFFF
-    return tl.max(bits, axis=1).to(tl.float32, bitcast=True)
+    return tl.max(bits, axis=AXIS).to(tl.float32, bitcast=True)
 
 
 @triton.jit

@@ -108,7 +108,7 @@ def _act_epilogue(acc, rn, pid_n, n_parts, rm, xs, ws_ptr, bias_ptr, q_ptr, ys_p
         y = tl.where(c_in, y, 0.0)  # columns past N / 2 (weight row 0's results) count as 0, as masked lanes do
         tl.store(q_ptr + rm[None, :] * stride_qm + rc[:, None], y.to(q_ptr.dtype.element_ty),
                  mask=c_in & (rm[None, :] < M))  # exact: y is T-valued where it is stored as T
-        tl.store(ys_ptr + rm * n_parts + pid_n, row_absmax(tl.trans(y)), mask=rm < M)
+        tl.store(ys_ptr + rm * n_parts + pid_n, row_absmax(y, 0), mask=rm < M)
     else:
         ys, yr = static_scale(ys_ptr)
         q = static_quantized(y, ys, yr, ACT_Q, Y_M8, Y_FP8, Y_NAN_CODE, Y_SATFINITE, Y_FAST_DIV)
