@@ -17,10 +17,10 @@ key, whose scales the provider works out), which the provider quantizes itself, 
 bound producer launch ``quantizer`` would (``QuantLinear``'s plain-tensor input in eager calls: one
 launch for both; also under CUDA graph capture where the call's ``under_capture`` attribute is true,
 i.e. where it costs the GPU less than the producer and the GEMM); and ``bind_producing(problem, w, ws, bias,
-producer, quantizer=None) -> call(x, xs, scale) -> (q, s)`` or None: the same GEMM applying the next layer's
-bound producer launch ``producer`` (an activation and a quantizer) to its output and returning that producer's
-``(q, scale)``, bit for bit (``modules.linear_act_quant``; with ``quantizer``, from the float activation as
-``bind_quantizing``'s call). ``bind_gemm`` is the checked entry's bound
+producer, quantizer=None) -> call(x, xs, scale) -> q`` or None: the same GEMM applying the next layer's bound
+producer launch ``producer`` (an activation and a per-tensor quantizer) to its output and returning that
+producer's ``q``, bit for bit (``modules.linear_act_quant``; with ``quantizer``, from the float activation
+as ``bind_quantizing``'s call). ``bind_gemm`` is the checked entry's bound
 form: it runs every check once and returns a ``BoundGemm`` for every later call whose operands have
 the same metadata (a layer's fast path).
 """
@@ -61,8 +61,7 @@ class GemmProvider:
     bind: GemmBindFn | None = None  # bind(problem, w, ws [N, 1] | [1, 1], bias) -> call(xq [M, K], xs)
     # bind_quantizing(problem, w, ws, bias, quantizer) -> call(x [M, K] float, per-tensor scale | None) or None
     bind_quantizing: Callable | None = None
-    # bind_producing(problem, w, ws, bias, producer, quantizer=None) -> call(x, xs, static scale | None) -> (q, s)
-    # or None
+    # bind_producing(problem, w, ws, bias, producer, quantizer=None) -> call(x, xs, producer's scale) -> q or None
     bind_producing: Callable | None = None
 
     def check(self, problem: GemmProblem) -> tuple[bool, str]:

@@ -459,7 +459,7 @@ class QuantLinear(nn.Module):
 
 class _BoundProducing:
     """A bound QuantLinear call (``_BoundForward``) whose GEMM applies the next layer's bound producer
-    (``registry._BoundCall`` of a silu_and_mul) to its output: ``call(xq, xs, scale) -> (q, s)``, and
+    (``registry._BoundCall`` of a silu_and_mul of a per-tensor key) to its output: ``call(xq, xs, scale)``, and
     ``float_call(x, x_scale, scale)`` for a plain-tensor input quantized in the kernel too (or None). ``call``
     None: the two calls run (no provider binds one for this producer)."""
 
@@ -471,7 +471,7 @@ class _BoundProducing:
         self.float_captured = getattr(float_call, "under_capture", False) is True
         self.key, self.scale = key, scale  # the consumer's key object and static scale it was bound for
         self.lead = lead  # the output's leading dims where they are not [M] (a view), else None
-        self.want = want  # ((shape, dtype) of q, of its scale) from the producer in the two calls it was bound after
+        self.want = want  # (shape, dtype) of the producer's q in the two calls it was bound after
         self.checked = False  # the first output's checked against ``want``
 
     def current(self, consumer: nn.Module) -> bool:
@@ -483,32 +483,25 @@ class _BoundProducing:
         if forward.form == _TENSOR:
             float_call = self.float_call
             if float_call is not None and (self.float_captured or not capturing()):
-                q, s = float_call(x, forward.tensors[3], scale)
+                q = float_call(x, forward.tensors[3], scale)
             else:
-                q, s = self.call(*forward.quant(x, forward.tensors[3]), scale)
+                q = self.call(*forward.quant(x, forward.tensors[3]), scale)
         else:
-            q, s = self.call(x.data, x.scale, scale)
+            q = self.call(x.data, x.scale, scale)
         if self.lead is not None:
             q = q.view(*self.lead, q.shape[-1])
-            if s is not scale:  # per-token scales [M, 1]
-                s = s.view(*self.lead, 1)
         if not self.checked:
-            self._check(q, s)
+            self._check(q)
         self.producer.counted()
-        return self.producer.wrap(q, s)
+        return self.producer.wrap(q, scale)
 
-    def _check(self, q, s) -> None:
-        """The first output has the shape and dtype of the producer's ``(q, scale)`` in the two calls (a provider's
-        contract)."""
-        def described(t):
-            return f"{tuple(t.shape)} {t.dtype}" if isinstance(t, torch.Tensor) else type(t).__name__
-
-        if not all(isinstance(t, torch.Tensor) and (tuple(t.shape), t.dtype) == want
-                   for t, want in zip((q, s), self.want)):
-            raise GemmProviderError(
-                f"{self.forward.gemm.layer}: GEMM provider {self.forward.gemm.provider.name}'s producing call "
-                f"returned q {described(q)} and scale {described(s)}, expected "
-                + " and ".join(f"{tuple(shape)} {dtype}" for shape, dtype in self.want))
+    def _check(self, q) -> None:
+        """The first output has the shape and dtype of the producer's in the two calls (a provider's contract)."""
+        want = self.want
+        if not isinstance(q, torch.Tensor) or (tuple(q.shape), q.dtype) != want:
+            got = f"{tuple(q.shape)} {q.dtype}" if isinstance(q, torch.Tensor) else type(q).__name__
+            raise GemmProviderError(f"{self.forward.gemm.layer}: GEMM provider {self.forward.gemm.provider.name}'s "
+                                    f"producing call returned {got}, expected {want[0]} {want[1]}")
         self.checked = True
 
 
@@ -521,12 +514,10 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     That is the case in eager calls (from the third with an input's metadata: the first binds the layer's call,
     the second the producer's) where the linear is a QuantLinear without forward hooks whose GEMM is the
     small-M one with one K split, and the producer that ``maybe_fused_act_quant`` runs is the package's Triton
-    silu_and_mul: the GEMM's epilogue computes the output, the activation and, for a per-tensor key (FP8 or int8
-    static), the quantization as the two calls would, and stores only the quantized activation. A per-token
-    key's row needs its absmax over every column block first: the epilogue stores the activation and each
-    block's absmax, and one more launch quantizes it (two launches where the two calls take three under CUDA
-    graph capture). A plain-tensor ``x`` is quantized in the same kernel where the layer's own calls do that.
-    Under CUDA graph capture too; under torch.compile the two calls."""
+    silu_and_mul of a per-tensor key (FP8 or int8 static): the GEMM's epilogue computes the output, the
+    activation and the quantization as the two calls would, and stores only the quantized activation. A
+    plain-tensor ``x`` is quantized in the same kernel where the layer's own calls do that. Under CUDA graph
+    capture too; under torch.compile the two calls."""
     bound = None
     if type(linear) is QuantLinear and not torch.compiler.is_compiling():
         sig = _signature(x, None)
@@ -544,8 +535,7 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     h = linear(x)
     out = maybe_fused_act_quant(act_fn, h, consumer, numerics=numerics)
     if bound is not None and type(out) is QuantizedActivation:
-        _bind_producing(bound, act_fn, h, consumer, numerics,
-                        tuple((tuple(t.shape), t.dtype) for t in (out.data, out.scale)))
+        _bind_producing(bound, act_fn, h, consumer, numerics, (tuple(out.data.shape), out.data.dtype))
     return out
 
 

@@ -312,7 +312,7 @@ def producing_provider():
                 x, xs = quantizer(x, xs)
             runs.append(quantizer is not None)
             h = gemm(x.reshape(p.m, p.k), xs, w, ws, bias, p.out_dtype)
-            return producer(h, scale)
+            return producer(h, scale)[0]
 
         call.under_capture = True
         return call

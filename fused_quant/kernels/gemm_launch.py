@@ -713,20 +713,15 @@ def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:
     return key_name, x_dtype
 
 
-# The quantizer constexprs of a per-token producer's launch and of the launch that quantizes a producing GEMM's
-# activation for it (``launch.parts_quant_plan``): equal, or the GEMM does not stand in for the producer
-_QUANTIZER = ("QUANT", "M8", "FP8", "NAN_CODE", "SATFINITE", "FAST_DIV", "MIN_SCALE")
-
-
 def producing_of(bound: object, p: GemmProblem) -> tuple | None:
     """``bind_small_m_producing``'s ``y_quant`` for a producer's bound launch when the small-M GEMM can apply it
-    to its output: the package's Triton silu_and_mul producer (its heuristics' launch, not a tuning one)
-    reading the problem's whole output (contiguous rows of an even N, its dtype, its device): the constexprs of
-    that launch's plan, which the GEMM's epilogue takes for its own. Else None."""
+    to its output: the package's Triton silu_and_mul producer of a per-tensor key (its heuristics' launch, not a
+    tuning one) reading the problem's whole output (contiguous rows of an even N, its dtype, its device): the
+    constexprs of that launch's plan, which the GEMM's epilogue takes for its own. Else None."""
     if type(bound) is not launch.BoundLaunch:
         return None
     act, _, x_dtype, _, _, config, row_stride, (m, d_in) = bound.args
-    if (act != "silu_and_mul" or config is not None or row_stride != d_in
+    if (act != "silu_and_mul" or config is not None or bound.s_shape is not None or row_stride != d_in
             or (m, d_in) != (p.m, p.n) or p.n % 2 or x_dtype != p.out_dtype or bound.device != p.device):
         return None
     plan = bound.resolved.plan
@@ -735,32 +730,13 @@ def producing_of(bound: object, p: GemmProblem) -> tuple | None:
     return tuple((theirs, plan.kwargs[theirs]) for _, theirs in _ACT_Q_FROM)
 
 
-def _parts_quant_call(p: GemmProblem, producer: launch.BoundLaunch, parts: int) -> tuple[KernelCall | None, object]:
-    """For a per-token ``producer`` (``producing_of``): the launch quantizing the activation ``y [M, N/2]`` a
-    producing GEMM stores with its ``parts`` absmax parts per token, and y's dtype (the producer's T where y is
-    T-valued, else fp32); (None, None) where its quantizer is not the producer's."""
-    act, key_name, x_dtype, round_product, fp8_dtype, _, _, _ = producer.args
-    y_dtype = x_dtype if round_product else torch.float32
-    key = ("parts_quant", p, key_name, y_dtype, fp8_dtype, parts)
-    call = _GEMM_LAUNCHES.get(key)
-    if call is None:
-        generation, index = runtime.generation(), launch.device_index(p.device)
-        plan = launch.parts_quant_plan(key_name, y_dtype, fp8_dtype, p.m, p.n // 2, parts, index)
-        theirs = producer.resolved.plan.kwargs
-        same = all(plan.kwargs.get(name) == theirs.get(name) for name in _QUANTIZER)
-        call = _GEMM_LAUNCHES.put(key, KernelCall(plan, index) if same else False, generation)
-    return (call, y_dtype) if call else (None, None)
-
-
 def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quantizer: object = None,
                            config: dict | None = None):
     """The small-M providers' ``bind_producing``: the GEMM for a layer's weight whose epilogue applies the bound
-    silu_and_mul producer launch ``producer`` to the output (``producing_of``): ``call(x, xs, scale)`` with the
-    producer's static ``scale`` (None for a per-token key) gives the bits of ``producer(bind_small_m's call(x,
-    xs), scale)``, ``(q [M, N/2], its scale)``. A per-tensor key's in one launch, without the output's store and
-    the producer's loads; a per-token key's in two: the GEMM stores the activation and each token's absmax parts,
-    one launch of the split rows' second kernel quantizes it (the producer's absmax sweep over the output
-    skipped; ``_parts_quant_call``). With ``quantizer`` (the identity producer launch that made ``x`` from floats) it takes the float
+    silu_and_mul producer launch ``producer`` of a per-tensor key to the output (``producing_of``) and stores its
+    ``q [M, N/2]``: ``call(x, xs, scale)`` with the producer's static ``scale`` gives the bits of
+    ``producer(bind_small_m's call(x, xs), scale)`` in one launch, without the output's store and the producer's
+    loads. With ``quantizer`` (the identity producer launch that made ``x`` from floats) it takes the float
     activation, quantized in the kernel as ``bind_small_m_from_producer``'s call does (its ``under_capture``
     likewise). None where the problem's config (the table's row, as bound; ``config`` overrides it: tests) has
     more than one K split, M's bucket is not one of ``PRODUCING_BUCKETS``, or the producers do not qualify."""
@@ -781,30 +757,15 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     shape, strides, device, q_dtype = (p.m, h), (h, 1), w.device, producer.q_dtype
     scalars = (*gemm_scalars(p, w)[:-1], h)  # q's row stride: N / 2
     own_scales = c.own_scales
-    quant = None
-    if producer.s_shape is not None:  # a per-token key: y and its parts, then the launch quantizing y
-        parts = c.main.plan.grid[1 if c.main.plan.kwargs["TOKENS_FIRST"] else 0]  # the N blocks
-        quant, y_dtype = _parts_quant_call(p, producer, parts)
-        if quant is None:
-            return None
-        parts_shape, s_shape, quant_scalars = (p.m, parts), (p.m, 1), (p.m, h, h, parts)
 
     def call(x, xs, scale):
-        """``(q, its scale)``: the static ``scale`` itself, or the per-token scales ``[M, 1]``."""
         if own_scales:  # a per-token key's float x: the kernel works out the scales (one split: none stored)
             xs = ws
         elif not xs.is_contiguous():
             xs = xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
         q = torch.empty_strided(shape, strides, dtype=q_dtype, device=device)
-        if quant is None:
-            c.main((x, w, xs, ws, bias_arg, q, q, ws, scale), scalars)
-            return q, scale
-        y = torch.empty_strided(shape, strides, dtype=y_dtype, device=device)
-        part = torch.empty_strided(parts_shape, (parts, 1), dtype=torch.float32, device=device)
-        c.main((x, w, xs, ws, bias_arg, y, y, ws, part), scalars)
-        s = torch.empty_strided(s_shape, (1, 1), dtype=torch.float32, device=device)
-        quant((y, q, s, part), quant_scalars)
-        return q, s
+        c.main((x, w, xs, ws, bias_arg, q, q, ws, scale), scalars)
+        return q
 
     # a float input under capture as bind_small_m_from_producer's call (so the same producers run and are counted)
     call.under_capture = x_quant is None or quantizing_under_capture(p, cfg)

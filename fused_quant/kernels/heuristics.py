@@ -39,9 +39,8 @@ class ArchConfig:
     # so only where every bf16 and fp16 gate was measured to round like torch
     fast_silu: bool = False
     # (max M, min D, BLOCK_N, num_warps): per-token rows split over programs in two launches, for calls under
-    # CUDA graph capture (GPU time only); max M 0: never. Its tile (BLOCK_N, num_warps) is also the launch that
-    # quantizes a producing GEMM's per-token activation (``split_tile``)
-    token_split: tuple[int, int, int, int] = (0, 0, 1024, 4)
+    # CUDA graph capture (GPU time only); max M 0: never
+    token_split: tuple[int, int, int, int] = (0, 0, 0, 0)
     # (min M, max M, min D, max D, num_warps): the cheap-silu silu_and_mul per-token rows of min D..max D (at
     # most chunked_max_n) columns as one block (one program per row) instead of in chunks, at M in that range;
     # max M 0: never
@@ -76,14 +75,6 @@ CONFIGS: dict[str, ArchConfig] = {
 
 def config_for(arch: str | None) -> ArchConfig:
     return CONFIGS.get(arch or "default", _DEFAULT)
-
-
-def split_tile(arch: str | None) -> dict:
-    """The split rows' second launch's tile (``token_split``'s BLOCK_N and num_warps), for the quantizing launch
-    after a small-M GEMM that stored a per-token key's activation and its absmax parts
-    (``launch.parts_quant_plan``)."""
-    _, _, block_n, warps = config_for(arch).token_split
-    return {"BLOCK_N": block_n, "num_warps": warps}
 
 
 def next_pow2(n: int) -> int:

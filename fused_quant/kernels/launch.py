@@ -218,7 +218,7 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
             kernel, grid = kernels.act_quant_token_kernel, (triton_cdiv(m, cfg["ROWS"]),)
         elif variant == "split":  # BLOCK_N columns of a row per program: the parts' absmax, then the quantization
             kernel, grid = kernels.act_quant_token_split_kernel, (m, triton_cdiv(d, cfg["BLOCK_N"]))
-            cfg["PARTS"] = heuristics.next_pow2(cfg.pop("parts", grid[1]))  # the parts per row it reduces
+            cfg["PARTS"] = heuristics.next_pow2(grid[1])
             absmax = kernels.act_quant_token_split_absmax_kernel
             own = {k: v for k, v in {**common, **cfg}.items() if k in absmax.arg_names or k == "num_warps"}
             first = make_plan(absmax, grid, {**own, **pdl_options(device_index, launch_first=True)}, "split_absmax")
@@ -227,18 +227,6 @@ def _plan(act: str, key_name: str, x_dtype: torch.dtype, round_product: bool, fp
                              f"{', '.join(heuristics.TOKEN_VARIANTS)}")
     plan = make_plan(kernel, grid, {**common, **cfg, **pdl_options(device_index, launch_first=True)}, variant)
     return plan._replace(scratch=scratch, first=first)
-
-
-def parts_quant_plan(key_name: str, y_dtype: torch.dtype, fp8_dtype: torch.dtype, m: int, d: int, parts: int,
-                     device_index: int) -> _Plan:
-    """The split rows' second launch on its own, for activated rows ``y [m, d]`` whose absmax come as ``parts``
-    partial maxima per row (``[m, parts]``: a producing small-M GEMM's epilogue): the identity producer of key
-    ``key_name`` reading y, which gives the bits of the key's per-token producer whose activation gave y (its
-    quantizer's constexprs are that producer's: ``_constexprs`` keys them by key, FP8 dtype and device only).
-    The tile is ``heuristics.split_tile``'s."""
-    arch = _cuda_arch(device_index) if device_index >= 0 else _arch()
-    config = (("variant", "split"), *heuristics.split_tile(arch).items(), ("parts", parts))
-    return _plan("identity", key_name, y_dtype, False, fp8_dtype, m, d, False, device_index, config)
 
 
 def reset_plans() -> None:
@@ -369,7 +357,7 @@ class BoundLaunch:
         if plan.first is not None:  # split rows (under capture, or tuning): the parts' absmax, then the rest
             part = torch.empty(plan.grid[:2], dtype=torch.float32, device=self.device)
             _launch(plan.first, (x2, part, *r.tail))
-            _launch(plan, (x2, q, s, part, *r.tail, plan.grid[1]))
+            _launch(plan, (x2, q, s, part, *r.tail))
             return q, s
         direct = r.direct[0] or _direct_of(r)
         if direct is not None and s.dtype == torch.float32:

@@ -168,11 +168,11 @@ def _to_int8(v):
 
 
 @triton.jit
-def row_absmax(y, AXIS: tl.constexpr = 1):
-    """max |y| along axis ``AXIS`` (1: each row's) with NaN propagating (masked lanes hold y = 0): an integer
-    max over the bit patterns of |y|, which order like the values and put every NaN above Inf."""
+def row_absmax(y):
+    """max |y| along axis 1 with NaN propagating (masked lanes hold y = 0): an integer max over
+    the bit patterns of |y|, which order like the values and put every NaN above Inf."""
     bits = y.to(tl.int32, bitcast=True) & 0x7FFFFFFF
-    return tl.max(bits, axis=AXIS).to(tl.float32, bitcast=True)
+    return tl.max(bits, axis=1).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -362,20 +362,20 @@ def act_quant_token_split_absmax_kernel(x_ptr, part_ptr, M, D, stride_xm,
 
 
 @triton.jit
-def act_quant_token_split_kernel(x_ptr, q_ptr, s_ptr, part_ptr, M, D, stride_xm, nparts,
+def act_quant_token_split_kernel(x_ptr, q_ptr, s_ptr, part_ptr, M, D, stride_xm,
                                  ACT: tl.constexpr, QUANT: tl.constexpr, T: tl.constexpr,
                                  ROUND_PRODUCT: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                                  NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_SILU: tl.constexpr,
                                  MIN_SCALE: tl.constexpr, FAST_DIV: tl.constexpr, BLOCK_N: tl.constexpr,
                                  PARTS: tl.constexpr, PDL: tl.constexpr):
-    """Launch 2 of 2: program (row, p) takes the row's absmax from its ``nparts`` parts ``part[row, :]``
-    (the maximum of the parts' maxima is the row's, bit for bit, however the row was cut: launch 1 cuts it
-    as this launch does, a producing GEMM's epilogue by its own column blocks), computes y of its columns
-    again and quantizes them; program p = 0 stores the row's scale. A short piece of a row per program
-    instead of a whole row: at a few tokens, one program per row leaves all but one SM per row idle."""
+    """Launch 2 of 2: program (row, p) takes the row's absmax from its ``num_programs(1)`` parts (the
+    maximum of the parts' maxima is the row's, bit for bit), computes y of its columns again and
+    quantizes them; program p = 0 stores the row's scale. A short piece of a row per program instead of
+    a whole row: at a few tokens, one program per row leaves all but one SM per row idle."""
     pdl_prologue(PDL)
     row = tl.program_id(0).to(tl.int64)
     p = tl.program_id(1)
+    nparts = tl.num_programs(1)
     k = tl.arange(0, PARTS)[None, :]
     a = row_absmax(tl.load(part_ptr + row * nparts + k, mask=k < nparts, other=0.0))  # parts are >= +0.0
     s, r = token_scale(a, QUANT, M8, MIN_SCALE)

@@ -27,14 +27,11 @@ step (and the sweep), which pays at a 16-token block in eager calls, where the h
 the bottleneck, and for per-tensor keys at a few tokens under capture too, where the producer's launch
 leaves the critical path (``gemm_launch.bind_small_m_quantizing``, ``QUANTIZING_CAPTURED_MAX_M``).
 
-With ``ACT_Q`` (the QUANT code of the next layer's key) the output is not stored: the kernel applies the
-silu_and_mul producer of that key to it (``_act_epilogue``), each program's weight rows half gate and half the
-matching up rows (N/2 further). A per-tensor key's quantized activation ``q [M, N/2]`` is stored at ``out_ptr``
-with the per-tensor scale at ``ys_ptr``: the bits of the producer on the plain output, without the output's
-store, the producer's launch and its loads. A per-token key's activation ``y [M, N/2]`` is stored there instead,
-and each token's absmax over the program's columns at ``ys_ptr``: the split rows' second kernel quantizes y from
-them, the producer's first kernel (an absmax sweep over the output) and half the bytes skipped
-(``gemm_launch.bind_small_m_producing``).
+With ``ACT_Q`` (the QUANT code of a per-tensor key) the output is not stored: the kernel applies the
+silu_and_mul producer of the next layer's key to it (``_act_epilogue``), each program's weight rows half
+gate and half the matching up rows (N/2 further), and stores the quantized activation ``q [M, N/2]`` at
+``out_ptr`` with the per-tensor scale at ``ys_ptr``: the bits of the producer on the plain output, without
+the output's store, the producer's launch and its loads (``gemm_launch.bind_small_m_producing``).
 
 Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue``):
 ``out[m, n] = Tout(float(acc[m, n]) * xs[m] * ws[n]) + bias[n]``, the bias added in Tout.
@@ -84,35 +81,25 @@ def _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
 
 
 @triton.jit
-def _act_epilogue(acc, rn, pid_n, n_parts, rm, xs, ws_ptr, bias_ptr, q_ptr, ys_ptr, M, N, stride_qm,
+def _act_epilogue(acc, rn, pid_n, rm, xs, ws_ptr, bias_ptr, q_ptr, ys_ptr, M, N, stride_qm,
                   WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr,
                   BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, ACT_Q: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                   FAST_SILU: tl.constexpr, Y_M8: tl.constexpr, Y_FP8: tl.constexpr, Y_NAN_CODE: tl.constexpr,
                   Y_SATFINITE: tl.constexpr, Y_FAST_DIV: tl.constexpr):
-    """The output's silu_and_mul and its quantization, stored: rows ``0..BLOCK_N/2`` of ``acc`` are the gate
-    columns ``rc`` of the output (block ``pid_n`` of ``n_parts`` blocks of ``BLOCK_N / 2`` columns), the rest the
-    up columns ``rc + N/2``. Each is first the OUT value the plain epilogue stores, then the silu_and_mul
-    producer's steps on it, bit for bit (``act_quant``: T(silu(g)), the product y, rounded to T unless the profile
-    keeps fp32). A per-tensor key's y is quantized (``static_quantized``) and stored at ``q[rm, rc]``; a per-token
-    key's row needs every block's absmax first, so y itself is stored there (``q_ptr``: T or fp32 rows) and each
-    token's absmax over the block at ``ys_ptr[rm * n_parts + pid_n]``, for the split rows' quantizing kernel
-    (``act_quant.act_quant_token_split_kernel`` reading y as the identity producer)."""
+    """The output's silu_and_mul and its per-tensor quantization, stored: rows ``0..BLOCK_N/2`` of ``acc`` are
+    the gate columns ``rc`` of the output (block ``pid_n`` of ``BLOCK_N / 2`` columns), the rest the up columns
+    ``rc + N/2``. Each is first the OUT value the plain epilogue stores, then the silu_and_mul producer's steps
+    on it, bit for bit (``act_quant``: T(silu(g)), the product, rounded to T unless the profile keeps fp32,
+    ``static_quantized``), stored at ``q[rm, rc]``."""
     out = _dequantized(acc, rn, xs, ws_ptr, bias_ptr, N, WS_PER_CHANNEL, HAS_BIAS, OUT).to(tl.float32)
     g, u = tl.split(tl.permute(tl.reshape(out, (2, BLOCK_N // 2, BLOCK_M)), (1, 2, 0)))
     y = silu(g, OUT, FAST_SILU).to(OUT).to(tl.float32) * u
     if ROUND_PRODUCT:
         y = y.to(OUT).to(tl.float32)
+    ys, yr = static_scale(ys_ptr)
+    q = static_quantized(y, ys, yr, ACT_Q, Y_M8, Y_FP8, Y_NAN_CODE, Y_SATFINITE, Y_FAST_DIV)
     rc = pid_n.to(tl.int64) * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
-    c_in = rc[:, None] < N // 2
-    if (ACT_Q == FP8_TOKEN) | (ACT_Q == INT8_TOKEN):  # a per-token key: y and each token's absmax over the block
-        y = tl.where(c_in, y, 0.0)  # columns past N / 2 (weight row 0's results) count as 0, as masked lanes do
-        tl.store(q_ptr + rm[None, :] * stride_qm + rc[:, None], y.to(q_ptr.dtype.element_ty),
-                 mask=c_in & (rm[None, :] < M))  # exact: y is T-valued where it is stored as T
-        tl.store(ys_ptr + rm * n_parts + pid_n, row_absmax(y, 0), mask=rm < M)
-    else:
-        ys, yr = static_scale(ys_ptr)
-        q = static_quantized(y, ys, yr, ACT_Q, Y_M8, Y_FP8, Y_NAN_CODE, Y_SATFINITE, Y_FAST_DIV)
-        tl.store(q_ptr + rm[None, :] * stride_qm + rc[:, None], q, mask=c_in & (rm[None, :] < M))
+    tl.store(q_ptr + rm[None, :] * stride_qm + rc[:, None], q, mask=(rc[:, None] < N // 2) & (rm[None, :] < M))
 
 
 @triton.jit
@@ -269,11 +256,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
     elif ACT_Q == NO_XQ:
         _epilogue(acc, rn, rm, xs, ws_ptr, bias_ptr, out_ptr, M, N, stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT)
     else:
-        if TOKENS_FIRST:
-            n_parts = tl.num_programs(1)
-        else:
-            n_parts = tl.num_programs(0)
-        _act_epilogue(acc, rn, pid_n, n_parts, rm, xs, ws_ptr, bias_ptr, out_ptr, ys_ptr, M, N,
+        _act_epilogue(acc, rn, pid_n, rm, xs, ws_ptr, bias_ptr, out_ptr, ys_ptr, M, N,
                       stride_om, WS_PER_CHANNEL, HAS_BIAS, OUT, BLOCK_N, BLOCK_M, ACT_Q, ROUND_PRODUCT, FAST_SILU,
                       Y_M8, Y_FP8, Y_NAN_CODE, Y_SATFINITE, Y_FAST_DIV)
 
