@@ -671,9 +671,11 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
 # The token buckets where the small-M GEMM applies the next layer's silu_and_mul producer in its epilogue
 # (``bind_small_m_producing``): where Llama-3-8B's MLP measured it faster (H200, benchmarks/RESULTS.md, twenty-first
 # round: up to 1.2 us less GPU time per graph-replayed MLP at M = 1-16, 0.2 more once for int8 at 16, 1.9-2.5 less
-# at 64, 3.4 for int8 at 128). At 32 it took 4.4-5.1 us more with programmatic dependent launch on (1.9 less with it
-# off; the cause is not established), and 160-256 were not measured.
-PRODUCING_BUCKETS = (1, 2, 4, 8, 16, 64, 128)
+# at 64, 3.4 for int8 at 128; twenty-second round, int8 static, two runs: 2.2-2.3 less at 160, 4.1-4.8 less at 256).
+# Left out: 32, 4.1-5.1 us more with programmatic dependent launch on (1.9 less with it off; both GEMMs took longer
+# in a profile, the cause is not established), and 192, 1.9-2.2 us more (int8 static; FP8's gate_up is not the
+# small-M GEMM from 160 tokens on).
+PRODUCING_BUCKETS = (1, 2, 4, 8, 16, 64, 128, 160, 256)
 
 
 def quantizing_under_capture(p: GemmProblem, cfg: dict) -> bool:

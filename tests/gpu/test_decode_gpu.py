@@ -215,7 +215,7 @@ def test_linear_act_quant_mlp_is_the_two_calls_bit_for_bit(backend, key_name, ba
     compiled = torch.compile(one, mode="reduce-overhead", fullgraph=True, dynamic=False)
     kind = "fp8" if K.is_fp8(key) else "int8"
     arch = launch._cuda_arch(torch.cuda.current_device())
-    for m in (1, 4, 16, 32, 64):
+    for m in (1, 4, 16, 32, 64, 160, 256):
         x = torch.randn(m, D, device=CUDA, dtype=torch.bfloat16)
         want = two(x)
         reset_fusion_counts()

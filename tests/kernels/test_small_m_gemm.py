@@ -1242,7 +1242,9 @@ def test_producing_only_at_the_measured_buckets(monkeypatch):
     monkeypatch.setattr(g, "small_m_config", lambda *a: seen.append(a) or (None, "no row"))
     p32 = GemmProblem(32, 64, 256, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), False, True, False)
     assert 32 not in g.PRODUCING_BUCKETS and g.bind_small_m_producing(p32, None, None, None, object()) is None
-    assert seen == []  # refused before the table is read
-    for m in (9, 33, 100):  # the buckets 16, 64 and 128: the table's row is asked for
+    for m in (17, 170, 192):  # the buckets 32 and 192
         assert g.bind_small_m_producing(dataclasses.replace(p32, m=m), None, None, None, object()) is None
-    assert [a[4] for a in seen] == [9, 33, 100]
+    assert seen == []  # refused before the table is read
+    for m in (9, 33, 100, 150, 200, 256):  # the buckets 16, 64, 128, 160 and 256: the table's row is asked for
+        assert g.bind_small_m_producing(dataclasses.replace(p32, m=m), None, None, None, object()) is None
+    assert [a[4] for a in seen] == [9, 33, 100, 150, 200, 256]
