@@ -674,7 +674,7 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
 # at 64, 3.4 for int8 at 128; twenty-second round, int8 static, two runs: 2.2-2.3 less at 160, 4.1-4.8 less at 256).
 # Left out: 32, 4.1-5.1 us more with programmatic dependent launch on (1.9 less with it off; both GEMMs took longer
 # in a profile, the cause is not established), and 192, 1.9-2.2 us more (int8 static; FP8's gate_up is not the
-# small-M GEMM from 160 tokens on).
+# small-M GEMM from 65 tokens on).
 PRODUCING_BUCKETS = (1, 2, 4, 8, 16, 64, 128, 160, 256)
 
 
