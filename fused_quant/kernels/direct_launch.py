@@ -1,4 +1,4 @@
-"""The direct launch: a compiled Triton kernel called through its launcher, without Triton's JIT call.
+"""The direct launch: a compiled Triton kernel called without Triton's JIT call.
 
 Triton's JIT call re-binds and re-keys every argument (~20 here) on each launch, most of a small
 launch's host time. After the first JIT launch of a specialization, ``launch`` keeps the compiled
@@ -7,7 +7,8 @@ launch_metadata, enter_hook, exit_hook, *args)`` itself, keyed by a specializati
 fine as Triton's (``arg_spec``). Both are Triton internals, so the direct launch is used only with
 a Triton inside ``TESTED_TRITON`` whose own runner calls the launcher with ``RUNNER_ARGS`` (read
 from its source once); every other Triton launches through its JIT. ``tests/kernels/test_direct_launch.py``
-checks the installed Triton against this, so an upgrade fails a test instead of a launch.
+checks the installed Triton against this, so an upgrade fails a test instead of a launch. On NVIDIA
+a kernel the driver launch lays out (``driver_launch``) skips Triton's launcher as well.
 """
 
 from __future__ import annotations
@@ -109,9 +110,31 @@ def contiguous_strides(shape: tuple) -> tuple:
     return tuple(reversed(strides))
 
 
-def run(direct: tuple, index: int, args: tuple) -> None:
-    """Launch ``direct`` = (launcher, grid x3, function, metadata) on the current stream. Pointer
-    arguments are passed as their integer addresses: the launcher takes those as they are, where for
-    a tensor it calls ``data_ptr()`` and asks the driver about the address once more."""
-    launcher, g0, g1, g2, function, metadata = direct
-    launcher(g0, g1, g2, raw_stream(index), function, metadata, None, None, None, *args)
+def direct_of(compiled, grid: tuple):
+    """The direct launch of ``compiled`` over ``grid`` (x, y, z): ``launch(stream, args)``. On NVIDIA the
+    driver launch (``driver_launch``) where it lays the kernel out, else Triton's launcher."""
+    from fused_quant.kernels import driver_launch
+
+    if not _HIP and DRIVER_LAUNCH:
+        fast = driver_launch.of(compiled, grid)
+        if fast is not None:
+            return fast
+    launcher, function, metadata = compiled.run, compiled.function, compiled.packed_metadata
+    g0, g1, g2 = grid
+
+    def triton_launch(stream: int, args: tuple) -> None:
+        launcher(g0, g1, g2, stream, function, metadata, None, None, None, *args)
+
+    return triton_launch
+
+
+# Whether ``direct_of`` may take the driver launch (tests and the host benchmark's A/B turn it off; the
+# launches already made keep theirs until ``fused_quant.reset()``)
+DRIVER_LAUNCH = True
+
+
+def run(direct, index: int, args: tuple) -> None:
+    """Launch ``direct`` (``direct_of``'s) on the current stream. Pointer arguments are passed as their
+    integer addresses: Triton's launcher takes those as they are, where for a tensor it calls
+    ``data_ptr()`` and asks the driver about the address once more; the driver launch takes only them."""
+    direct(raw_stream(index), args)

@@ -375,11 +375,11 @@ class BoundLaunch:
 
 
 def _direct_of(r: _Resolved) -> tuple | None:
-    """The direct launch's (launcher, grid, function, metadata), once Triton has compiled the kernel."""
+    """The direct launch (``direct_launch.direct_of``), once Triton has compiled the kernel."""
     compiled = _COMPILED.get(r.spec) if r.spec is not None else None
     if compiled is None:
         return None
-    r.direct[0] = direct = (compiled.run, *r.plan.grid, compiled.function, compiled.packed_metadata)
+    r.direct[0] = direct = dl.direct_of(compiled, r.plan.grid)
     return direct
 
 

@@ -1,0 +1,150 @@
+"""The driver launch: a compiled Triton kernel started by one ``cuLaunchKernelEx`` call (NVIDIA only).
+
+Triton's launcher converts each of a small-M GEMM's ~20 arguments on every call before it asks the
+driver to launch. A kernel whose arguments keep their types can skip that: ``of`` lays the kernel's
+parameters out once (one 8-byte slot each, in the order its PTX entry declares them) with the launch
+configuration Triton's launcher would build (grid, ``32 * num_warps`` threads, shared memory, the PDL
+attribute); a call then packs the runtime arguments into the slots with one ``struct`` call and makes
+one foreign call. ``of`` returns None, and the caller keeps Triton's launcher, for what it does not lay
+out: ROCm, clusters, cooperative grids, kernels with global or profile scratch, a PTX entry whose
+parameters do not match the signature, argument types other than pointers, integers and fp32 /
+fp64 / fp16 scalars, or no ``libcuda`` with ``cuLaunchKernelEx``. Pointer arguments are passed as
+integer addresses (``direct_launch.run``'s callers already do).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import operator
+import re
+import struct
+
+import torch
+
+# The C types of Triton's scalar signature entries (pointers, "*...", are addresses: "Q")
+_FORMATS = {"i1": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
+            "u64": "Q", "fp16": "e", "fp32": "f", "fp64": "d"}
+# Bytes of a PTX parameter type
+_PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
+_ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\(([^)]*)\)")
+_PARAM = re.compile(r"\.param\s+\.[a-z]+?(8|16|32|64)\b")
+# cuda.h: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+_PDL_ATTRIBUTE = 6
+
+
+class _Attribute(ctypes.Structure):  # CUlaunchAttribute: an id, padding, a 64-byte value union
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+
+
+class _Config(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_Attribute)), ("numAttrs", ctypes.c_uint)]
+
+
+class DriverError(RuntimeError):
+    """The driver refused a launch (its error name and code are in the message)."""
+
+
+@functools.cache
+def _driver():
+    """``(cuLaunchKernelEx, cuGetErrorName)`` from the loaded ``libcuda``, or None without one."""
+    if torch.version.cuda is None or getattr(torch.version, "hip", None) is not None:
+        return None
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        launch, name = lib.cuLaunchKernelEx, lib.cuGetErrorName
+    except (OSError, AttributeError):
+        return None
+    launch.argtypes, launch.restype = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p), ctypes.c_int
+    name.argtypes, name.restype = (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)), ctypes.c_int
+    return launch, name
+
+
+def ptx_params(ptx: str) -> list[int] | None:
+    """The byte size of each parameter of the (single) kernel entry in ``ptx``, in order."""
+    entries = _ENTRY.findall(ptx)
+    if len(entries) != 1:
+        return None
+    params = [p for p in entries[0].split(",") if p.strip()]
+    sizes = [_PARAM.search(p) for p in params]
+    return None if not all(sizes) else [_PTX_SIZES[s.group(1)] for s in sizes]
+
+
+def layout(signature: list[str], sizes: list[int]) -> tuple[tuple[int, ...], str, int] | None:
+    """For a kernel's Triton signature (one type per argument, ``"constexpr"`` for those compiled in)
+    and its PTX parameters' sizes: (the positions of the arguments the kernel takes, the ``struct``
+    format packing them into 8-byte slots, the number of trailing scratch pointers Triton appends),
+    or None where they do not match."""
+    keep, formats = [], []
+    for i, kind in enumerate(signature):
+        if kind == "constexpr":
+            continue
+        fmt = "Q" if kind.startswith("*") else _FORMATS.get(kind)
+        if fmt is None:
+            return None
+        keep.append(i)
+        formats.append(fmt)
+    extra = len(sizes) - len(formats)
+    if not 0 <= extra <= 2 or any(s != 8 for s in sizes[len(formats):]):
+        return None
+    if any(struct.calcsize(f) != s for f, s in zip(formats, sizes)):
+        return None
+    return tuple(keep), "<" + "".join(f + "x" * (8 - struct.calcsize(f)) for f in formats), extra
+
+
+class DriverLaunch:
+    """One compiled kernel and grid: ``launch(stream, args)`` with every argument of the kernel in
+    signature order (constexprs included, as Triton's launcher takes them), pointers as addresses."""
+
+    __slots__ = ("_launch", "_name", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
+                 "_pack", "_take", "_stream")
+
+    def __init__(self, driver, grid, num_warps: int, shared: int, pdl: bool, keep, fmt: str, scratch: int):
+        self._launch, self._name = driver
+        count = len(keep) + scratch
+        self._buffer = ctypes.create_string_buffer(8 * max(count, 1))  # scratch slots stay 0 (no scratch)
+        base = ctypes.addressof(self._buffer)
+        self._params = (ctypes.c_void_p * max(count, 1))(*[base + 8 * i for i in range(count)])
+        self._params_at = ctypes.addressof(self._params)
+        self._attrs = _Attribute(id=_PDL_ATTRIBUTE, value=1)
+        self._config = _Config(*grid, 32 * num_warps, 1, 1, shared, None, ctypes.pointer(self._attrs), int(pdl))
+        self._config_at = ctypes.addressof(self._config)
+        self._pack = struct.Struct(fmt).pack_into
+        self._take = operator.itemgetter(*keep) if len(keep) > 1 else (lambda a, i=keep[0]: (a[i],))
+        self._stream = None
+
+    def __call__(self, stream: int, args: tuple) -> None:
+        if stream != self._stream:
+            self._config.hStream = stream or None
+            self._stream = stream
+        self._pack(self._buffer, 0, *self._take(args))
+        rc = self._launch(self._config_at, self._params_at, None)
+        if rc:
+            text = ctypes.c_char_p()
+            self._name(rc, ctypes.byref(text))
+            raise DriverError(f"cuLaunchKernelEx failed: {(text.value or b'?').decode()} ({rc})")
+
+
+def of(compiled, grid: tuple) -> DriverLaunch | None:
+    """The driver launch of Triton's ``compiled`` kernel over ``grid`` (x, y, z), or None where it cannot
+    be laid out (the module docstring says which)."""
+    driver = _driver()
+    meta = getattr(compiled, "metadata", None)
+    asm, src = getattr(compiled, "asm", None), getattr(compiled, "src", None)
+    if driver is None or meta is None or not isinstance(asm, dict) or "ptx" not in asm or min(grid) < 1:
+        return None
+    if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_cooperative_grid", False)
+            or getattr(meta, "global_scratch_size", 0) or getattr(meta, "profile_scratch_size", 0)
+            or getattr(meta, "tensordesc_meta", None)):
+        return None
+    signature = getattr(src, "signature", None)
+    sizes = ptx_params(asm["ptx"])
+    if not isinstance(signature, dict) or sizes is None or not all(isinstance(t, str) for t in signature.values()):
+        return None
+    laid = layout(list(signature.values()), sizes)
+    if laid is None:
+        return None
+    return DriverLaunch(driver, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)), *laid)

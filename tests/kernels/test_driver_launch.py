@@ -1,0 +1,148 @@
+"""The driver launch's layout of a compiled kernel's parameters (``fused_quant.kernels.driver_launch``).
+
+No GPU: a ctypes callback stands in for ``cuLaunchKernelEx`` and reads back, through the very pointers
+the launch passes, the configuration and every parameter slot. The GPU rows launch real kernels this way
+(every bound eager call on NVIDIA) and compare their bits with the reference.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from types import SimpleNamespace
+
+import pytest
+
+from fused_quant.kernels import driver_launch as dv
+
+PTX = """
+.version 8.7
+.target sm_90a
+.visible .entry small_m_gemm_kernel(
+	.param .u64 .ptr .global .align 1 small_m_gemm_kernel_param_0,
+	.param .u64 .ptr .global .align 1 small_m_gemm_kernel_param_1,
+	.param .u32 small_m_gemm_kernel_param_2,
+	.param .u64 small_m_gemm_kernel_param_3,
+	.param .f32 small_m_gemm_kernel_param_4,
+	.param .u64 .ptr .global .align 1 small_m_gemm_kernel_param_5,
+	.param .u64 .ptr .global .align 1 small_m_gemm_kernel_param_6
+)
+.reqntid 128
+{
+	ret;
+}
+"""
+SIGNATURE = {"x_ptr": "*i8", "w_ptr": "*fp8e4nv", "M": "i32", "one": "constexpr", "stride": "i64", "alpha": "fp32",
+             "BLOCK_N": "constexpr"}
+
+
+def _compiled(ptx=PTX, signature=SIGNATURE, **meta):
+    fields = dict(num_warps=4, shared=2048, launch_pdl=True, num_ctas=1, launch_cooperative_grid=False,
+                  global_scratch_size=0, profile_scratch_size=0)
+    fields.update(meta)
+    return SimpleNamespace(metadata=SimpleNamespace(**fields), asm={"ptx": ptx}, src=SimpleNamespace(signature=signature))
+
+
+class _FakeDriver:
+    """``cuLaunchKernelEx`` as a ctypes callback: records what a launch hands the driver."""
+
+    def __init__(self, rc=0):
+        self.seen, self.rc = [], rc
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        self.launch = proto(self._launch)
+        name_proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
+        self._text = ctypes.c_char_p(b"CUDA_ERROR_INVALID_VALUE")
+        self.name = name_proto(self._name)
+
+    def _launch(self, config_at, params_at, extra):
+        c = dv._Config.from_address(config_at)
+        attrs = [(c.attrs[i].id, c.attrs[i].value) for i in range(c.numAttrs)]
+        slots = (ctypes.c_void_p * 7).from_address(params_at)
+        raw = [ctypes.string_at(slots[i], 8) for i in range(7)]
+        self.seen.append(((c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
+                          c.sharedMemBytes, c.hStream, attrs, raw, extra))
+        return self.rc
+
+    def _name(self, rc, out):
+        out[0] = self._text.value
+        return 0
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    d = _FakeDriver()
+    monkeypatch.setattr(dv, "_driver", lambda: (d.launch, d.name))
+    return d
+
+
+def test_ptx_params_read_the_entry_in_order():
+    assert dv.ptx_params(PTX) == [8, 8, 4, 8, 4, 8, 8]
+    assert dv.ptx_params(PTX + PTX) is None, "two entries: which one is launched is not known"
+    assert dv.ptx_params(".version 8.7") is None
+
+
+def test_layout_drops_constexprs_and_counts_the_scratch_pointers():
+    keep, fmt, scratch = dv.layout(list(SIGNATURE.values()), dv.ptx_params(PTX))
+    assert keep == (0, 1, 2, 4, 5) and scratch == 2
+    assert struct.calcsize(fmt) == 8 * len(keep), "one 8-byte slot per parameter"
+
+
+@pytest.mark.parametrize("signature,sizes,why", [
+    (["*i8", "bf16"], [8, 2], "a bf16 scalar has no struct format"),
+    (["*i8", "i32"], [8, 8], "an i32 where the PTX takes 8 bytes"),
+    (["*i8", "i32"], [8], "the PTX has fewer parameters than the signature"),
+    (["*i8"], [8, 8, 8, 8], "more than two trailing parameters"),
+    (["*i8"], [8, 4], "a trailing parameter that is not a pointer"),
+])
+def test_layout_refuses_what_does_not_match(signature, sizes, why):
+    assert dv.layout(signature, sizes) is None, why
+
+
+def test_a_launch_hands_the_driver_triton_s_configuration_and_the_packed_arguments(fake):
+    launch = dv.of(_compiled(), (3, 2, 1))
+    assert isinstance(launch, dv.DriverLaunch)
+    args = (0x7F0000001000, 0x7F0000002000, 17, 1, 1 << 40, 0.5, 64)  # constexprs passed as Triton's runner does
+    launch(0x1234, args)
+    launch(0, args[:2] + (18,) + args[3:])
+    (grid, block, shared, stream, attrs, raw, extra), second = fake.seen
+    assert grid == (3, 2, 1) and block == (128, 1, 1) and shared == 2048 and extra is None
+    assert stream == 0x1234 and second[3] is None, "the stream of each call (0: the default stream)"
+    assert attrs == [(dv._PDL_ATTRIBUTE, 1)]
+    assert struct.unpack("<Q", raw[0])[0] == 0x7F0000001000 and struct.unpack("<Q", raw[1])[0] == 0x7F0000002000
+    assert struct.unpack("<i", raw[2][:4])[0] == 17 and struct.unpack("<i", second[5][2][:4])[0] == 18
+    assert struct.unpack("<q", raw[3])[0] == 1 << 40
+    assert struct.unpack("<f", raw[4][:4])[0] == 0.5
+    assert raw[5] == raw[6] == b"\0" * 8, "no global / profile scratch: null pointers"
+
+
+def test_without_pdl_no_attribute(fake):
+    dv.of(_compiled(launch_pdl=False), (1, 1, 1))(7, (1, 2, 3, 1, 4, 1.0, 64))
+    assert fake.seen[0][4] == []
+
+
+@pytest.mark.parametrize("meta,why", [
+    (dict(num_ctas=2), "clusters"), (dict(launch_cooperative_grid=True), "cooperative grid"),
+    (dict(global_scratch_size=64), "global scratch to allocate"), (dict(profile_scratch_size=64), "profile scratch"),
+])
+def test_kernels_it_does_not_lay_out_keep_tritons_launcher(fake, meta, why):
+    assert dv.of(_compiled(**meta), (1, 1, 1)) is None, why
+
+
+def test_no_launch_for_an_empty_grid_or_without_a_driver(fake, monkeypatch):
+    assert dv.of(_compiled(), (0, 1, 1)) is None
+    monkeypatch.setattr(dv, "_driver", lambda: None)
+    assert dv.of(_compiled(), (1, 1, 1)) is None
+
+
+def test_a_refused_launch_raises_with_the_driver_s_error_name(fake):
+    fake.rc = 1
+    launch = dv.of(_compiled(), (1, 1, 1))
+    with pytest.raises(dv.DriverError, match=r"CUDA_ERROR_INVALID_VALUE \(1\)"):
+        launch(0, (1, 2, 3, 1, 4, 1.0, 64))
+
+
+def test_an_argument_of_the_wrong_type_raises_before_the_driver_is_called(fake):
+    launch = dv.of(_compiled(), (1, 1, 1))
+    with pytest.raises(struct.error):
+        launch(0, (1, 2, 1 << 40, 1, 4, 1.0, 64))  # 2**40 does not fit the i32 parameter
+    assert fake.seen == []
