@@ -58,7 +58,7 @@ def _driver():
         launch, name = lib.cuLaunchKernelEx, lib.cuGetErrorName
     except (OSError, AttributeError):
         return None
-    launch.argtypes, launch.restype = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p), ctypes.c_int
+    launch.argtypes, launch.restype = (ctypes.c_void_p,) * 4, ctypes.c_int
     name.argtypes, name.restype = (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)), ctypes.c_int
     return launch, name
 
@@ -99,11 +99,13 @@ class DriverLaunch:
     """One compiled kernel and grid: ``launch(stream, args)`` with every argument of the kernel in
     signature order (constexprs included, as Triton's launcher takes them), pointers as addresses."""
 
-    __slots__ = ("_launch", "_name", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
+    __slots__ = ("_launch", "_name", "_function", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
                  "_pack", "_take", "_stream")
 
-    def __init__(self, driver, grid, num_warps: int, shared: int, pdl: bool, keep, fmt: str, scratch: int):
+    def __init__(self, driver, function: int, grid, num_warps: int, shared: int, pdl: bool, keep, fmt: str,
+                 scratch: int):
         self._launch, self._name = driver
+        self._function = function  # the kernel's CUfunction, loaded by Triton
         count = len(keep) + scratch
         self._buffer = ctypes.create_string_buffer(8 * max(count, 1))  # scratch slots stay 0 (no scratch)
         base = ctypes.addressof(self._buffer)
@@ -121,7 +123,7 @@ class DriverLaunch:
             self._config.hStream = stream or None
             self._stream = stream
         self._pack(self._buffer, 0, *self._take(args))
-        rc = self._launch(self._config_at, self._params_at, None)
+        rc = self._launch(self._config_at, self._function, self._params_at, None)
         if rc:
             text = ctypes.c_char_p()
             self._name(rc, ctypes.byref(text))
@@ -147,4 +149,7 @@ def of(compiled, grid: tuple) -> DriverLaunch | None:
     laid = layout(list(signature.values()), sizes)
     if laid is None:
         return None
-    return DriverLaunch(driver, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)), *laid)
+    function = getattr(compiled, "function", None)
+    if not isinstance(function, int) or not function:
+        return None
+    return DriverLaunch(driver, function, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)), *laid)

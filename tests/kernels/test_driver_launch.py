@@ -36,11 +36,12 @@ SIGNATURE = {"x_ptr": "*i8", "w_ptr": "*fp8e4nv", "M": "i32", "one": "constexpr"
              "BLOCK_N": "constexpr"}
 
 
-def _compiled(ptx=PTX, signature=SIGNATURE, **meta):
+def _compiled(ptx=PTX, signature=SIGNATURE, function=0xF00D, **meta):
     fields = dict(num_warps=4, shared=2048, launch_pdl=True, num_ctas=1, launch_cooperative_grid=False,
                   global_scratch_size=0, profile_scratch_size=0)
     fields.update(meta)
-    return SimpleNamespace(metadata=SimpleNamespace(**fields), asm={"ptx": ptx}, src=SimpleNamespace(signature=signature))
+    return SimpleNamespace(metadata=SimpleNamespace(**fields), asm={"ptx": ptx}, src=SimpleNamespace(signature=signature),
+                           function=function)
 
 
 class _FakeDriver:
@@ -48,18 +49,18 @@ class _FakeDriver:
 
     def __init__(self, rc=0):
         self.seen, self.rc = [], rc
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_void_p,) * 4)
         self.launch = proto(self._launch)
         name_proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
         self._text = ctypes.c_char_p(b"CUDA_ERROR_INVALID_VALUE")
         self.name = name_proto(self._name)
 
-    def _launch(self, config_at, params_at, extra):
+    def _launch(self, config_at, function, params_at, extra):
         c = dv._Config.from_address(config_at)
         attrs = [(c.attrs[i].id, c.attrs[i].value) for i in range(c.numAttrs)]
         slots = (ctypes.c_void_p * 7).from_address(params_at)
         raw = [ctypes.string_at(slots[i], 8) for i in range(7)]
-        self.seen.append(((c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
+        self.seen.append((function, (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
                           c.sharedMemBytes, c.hStream, attrs, raw, extra))
         return self.rc
 
@@ -104,12 +105,12 @@ def test_a_launch_hands_the_driver_triton_s_configuration_and_the_packed_argumen
     args = (0x7F0000001000, 0x7F0000002000, 17, 1, 1 << 40, 0.5, 64)  # constexprs passed as Triton's runner does
     launch(0x1234, args)
     launch(0, args[:2] + (18,) + args[3:])
-    (grid, block, shared, stream, attrs, raw, extra), second = fake.seen
-    assert grid == (3, 2, 1) and block == (128, 1, 1) and shared == 2048 and extra is None
-    assert stream == 0x1234 and second[3] is None, "the stream of each call (0: the default stream)"
+    (function, grid, block, shared, stream, attrs, raw, extra), second = fake.seen
+    assert function == 0xF00D and grid == (3, 2, 1) and block == (128, 1, 1) and shared == 2048 and extra is None
+    assert stream == 0x1234 and second[4] is None, "the stream of each call (0: the default stream)"
     assert attrs == [(dv._PDL_ATTRIBUTE, 1)]
     assert struct.unpack("<Q", raw[0])[0] == 0x7F0000001000 and struct.unpack("<Q", raw[1])[0] == 0x7F0000002000
-    assert struct.unpack("<i", raw[2][:4])[0] == 17 and struct.unpack("<i", second[5][2][:4])[0] == 18
+    assert struct.unpack("<i", raw[2][:4])[0] == 17 and struct.unpack("<i", second[6][2][:4])[0] == 18
     assert struct.unpack("<q", raw[3])[0] == 1 << 40
     assert struct.unpack("<f", raw[4][:4])[0] == 0.5
     assert raw[5] == raw[6] == b"\0" * 8, "no global / profile scratch: null pointers"
@@ -117,7 +118,7 @@ def test_a_launch_hands_the_driver_triton_s_configuration_and_the_packed_argumen
 
 def test_without_pdl_no_attribute(fake):
     dv.of(_compiled(launch_pdl=False), (1, 1, 1))(7, (1, 2, 3, 1, 4, 1.0, 64))
-    assert fake.seen[0][4] == []
+    assert fake.seen[0][5] == []
 
 
 @pytest.mark.parametrize("meta,why", [
@@ -128,8 +129,9 @@ def test_kernels_it_does_not_lay_out_keep_tritons_launcher(fake, meta, why):
     assert dv.of(_compiled(**meta), (1, 1, 1)) is None, why
 
 
-def test_no_launch_for_an_empty_grid_or_without_a_driver(fake, monkeypatch):
+def test_no_launch_for_an_empty_grid_an_unloaded_kernel_or_without_a_driver(fake, monkeypatch):
     assert dv.of(_compiled(), (0, 1, 1)) is None
+    assert dv.of(_compiled(function=None), (1, 1, 1)) is None
     monkeypatch.setattr(dv, "_driver", lambda: None)
     assert dv.of(_compiled(), (1, 1, 1)) is None
 
