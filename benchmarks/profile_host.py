@@ -36,11 +36,14 @@ def profile(fn, calls: int, top: int) -> str:
 
 
 def launch_primitives() -> dict:
-    """One direct launch of the small-M GEMM (int8 gate_up, M = 1) given its operands as tensors and
-    as addresses (what the bound calls pass), and the launcher alone."""
+    """One direct launch of the small-M GEMM (int8 gate_up, M = 1) given its operands' addresses (what
+    the bound calls pass), the launch alone and, where it is the driver launch,
+    Triton's launcher for the same kernel."""
     from fused_quant.gemm import GemmProblem
     from fused_quant.kernels import direct_launch as dl
     from fused_quant.kernels import gemm_launch as g
+    from fused_quant.kernels import launch
+    from fused_quant.kernels.driver_launch import DriverLaunch
 
     dev = torch.device("cuda", torch.cuda.current_device())
     m, n, k = 1, 28672, 4096
@@ -60,13 +63,16 @@ def launch_primitives() -> dict:
     index, consts = dev.index, main.plan.consts
     tensors = (xq, w, xs, ws, ws, out, out, *g.gemm_scalars(p, w))
     addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in tensors)
-    launcher, g0, g1, g2, function, metadata = main.direct
     stream = torch.cuda.current_stream().cuda_stream
-    return {"small-M GEMM bound call (int8 gate_up)": lambda: bound(xq, xs),
-            "direct launch given tensors": lambda: dl.run(main.direct, index, (*tensors, *consts)),
-            "direct launch given addresses": lambda: dl.run(main.direct, index, (*addresses, *consts)),
-            "Triton's launcher alone (addresses)": lambda: launcher(g0, g1, g2, stream, function, metadata, None,
-                                                                    None, None, *addresses, *consts)}
+    launches = {"direct launch given addresses": lambda: dl.run(main.direct, index, (*addresses, *consts)),
+                "the direct launch alone (addresses)": lambda: main.direct(stream, (*addresses, *consts))}
+    if isinstance(main.direct, DriverLaunch):  # Triton's launcher for the same kernel, for comparison
+        compiled = next(c for c in launch._COMPILED._data.values() if c.function == main.direct._function)
+        dl.DRIVER_LAUNCH = False
+        triton_launch = dl.direct_of(compiled, main.plan.grid)
+        dl.DRIVER_LAUNCH = True
+        launches["Triton's launcher alone (addresses)"] = lambda: triton_launch(stream, (*addresses, *consts))
+    return {"small-M GEMM bound call (int8 gate_up)": lambda: bound(xq, xs), **launches}
 
 
 def main() -> None:
