@@ -148,3 +148,24 @@ def test_an_argument_of_the_wrong_type_raises_before_the_driver_is_called(fake):
     with pytest.raises(struct.error):
         launch(0, (1, 2, 1 << 40, 1, 4, 1.0, 64))  # 2**40 does not fit the i32 parameter
     assert fake.seen == []
+
+
+def test_direct_of_takes_the_driver_launch_where_it_lays_the_kernel_out(fake, monkeypatch):
+    from fused_quant.kernels import direct_launch as dl
+
+    monkeypatch.setattr(dl, "_HIP", False)
+    compiled = _compiled()
+    calls = []
+    compiled.run = lambda *a: calls.append(a)
+    compiled.packed_metadata = "meta"
+    assert isinstance(dl.direct_of(compiled, (2, 1, 1)), dv.DriverLaunch)
+    monkeypatch.setattr(dl, "DRIVER_LAUNCH", False)
+    triton_launch = dl.direct_of(compiled, (2, 1, 1))
+    assert not isinstance(triton_launch, dv.DriverLaunch)
+    triton_launch(9, (1, 2))
+    assert calls == [(2, 1, 1, 9, 0xF00D, "meta", None, None, None, 1, 2)], "Triton's launcher, as its runner calls it"
+    monkeypatch.setattr(dl, "DRIVER_LAUNCH", True)
+    clustered = _compiled(num_ctas=2)
+    clustered.run, clustered.packed_metadata = compiled.run, "meta"
+    dl.direct_of(clustered, (2, 1, 1))(9, (3,))
+    assert calls[-1][-1] == 3, "a kernel the driver launch does not lay out keeps Triton's launcher"
