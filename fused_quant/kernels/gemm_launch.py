@@ -227,13 +227,17 @@ class KernelCall:
     def __init__(self, plan, index: int):
         self.plan, self.index, self.direct = plan, index, None
 
-    def __call__(self, tensors: tuple, scalars: tuple) -> None:
+    def __call__(self, tensors: tuple, scalars: tuple, ptrs: tuple | None = None) -> None:
         """``tensors``: the kernel's pointer arguments, which come first in every GEMM kernel's
-        signature; ``scalars``: the runtime arguments after them. The direct launch runs the kernel
-        compiled for 16-byte aligned operands (this object is shared by every layer of the problem's
-        shape), given the pointers' addresses."""
-        ptrs = tuple(map(_data_ptr, tensors))
-        aligned = not functools.reduce(operator.or_, ptrs) & 15
+        signature; ``scalars``: the runtime arguments after them; ``ptrs``: the tensors' addresses where
+        the caller has read them (an operand passed twice is read once), all 16-byte aligned, else None.
+        The direct launch runs the kernel compiled for 16-byte aligned operands (this object is shared
+        by every layer of the problem's shape), given the pointers' addresses."""
+        if ptrs is None:
+            ptrs = tuple(map(_data_ptr, tensors))
+            aligned = not functools.reduce(operator.or_, ptrs) & 15
+        else:
+            aligned = True
         direct = self.direct
         if direct is not None and aligned and dl.may_run_now(launch._tl()[2], self.index, None, None):
             dl.run(direct, self.index, (*ptrs, *scalars, *self.plan.consts))
@@ -620,8 +624,12 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
         elif not xs.is_contiguous():
             xs = xs.contiguous()  # the kernels read xs[m] at xs_ptr + m
         out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
+        xp, wp, xsp, wsp, bp, op = x.data_ptr(), w.data_ptr(), xs.data_ptr(), ws.data_ptr(), bias_arg.data_ptr(), \
+            out.data_ptr()
+        aligned = not (xp | wp | xsp | wsp | bp | op) & 15
         if c.reduce is None:
-            c.main((x, w, xs, ws, bias_arg, out, out, ws, ws), scalars)
+            c.main((x, w, xs, ws, bias_arg, out, out, ws, ws), scalars,
+                   (xp, wp, xsp, wsp, bp, op, op, wsp, wsp) if aligned else None)
             return out
         part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
         if two_kernels:
@@ -632,7 +640,9 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
         counters = locks.get(stream)
         if counters is None:
             counters = locks[stream] = torch.zeros(c.tiles, dtype=torch.int32, device=device)
-        c.fused((x, w, xs, ws, bias_arg, out, part, counters, ws), scalars)
+        pp, cp = part.data_ptr(), counters.data_ptr()
+        c.fused((x, w, xs, ws, bias_arg, out, part, counters, ws), scalars,
+                (xp, wp, xsp, wsp, bp, op, pp, cp, wsp) if aligned and not (pp | cp) & 15 else None)
         return out
 
     return call
@@ -766,7 +776,11 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
         elif not xs.is_contiguous():
             xs = xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
         q = torch.empty_strided(shape, strides, dtype=q_dtype, device=device)
-        c.main((x, w, xs, ws, bias_arg, q, q, ws, scale), scalars)
+        xp, wp, xsp, wsp, bp, qp, sp = (x.data_ptr(), w.data_ptr(), xs.data_ptr(), ws.data_ptr(), bias_arg.data_ptr(),
+                                        q.data_ptr(), scale.data_ptr())
+        aligned = not (xp | wp | xsp | wsp | bp | qp | sp) & 15
+        c.main((x, w, xs, ws, bias_arg, q, q, ws, scale), scalars,
+               (xp, wp, xsp, wsp, bp, qp, qp, wsp, sp) if aligned else None)
         return q
 
     # a float input under capture as bind_small_m_from_producer's call (so the same producers run and are counted)

@@ -26,6 +26,19 @@ CASES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _addresses_are_the_tensors(monkeypatch):
+    """Every GEMM launch here: where a caller hands the direct launch its operands' addresses, they are
+    its tensors' (in the kernel's order; ``None``: the launch reads them itself)."""
+    call = g.KernelCall.__call__
+
+    def checked(self, tensors, scalars, ptrs=None):
+        assert ptrs is None or ptrs == tuple(t.data_ptr() for t in tensors), (ptrs, [t.data_ptr() for t in tensors])
+        return call(self, tensors, scalars, ptrs)
+
+    monkeypatch.setattr(g.KernelCall, "__call__", checked)
+
+
 def _operands(kind, m, n, k, device, seed=0, adversarial=False):
     gen = torch.Generator().manual_seed(seed)
     if kind == "int8":
@@ -920,8 +933,8 @@ def test_eager_split_k_is_one_launch_with_the_epilogue_kernels_bits(monkeypatch,
     launched = []
     for name in ("main", "reduce", "fused"):
         kernel = getattr(c, name)
-        monkeypatch.setattr(c, name, lambda tensors, scalars, kernel=kernel, name=name: (
-            launched.append(name), kernel(tensors, scalars)))
+        monkeypatch.setattr(c, name, lambda tensors, scalars, ptrs=None, kernel=kernel, name=name: (
+            launched.append(name), kernel(tensors, scalars, ptrs)))
     outs = {}
     # the two-kernel paths first (captured, and an unbound call): the fused one must not lean on their output
     for path in ("captured", "unbound", "eager"):
@@ -950,7 +963,8 @@ def test_split_k_counters_are_per_stream_and_back_at_zero_after_each_call(monkey
     p = g._problem_of(xq, xs, w, ws, None, torch.bfloat16)
     c = g._small_m_call(p, g._config_key(cfg))
     seen, fused = [], c.fused
-    monkeypatch.setattr(c, "fused", lambda tensors, scalars: (seen.append(tensors[7]), fused(tensors, scalars)))
+    monkeypatch.setattr(c, "fused", lambda tensors, scalars, ptrs=None: (seen.append(tensors[7]),
+                                                                          fused(tensors, scalars, ptrs)))
     call = g.bind_small_m(p, w, ws, None, cfg)
     want = g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, cfg)  # the two-kernel plan
     for i, name in enumerate("abab"):
