@@ -61,7 +61,8 @@ def launch_primitives() -> dict:
     if main.direct is None or call.reduce is not None:  # one kernel only: its partials would be ``out``
         return {}
     index, consts = dev.index, main.plan.consts
-    tensors = (xq, w, xs, ws, ws, out, out, *g.gemm_scalars(p, w))
+    # the kernel's nine pointers as a bound one-kernel call passes them (bias none: the weight scale stands in)
+    tensors = (xq, w, xs, ws, ws, out, out, ws, ws, *g.gemm_scalars(p, w))
     addresses = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in tensors)
     stream = torch.cuda.current_stream().cuda_stream
     launches = {"direct launch given addresses": lambda: dl.run(main.direct, index, (*addresses, *consts)),

@@ -99,12 +99,13 @@ class DriverLaunch:
     """One compiled kernel and grid: ``launch(stream, args)`` with every argument of the kernel in
     signature order (constexprs included, as Triton's launcher takes them), pointers as addresses."""
 
-    __slots__ = ("_launch", "_name", "_function", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
+    __slots__ = ("_launch", "_name", "_function", "_nargs", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
                  "_pack", "_take", "_stream")
 
-    def __init__(self, driver, function: int, grid, num_warps: int, shared: int, pdl: bool, keep, fmt: str,
-                 scratch: int):
+    def __init__(self, driver, function: int, grid, num_warps: int, shared: int, pdl: bool, nargs: int, keep,
+                 fmt: str, scratch: int):
         self._launch, self._name = driver
+        self._nargs = nargs  # the kernel's arguments, constexprs included
         self._function = function  # the kernel's CUfunction, loaded by Triton
         count = len(keep) + scratch
         self._buffer = ctypes.create_string_buffer(8 * max(count, 1))  # scratch slots stay 0 (no scratch)
@@ -119,6 +120,8 @@ class DriverLaunch:
         self._stream = None
 
     def __call__(self, stream: int, args: tuple) -> None:
+        if len(args) != self._nargs:  # a slot would take another argument's value
+            raise TypeError(f"the kernel takes {self._nargs} arguments (constexprs included), got {len(args)}")
         if stream != self._stream:
             self._config.hStream = stream or None
             self._stream = stream
@@ -152,4 +155,5 @@ def of(compiled, grid: tuple) -> DriverLaunch | None:
     function = getattr(compiled, "function", None)
     if not isinstance(function, int) or not function:
         return None
-    return DriverLaunch(driver, function, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)), *laid)
+    return DriverLaunch(driver, function, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)),
+                        len(signature), *laid)

@@ -169,3 +169,12 @@ def test_direct_of_takes_the_driver_launch_where_it_lays_the_kernel_out(fake, mo
     clustered.run, clustered.packed_metadata = compiled.run, "meta"
     dl.direct_of(clustered, (2, 1, 1))(9, (3,))
     assert calls[-1][-1] == 3, "a kernel the driver launch does not lay out keeps Triton's launcher"
+
+
+@pytest.mark.parametrize("args", [(1, 2, 3, 1, 4, 1.0), (1, 2, 3, 1, 4, 1.0, 64, 0)], ids=["one short", "one more"])
+def test_a_wrong_number_of_arguments_raises_before_the_driver_is_called(fake, args):
+    """Arguments one place off would put a size where the kernel reads an address."""
+    launch = dv.of(_compiled(), (1, 1, 1))
+    with pytest.raises(TypeError, match=f"takes 7 arguments .*got {len(args)}"):
+        launch(0, args)
+    assert fake.seen == []

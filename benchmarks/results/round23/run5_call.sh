@@ -1,0 +1,2 @@
+# twenty-third round, run 5: one command line, as it ran
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1; git log -1 --format=%H > $OUT/run5_commit.txt 2>/dev/null; timeout 240 python3 -m fused_quant bench mlp --quick --out /tmp/mlp > $OUT/run5_bench_mlp.txt 2>&1; echo "bench mlp rc $?" > $OUT/run5_rcs.txt; cp /tmp/mlp/mlp.json $OUT/run5_mlp.json; cp /tmp/mlp/*.png $OUT/ 2>/dev/null; cat $OUT/run5_rcs.txt; grep "^mlp M=" $OUT/run5_bench_mlp.txt | cut -c1-330

@@ -1,0 +1,2 @@
+# twenty-third round, run 6: one command line, as it ran
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1; git log -1 --format=%H > $OUT/run6_commit.txt 2>/dev/null; timeout 200 python3 benchmarks/results/round23/run2_driver_interleaved.py $OUT/run6_driver_interleaved.json > $OUT/run6_driver_interleaved.txt 2>&1; echo "rc $?" > $OUT/run6_rcs.txt; cat $OUT/run6_rcs.txt; tail -n 26 $OUT/run6_driver_interleaved.txt
