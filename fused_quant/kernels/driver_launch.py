@@ -19,6 +19,7 @@ import functools
 import operator
 import re
 import struct
+import threading
 
 import torch
 
@@ -99,13 +100,15 @@ class DriverLaunch:
     """One compiled kernel and grid: ``launch(stream, args)`` with every argument of the kernel in
     signature order (constexprs included, as Triton's launcher takes them), pointers as addresses."""
 
-    __slots__ = ("_launch", "_name", "_function", "_nargs", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
+    __slots__ = ("_launch", "_name", "_function", "_nargs", "_lock", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
                  "_pack", "_take", "_stream")
 
     def __init__(self, driver, function: int, grid, num_warps: int, shared: int, pdl: bool, nargs: int, keep,
                  fmt: str, scratch: int):
         self._launch, self._name = driver
         self._nargs = nargs  # the kernel's arguments, constexprs included
+        # one launch at a time packs the slots and hands them over: the foreign call lets other threads run
+        self._lock = threading.Lock()
         self._function = function  # the kernel's CUfunction, loaded by Triton
         count = len(keep) + scratch
         self._buffer = ctypes.create_string_buffer(8 * max(count, 1))  # scratch slots stay 0 (no scratch)
@@ -122,11 +125,13 @@ class DriverLaunch:
     def __call__(self, stream: int, args: tuple) -> None:
         if len(args) != self._nargs:  # a slot would take another argument's value
             raise TypeError(f"the kernel takes {self._nargs} arguments (constexprs included), got {len(args)}")
-        if stream != self._stream:
-            self._config.hStream = stream or None
-            self._stream = stream
-        self._pack(self._buffer, 0, *self._take(args))
-        rc = self._launch(self._config_at, self._function, self._params_at, None)
+        values = self._take(args)
+        with self._lock:
+            if stream != self._stream:
+                self._config.hStream = stream or None
+                self._stream = stream
+            self._pack(self._buffer, 0, *values)
+            rc = self._launch(self._config_at, self._function, self._params_at, None)
         if rc:
             text = ctypes.c_char_p()
             self._name(rc, ctypes.byref(text))

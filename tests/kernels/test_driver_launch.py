@@ -178,3 +178,38 @@ def test_a_wrong_number_of_arguments_raises_before_the_driver_is_called(fake, ar
     with pytest.raises(TypeError, match=f"takes 7 arguments .*got {len(args)}"):
         launch(0, args)
     assert fake.seen == []
+
+
+def test_launches_from_two_threads_each_hand_over_their_own_arguments(fake, monkeypatch):
+    """The slots are shared by every launch of the kernel, and the driver call lets other threads run: one
+    launch's arguments must stay in place until the driver has read them (here it reads them twice, with a
+    pause between, as a slow driver might)."""
+    import threading
+    import time
+
+    seen = []
+
+    def slow(config_at, function, params_at, extra):
+        slots = (ctypes.c_void_p * 7).from_address(params_at)
+        first = ctypes.string_at(slots[2], 4)
+        time.sleep(0.0005)
+        seen.append((dv._Config.from_address(config_at).hStream, first, ctypes.string_at(slots[2], 4)))
+        return 0
+
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_void_p,) * 4)
+    slow_c = proto(slow)
+    monkeypatch.setattr(dv, "_driver", lambda: (slow_c, fake.name))
+    launch = dv.of(_compiled(), (1, 1, 1))
+
+    def worker(tag):
+        for _ in range(40):
+            launch(tag, (1, 2, tag, 1, 4, 1.0, 64))
+
+    threads = [threading.Thread(target=worker, args=(tag,)) for tag in (11, 22)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 80
+    for stream, first, second in seen:
+        assert first == second == struct.pack("<i", stream), "another launch's arguments were handed over"
