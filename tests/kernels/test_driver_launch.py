@@ -47,8 +47,8 @@ def _compiled(ptx=PTX, signature=SIGNATURE, function=0xF00D, **meta):
 class _FakeDriver:
     """``cuLaunchKernelEx`` as a ctypes callback: records what a launch hands the driver."""
 
-    def __init__(self, rc=0):
-        self.seen, self.rc = [], rc
+    def __init__(self, rc=0, slots=7):
+        self.seen, self.rc, self.slots = [], rc, slots  # slots: the parameters of the kernel launched
         proto = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_void_p,) * 4)
         self.launch = proto(self._launch)
         name_proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
@@ -58,8 +58,8 @@ class _FakeDriver:
     def _launch(self, config_at, function, params_at, extra):
         c = dv._Config.from_address(config_at)
         attrs = [(c.attrs[i].id, c.attrs[i].value) for i in range(c.numAttrs)]
-        slots = (ctypes.c_void_p * 7).from_address(params_at)
-        raw = [ctypes.string_at(slots[i], 8) for i in range(7)]
+        slots = (ctypes.c_void_p * self.slots).from_address(params_at)
+        raw = [ctypes.string_at(slots[i], 8) for i in range(self.slots)]
         self.seen.append((function, (c.gridDimX, c.gridDimY, c.gridDimZ), (c.blockDimX, c.blockDimY, c.blockDimZ),
                           c.sharedMemBytes, c.hStream, attrs, raw, extra))
         return self.rc
@@ -213,3 +213,38 @@ def test_launches_from_two_threads_each_hand_over_their_own_arguments(fake, monk
     assert len(seen) == 80
     for stream, first, second in seen:
         assert first == second == struct.pack("<i", stream), "another launch's arguments were handed over"
+
+
+def test_the_installed_triton_s_kernels_are_laid_out(fake):
+    """A kernel compiled by the installed Triton for sm_90 (PTX and signature only; no GPU needed): its
+    pointers, an i32, an fp32 and the constexprs (a 1 among them, as Triton's JIT specializes it) are laid out
+    as the PTX entry declares them, the scratch pointers Triton appends stay null, and PDL is asked for. A
+    Triton that passes its kernels' parameters otherwise fails here rather than falling back unnoticed."""
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    @triton.jit
+    def scale_kernel(x_ptr, y_ptr, n, alpha, ONE: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha * ONE, mask=mask)
+
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "alpha": "fp32", "ONE": "constexpr",
+                 "BLOCK": "constexpr"}
+    src = ASTSource(fn=scale_kernel, signature=signature, constexprs={"ONE": 1, "BLOCK": 128})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"launch_pdl": True})
+    compiled.function = 0xF00D  # what loading it would set
+    sizes = dv.ptx_params(compiled.asm["ptx"])
+    assert sizes is not None and sizes[:4] == [8, 8, 4, 4], sizes
+    launch = dv.of(compiled, (5, 1, 1))
+    assert isinstance(launch, dv.DriverLaunch), "the installed Triton's kernel was not laid out"
+    fake.slots = len(sizes)
+    launch(3, (0x7F0000000100, 0x7F0000000200, 1000, 2.5, 1, 128))
+    function, grid, block, shared, stream, attrs, raw, _ = fake.seen[0]
+    assert grid == (5, 1, 1) and block == (32 * compiled.metadata.num_warps, 1, 1) and stream == 3
+    assert attrs == [(dv._PDL_ATTRIBUTE, 1)]
+    assert [struct.unpack("<Q", r)[0] for r in raw[:2]] == [0x7F0000000100, 0x7F0000000200]
+    assert struct.unpack("<i", raw[2][:4])[0] == 1000 and struct.unpack("<f", raw[3][:4])[0] == 2.5
+    assert all(r == b"\0" * 8 for r in raw[4:len(sizes)]), "scratch pointers"
