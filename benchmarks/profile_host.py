@@ -70,7 +70,7 @@ def launch_primitives() -> dict:
     if isinstance(main.direct, DriverLaunch):  # Triton's launcher for the same kernel, for comparison
         compiled = next(c for c in launch._COMPILED._data.values() if c.function == main.direct._function)
         dl.DRIVER_LAUNCH = False
-        triton_launch = dl.direct_of(compiled, main.plan.grid)
+        triton_launch = dl.direct_of(compiled, main.plan.grid, index)
         dl.DRIVER_LAUNCH = True
         launches["Triton's launcher alone (addresses)"] = lambda: triton_launch(stream, (*addresses, *consts))
     return {"small-M GEMM bound call (int8 gate_up)": lambda: bound(xq, xs), **launches}

@@ -110,13 +110,14 @@ def contiguous_strides(shape: tuple) -> tuple:
     return tuple(reversed(strides))
 
 
-def direct_of(compiled, grid: tuple):
-    """The direct launch of ``compiled`` over ``grid`` (x, y, z): ``launch(stream, args)``. On NVIDIA the
-    driver launch (``driver_launch``) where it lays the kernel out, else Triton's launcher."""
+def direct_of(compiled, grid: tuple, index: int):
+    """The direct launch of ``compiled`` (loaded for device ``index``) over ``grid`` (x, y, z):
+    ``launch(stream, args)``. On NVIDIA the driver launch (``driver_launch``) where it lays the kernel
+    out, else Triton's launcher."""
     from fused_quant.kernels import driver_launch
 
     if not _HIP and DRIVER_LAUNCH:
-        fast = driver_launch.of(compiled, grid)
+        fast = driver_launch.of(compiled, grid, index)
         if fast is not None:
             return fast
     launcher, function, metadata = compiled.run, compiled.function, compiled.packed_metadata

@@ -20,6 +20,7 @@ import operator
 import re
 import struct
 import threading
+from typing import NamedTuple
 
 import torch
 
@@ -49,19 +50,52 @@ class DriverError(RuntimeError):
     """The driver refused a launch (its error name and code are in the message)."""
 
 
+# cuda.h: CUDA_ERROR_INVALID_CONTEXT, what a launch from a thread without a current context returns
+_INVALID_CONTEXT = 201
+
+
+class _Driver(NamedTuple):
+    launch: object  # cuLaunchKernelEx(config, function, params, extra)
+    error_name: object  # cuGetErrorName(code, &text)
+    ensure_context: object  # (device index) -> whether it made the device's primary context current now
+
+
+def context_ensurer(get_current, device_get, primary_retain, set_current):
+    """``ensure_context(index)`` from the driver's context calls: where no context is current on this
+    thread (one that has launched nothing through torch's runtime yet), make device ``index``'s primary
+    context current, as Triton's launcher does before each launch; True where it did."""
+
+    def ensure_context(index: int) -> bool:
+        ctx, device = ctypes.c_void_p(), ctypes.c_int()
+        if get_current(ctypes.byref(ctx)) or ctx.value:
+            return False  # a context is current: the refusal was about something else
+        if device_get(ctypes.byref(device), index) or primary_retain(ctypes.byref(ctx), device):
+            return False
+        return not set_current(ctx)
+
+    return ensure_context
+
+
 @functools.cache
-def _driver():
-    """``(cuLaunchKernelEx, cuGetErrorName)`` from the loaded ``libcuda``, or None without one."""
+def _driver() -> _Driver | None:
+    """The driver calls a launch makes, from the loaded ``libcuda``; None without one."""
     if torch.version.cuda is None or getattr(torch.version, "hip", None) is not None:
         return None
     try:
         lib = ctypes.CDLL("libcuda.so.1")
         launch, name = lib.cuLaunchKernelEx, lib.cuGetErrorName
+        get_current, device_get = lib.cuCtxGetCurrent, lib.cuDeviceGet
+        retain, set_current = lib.cuDevicePrimaryCtxRetain_v2 if hasattr(lib, "cuDevicePrimaryCtxRetain_v2") \
+            else lib.cuDevicePrimaryCtxRetain, lib.cuCtxSetCurrent
     except (OSError, AttributeError):
         return None
-    launch.argtypes, launch.restype = (ctypes.c_void_p,) * 4, ctypes.c_int
-    name.argtypes, name.restype = (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)), ctypes.c_int
-    return launch, name
+    launch.argtypes = (ctypes.c_void_p,) * 4
+    name.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
+    get_current.argtypes, set_current.argtypes = (ctypes.c_void_p,), (ctypes.c_void_p,)
+    device_get.argtypes, retain.argtypes = (ctypes.c_void_p, ctypes.c_int), (ctypes.c_void_p, ctypes.c_int)
+    for f in (launch, name, get_current, device_get, retain, set_current):
+        f.restype = ctypes.c_int
+    return _Driver(launch, name, context_ensurer(get_current, device_get, retain, set_current))
 
 
 def ptx_params(ptx: str) -> list[int] | None:
@@ -89,7 +123,7 @@ def layout(signature: list[str], sizes: list[int]) -> tuple[tuple[int, ...], str
         keep.append(i)
         formats.append(fmt)
     extra = len(sizes) - len(formats)
-    if not 0 <= extra <= 2 or any(s != 8 for s in sizes[len(formats):]):
+    if not keep or not 0 <= extra <= 2 or any(s != 8 for s in sizes[len(formats):]):
         return None
     if any(struct.calcsize(f) != s for f, s in zip(formats, sizes)):
         return None
@@ -100,12 +134,12 @@ class DriverLaunch:
     """One compiled kernel and grid: ``launch(stream, args)`` with every argument of the kernel in
     signature order (constexprs included, as Triton's launcher takes them), pointers as addresses."""
 
-    __slots__ = ("_launch", "_name", "_function", "_nargs", "_lock", "_config", "_config_at", "_attrs", "_buffer", "_params", "_params_at",
-                 "_pack", "_take", "_stream")
+    __slots__ = ("_launch", "_driver", "_index", "_function", "_nargs", "_lock", "_config", "_config_at", "_attrs",
+                 "_buffer", "_params", "_params_at", "_pack", "_take", "_stream")
 
-    def __init__(self, driver, function: int, grid, num_warps: int, shared: int, pdl: bool, nargs: int, keep,
-                 fmt: str, scratch: int):
-        self._launch, self._name = driver
+    def __init__(self, driver: _Driver, index: int, function: int, grid, num_warps: int, shared: int, pdl: bool,
+                 nargs: int, keep, fmt: str, scratch: int):
+        self._driver, self._launch, self._index = driver, driver.launch, index  # index: the kernel's device
         self._nargs = nargs  # the kernel's arguments, constexprs included
         # one launch at a time packs the slots and hands them over: the foreign call lets other threads run
         self._lock = threading.Lock()
@@ -132,15 +166,17 @@ class DriverLaunch:
                 self._stream = stream
             self._pack(self._buffer, 0, *values)
             rc = self._launch(self._config_at, self._function, self._params_at, None)
+            if rc == _INVALID_CONTEXT and self._driver.ensure_context(self._index):
+                rc = self._launch(self._config_at, self._function, self._params_at, None)
         if rc:
             text = ctypes.c_char_p()
-            self._name(rc, ctypes.byref(text))
+            self._driver.error_name(rc, ctypes.byref(text))
             raise DriverError(f"cuLaunchKernelEx failed: {(text.value or b'?').decode()} ({rc})")
 
 
-def of(compiled, grid: tuple) -> DriverLaunch | None:
-    """The driver launch of Triton's ``compiled`` kernel over ``grid`` (x, y, z), or None where it cannot
-    be laid out (the module docstring says which)."""
+def of(compiled, grid: tuple, index: int) -> DriverLaunch | None:
+    """The driver launch of Triton's ``compiled`` kernel, loaded for CUDA device ``index``, over ``grid``
+    (x, y, z), or None where it cannot be laid out (the module docstring says which)."""
     driver = _driver()
     meta = getattr(compiled, "metadata", None)
     asm, src = getattr(compiled, "asm", None), getattr(compiled, "src", None)
@@ -160,5 +196,5 @@ def of(compiled, grid: tuple) -> DriverLaunch | None:
     function = getattr(compiled, "function", None)
     if not isinstance(function, int) or not function:
         return None
-    return DriverLaunch(driver, function, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)),
+    return DriverLaunch(driver, index, function, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)),
                         len(signature), *laid)

@@ -245,7 +245,7 @@ class KernelCall:
         compiled = launch._launch(self.plan, (*tensors, *scalars))
         if (compiled is not None and aligned and not dl._HIP and self.index >= 0
                 and dl._current_device() == self.index):
-            self.direct = dl.direct_of(compiled, self.plan.grid)
+            self.direct = dl.direct_of(compiled, self.plan.grid, self.index)
 
 
 def _scale_flags(p: GemmProblem) -> dict:

@@ -379,7 +379,7 @@ def _direct_of(r: _Resolved) -> tuple | None:
     compiled = _COMPILED.get(r.spec) if r.spec is not None else None
     if compiled is None:
         return None
-    r.direct[0] = direct = dl.direct_of(compiled, r.plan.grid)
+    r.direct[0] = direct = dl.direct_of(compiled, r.plan.grid, r.spec[1])
     return direct
 
 

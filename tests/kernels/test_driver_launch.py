@@ -49,6 +49,7 @@ class _FakeDriver:
 
     def __init__(self, rc=0, slots=7):
         self.seen, self.rc, self.slots = [], rc, slots  # slots: the parameters of the kernel launched
+        self.contexts = []  # the devices whose context a launch asked to make current
         proto = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_void_p,) * 4)
         self.launch = proto(self._launch)
         name_proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p))
@@ -64,6 +65,10 @@ class _FakeDriver:
                           c.sharedMemBytes, c.hStream, attrs, raw, extra))
         return self.rc
 
+    def ensure_context(self, index):
+        self.contexts.append(index)
+        return False
+
     def _name(self, rc, out):
         out[0] = self._text.value
         return 0
@@ -72,7 +77,7 @@ class _FakeDriver:
 @pytest.fixture
 def fake(monkeypatch):
     d = _FakeDriver()
-    monkeypatch.setattr(dv, "_driver", lambda: (d.launch, d.name))
+    monkeypatch.setattr(dv, "_driver", lambda: dv._Driver(d.launch, d.name, d.ensure_context))
     return d
 
 
@@ -100,7 +105,7 @@ def test_layout_refuses_what_does_not_match(signature, sizes, why):
 
 
 def test_a_launch_hands_the_driver_triton_s_configuration_and_the_packed_arguments(fake):
-    launch = dv.of(_compiled(), (3, 2, 1))
+    launch = dv.of(_compiled(), (3, 2, 1), 0)
     assert isinstance(launch, dv.DriverLaunch)
     args = (0x7F0000001000, 0x7F0000002000, 17, 1, 1 << 40, 0.5, 64)  # constexprs passed as Triton's runner does
     launch(0x1234, args)
@@ -117,7 +122,7 @@ def test_a_launch_hands_the_driver_triton_s_configuration_and_the_packed_argumen
 
 
 def test_without_pdl_no_attribute(fake):
-    dv.of(_compiled(launch_pdl=False), (1, 1, 1))(7, (1, 2, 3, 1, 4, 1.0, 64))
+    dv.of(_compiled(launch_pdl=False), (1, 1, 1), 0)(7, (1, 2, 3, 1, 4, 1.0, 64))
     assert fake.seen[0][5] == []
 
 
@@ -126,25 +131,25 @@ def test_without_pdl_no_attribute(fake):
     (dict(global_scratch_size=64), "global scratch to allocate"), (dict(profile_scratch_size=64), "profile scratch"),
 ])
 def test_kernels_it_does_not_lay_out_keep_tritons_launcher(fake, meta, why):
-    assert dv.of(_compiled(**meta), (1, 1, 1)) is None, why
+    assert dv.of(_compiled(**meta), (1, 1, 1), 0) is None, why
 
 
 def test_no_launch_for_an_empty_grid_an_unloaded_kernel_or_without_a_driver(fake, monkeypatch):
-    assert dv.of(_compiled(), (0, 1, 1)) is None
-    assert dv.of(_compiled(function=None), (1, 1, 1)) is None
+    assert dv.of(_compiled(), (0, 1, 1), 0) is None
+    assert dv.of(_compiled(function=None), (1, 1, 1), 0) is None
     monkeypatch.setattr(dv, "_driver", lambda: None)
-    assert dv.of(_compiled(), (1, 1, 1)) is None
+    assert dv.of(_compiled(), (1, 1, 1), 0) is None
 
 
 def test_a_refused_launch_raises_with_the_driver_s_error_name(fake):
     fake.rc = 1
-    launch = dv.of(_compiled(), (1, 1, 1))
+    launch = dv.of(_compiled(), (1, 1, 1), 0)
     with pytest.raises(dv.DriverError, match=r"CUDA_ERROR_INVALID_VALUE \(1\)"):
         launch(0, (1, 2, 3, 1, 4, 1.0, 64))
 
 
 def test_an_argument_of_the_wrong_type_raises_before_the_driver_is_called(fake):
-    launch = dv.of(_compiled(), (1, 1, 1))
+    launch = dv.of(_compiled(), (1, 1, 1), 0)
     with pytest.raises(struct.error):
         launch(0, (1, 2, 1 << 40, 1, 4, 1.0, 64))  # 2**40 does not fit the i32 parameter
     assert fake.seen == []
@@ -158,23 +163,23 @@ def test_direct_of_takes_the_driver_launch_where_it_lays_the_kernel_out(fake, mo
     calls = []
     compiled.run = lambda *a: calls.append(a)
     compiled.packed_metadata = "meta"
-    assert isinstance(dl.direct_of(compiled, (2, 1, 1)), dv.DriverLaunch)
+    assert isinstance(dl.direct_of(compiled, (2, 1, 1), 0), dv.DriverLaunch)
     monkeypatch.setattr(dl, "DRIVER_LAUNCH", False)
-    triton_launch = dl.direct_of(compiled, (2, 1, 1))
+    triton_launch = dl.direct_of(compiled, (2, 1, 1), 0)
     assert not isinstance(triton_launch, dv.DriverLaunch)
     triton_launch(9, (1, 2))
     assert calls == [(2, 1, 1, 9, 0xF00D, "meta", None, None, None, 1, 2)], "Triton's launcher, as its runner calls it"
     monkeypatch.setattr(dl, "DRIVER_LAUNCH", True)
     clustered = _compiled(num_ctas=2)
     clustered.run, clustered.packed_metadata = compiled.run, "meta"
-    dl.direct_of(clustered, (2, 1, 1))(9, (3,))
+    dl.direct_of(clustered, (2, 1, 1), 0)(9, (3,))
     assert calls[-1][-1] == 3, "a kernel the driver launch does not lay out keeps Triton's launcher"
 
 
 @pytest.mark.parametrize("args", [(1, 2, 3, 1, 4, 1.0), (1, 2, 3, 1, 4, 1.0, 64, 0)], ids=["one short", "one more"])
 def test_a_wrong_number_of_arguments_raises_before_the_driver_is_called(fake, args):
     """Arguments one place off would put a size where the kernel reads an address."""
-    launch = dv.of(_compiled(), (1, 1, 1))
+    launch = dv.of(_compiled(), (1, 1, 1), 0)
     with pytest.raises(TypeError, match=f"takes 7 arguments .*got {len(args)}"):
         launch(0, args)
     assert fake.seen == []
@@ -198,8 +203,8 @@ def test_launches_from_two_threads_each_hand_over_their_own_arguments(fake, monk
 
     proto = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_void_p,) * 4)
     slow_c = proto(slow)
-    monkeypatch.setattr(dv, "_driver", lambda: (slow_c, fake.name))
-    launch = dv.of(_compiled(), (1, 1, 1))
+    monkeypatch.setattr(dv, "_driver", lambda: dv._Driver(slow_c, fake.name, fake.ensure_context))
+    launch = dv.of(_compiled(), (1, 1, 1), 0)
 
     def worker(tag):
         for _ in range(40):
@@ -238,7 +243,7 @@ def test_the_installed_triton_s_kernels_are_laid_out(fake):
     compiled.function = 0xF00D  # what loading it would set
     sizes = dv.ptx_params(compiled.asm["ptx"])
     assert sizes is not None and sizes[:4] == [8, 8, 4, 4], sizes
-    launch = dv.of(compiled, (5, 1, 1))
+    launch = dv.of(compiled, (5, 1, 1), 0)
     assert isinstance(launch, dv.DriverLaunch), "the installed Triton's kernel was not laid out"
     fake.slots = len(sizes)
     launch(3, (0x7F0000000100, 0x7F0000000200, 1000, 2.5, 1, 128))
@@ -248,3 +253,51 @@ def test_the_installed_triton_s_kernels_are_laid_out(fake):
     assert [struct.unpack("<Q", r)[0] for r in raw[:2]] == [0x7F0000000100, 0x7F0000000200]
     assert struct.unpack("<i", raw[2][:4])[0] == 1000 and struct.unpack("<f", raw[3][:4])[0] == 2.5
     assert all(r == b"\0" * 8 for r in raw[4:len(sizes)]), "scratch pointers"
+
+
+def test_a_thread_without_a_current_context_gets_the_device_s_primary_context_and_launches(fake, monkeypatch):
+    """A launch refused for want of a current context (a thread that has run nothing through torch's runtime)
+    makes the kernel's device's primary context current and launches once more; any other refusal raises."""
+    answers = [dv._INVALID_CONTEXT, 0]
+    made = []
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_void_p,) * 4)
+    launch_c = proto(lambda *a: answers.pop(0))
+    monkeypatch.setattr(dv, "_driver", lambda: dv._Driver(launch_c, fake.name, lambda i: (made.append(i), True)[1]))
+    dv.of(_compiled(), (1, 1, 1), 3)(0, (1, 2, 3, 1, 4, 1.0, 64))
+    assert made == [3] and answers == []
+    answers[:] = [dv._INVALID_CONTEXT, dv._INVALID_CONTEXT]
+    monkeypatch.setattr(dv, "_driver", lambda: dv._Driver(launch_c, fake.name, lambda i: False))
+    with pytest.raises(dv.DriverError, match=r"\(201\)"):
+        dv.of(_compiled(), (1, 1, 1), 3)(0, (1, 2, 3, 1, 4, 1.0, 64))
+    assert answers == [dv._INVALID_CONTEXT], "no second launch where no context was made current"
+
+
+def test_the_context_ensurer_retains_and_sets_the_primary_context_only_where_none_is_current():
+    calls = []
+    current = [0]
+    cfun = ctypes.CFUNCTYPE
+
+    def get_current(out):
+        ctypes.c_void_p.from_address(out).value = current[0] or None
+        return 0
+
+    def device_get(out, ordinal):
+        calls.append(("device", ordinal))
+        ctypes.c_int.from_address(out).value = 40 + ordinal
+        return 0
+
+    def retain(out, device):
+        calls.append(("retain", device))
+        ctypes.c_void_p.from_address(out).value = 0xC0
+        return 0
+
+    def set_current(ctx):
+        calls.append(("set", ctx))
+        current[0] = ctx
+        return 0
+
+    fns = (cfun(ctypes.c_int, ctypes.c_void_p)(get_current), cfun(ctypes.c_int, ctypes.c_void_p, ctypes.c_int)(device_get),
+           cfun(ctypes.c_int, ctypes.c_void_p, ctypes.c_int)(retain), cfun(ctypes.c_int, ctypes.c_void_p)(set_current))
+    ensure = dv.context_ensurer(*fns)
+    assert ensure(2) is True and calls == [("device", 2), ("retain", 42), ("set", 0xC0)]
+    assert ensure(2) is False and len(calls) == 3, "a context is current now: nothing to do"
