@@ -69,9 +69,11 @@ def launch_primitives() -> dict:
                 "the direct launch alone (addresses)": lambda: main.direct(stream, (*addresses, *consts))}
     if isinstance(main.direct, DriverLaunch):  # Triton's launcher for the same kernel, for comparison
         compiled = next(c for c in launch._COMPILED._data.values() if c.function == main.direct._function)
-        dl.DRIVER_LAUNCH = False
-        triton_launch = dl.direct_of(compiled, main.plan.grid, index)
-        dl.DRIVER_LAUNCH = True
+        before, dl.DRIVER_LAUNCH = dl.DRIVER_LAUNCH, False
+        try:
+            triton_launch = dl.direct_of(compiled, main.plan.grid, index)
+        finally:
+            dl.DRIVER_LAUNCH = before
         launches["Triton's launcher alone (addresses)"] = lambda: triton_launch(stream, (*addresses, *consts))
     return {"small-M GEMM bound call (int8 gate_up)": lambda: bound(xq, xs), **launches}
 

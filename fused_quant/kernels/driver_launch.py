@@ -8,8 +8,12 @@ attribute); a call then packs the runtime arguments into the slots with one ``st
 one foreign call. ``of`` returns None, and the caller keeps Triton's launcher, for what it does not lay
 out: ROCm, clusters, cooperative grids, kernels with global or profile scratch, a PTX entry whose
 parameters do not match the signature, argument types other than pointers, integers and fp32 /
-fp64 / fp16 scalars, or no ``libcuda`` with ``cuLaunchKernelEx``. Pointer arguments are passed as
-integer addresses (``direct_launch.run``'s callers already do).
+fp64 scalars (the PTX passes fp16 / bf16 scalars as byte arrays), or no ``libcuda`` with
+``cuLaunchKernelEx``. Pointer arguments are passed as integer addresses (``direct_launch.run``'s callers
+already do). The slots are the kernel's, shared by every caller: one launch at a time fills them and
+hands them to the driver, which copies them. A launch from a thread with no current CUDA context makes
+the kernel's device's primary context current and is made once more, as Triton's launcher ensures a
+context before each launch.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import torch
 
 # The C types of Triton's scalar signature entries (pointers, "*...", are addresses: "Q")
 _FORMATS = {"i1": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
-            "u64": "Q", "fp16": "e", "fp32": "f", "fp64": "d"}
+            "u64": "Q", "fp32": "f", "fp64": "d"}
 # Bytes of a PTX parameter type
 _PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
 _ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\(([^)]*)\)")
@@ -85,8 +89,7 @@ def _driver() -> _Driver | None:
         lib = ctypes.CDLL("libcuda.so.1")
         launch, name = lib.cuLaunchKernelEx, lib.cuGetErrorName
         get_current, device_get = lib.cuCtxGetCurrent, lib.cuDeviceGet
-        retain, set_current = lib.cuDevicePrimaryCtxRetain_v2 if hasattr(lib, "cuDevicePrimaryCtxRetain_v2") \
-            else lib.cuDevicePrimaryCtxRetain, lib.cuCtxSetCurrent
+        retain, set_current = lib.cuDevicePrimaryCtxRetain, lib.cuCtxSetCurrent
     except (OSError, AttributeError):
         return None
     launch.argtypes = (ctypes.c_void_p,) * 4
@@ -180,7 +183,8 @@ def of(compiled, grid: tuple, index: int) -> DriverLaunch | None:
     driver = _driver()
     meta = getattr(compiled, "metadata", None)
     asm, src = getattr(compiled, "asm", None), getattr(compiled, "src", None)
-    if driver is None or meta is None or not isinstance(asm, dict) or "ptx" not in asm or min(grid) < 1:
+    if (driver is None or meta is None or not isinstance(asm, dict) or "ptx" not in asm or len(grid) != 3
+            or min(grid) < 1):
         return None
     if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_cooperative_grid", False)
             or getattr(meta, "global_scratch_size", 0) or getattr(meta, "profile_scratch_size", 0)

@@ -301,3 +301,17 @@ def test_the_context_ensurer_retains_and_sets_the_primary_context_only_where_non
     ensure = dv.context_ensurer(*fns)
     assert ensure(2) is True and calls == [("device", 2), ("retain", 42), ("set", 0xC0)]
     assert ensure(2) is False and len(calls) == 3, "a context is current now: nothing to do"
+
+
+def test_structures_and_constants_are_cuda_h_s():
+    """The fake driver reads the configuration back through the same structures, so their layout is pinned
+    here to cuda.h's (x86-64): CUlaunchConfig and CUlaunchAttribute, the PDL attribute's id and
+    CUDA_ERROR_INVALID_CONTEXT."""
+    assert ctypes.sizeof(dv._Config) == 56
+    assert [getattr(dv._Config, f).offset for f in ("sharedMemBytes", "hStream", "attrs", "numAttrs")] == [24, 32, 40, 48]
+    assert ctypes.sizeof(dv._Attribute) == 72 and dv._Attribute.value.offset == 8
+    assert dv._PDL_ATTRIBUTE == 6 and dv._INVALID_CONTEXT == 201
+
+
+def test_a_grid_of_other_than_three_dimensions_is_not_laid_out(fake):
+    assert dv.of(_compiled(), (4, 1), 0) is None
