@@ -147,10 +147,10 @@ class DriverLaunch:
         # one launch at a time packs the slots and hands them over: the foreign call lets other threads run
         self._lock = threading.Lock()
         self._function = function  # the kernel's CUfunction, loaded by Triton
-        count = len(keep) + scratch
-        self._buffer = ctypes.create_string_buffer(8 * max(count, 1))  # scratch slots stay 0 (no scratch)
+        count = len(keep) + scratch  # at least one: ``layout`` keeps at least one argument
+        self._buffer = ctypes.create_string_buffer(8 * count)  # scratch slots stay 0 (no scratch)
         base = ctypes.addressof(self._buffer)
-        self._params = (ctypes.c_void_p * max(count, 1))(*[base + 8 * i for i in range(count)])
+        self._params = (ctypes.c_void_p * count)(*[base + 8 * i for i in range(count)])
         self._params_at = ctypes.addressof(self._params)
         self._attrs = _Attribute(id=_PDL_ATTRIBUTE, value=1)
         self._config = _Config(*grid, 32 * num_warps, 1, 1, shared, None, ctypes.pointer(self._attrs), int(pdl))

@@ -632,17 +632,20 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
                    (xp, wp, xsp, wsp, bp, op, op, wsp, wsp) if aligned else None)
             return out
         part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
+        pp = part.data_ptr()
+        aligned = aligned and not pp & 15
         if two_kernels:
-            c.main((x, w, xs, ws, bias_arg, out, part, ws, ws), scalars)
-            c.reduce((part, xs, ws, bias_arg, out), reduce_scalars)
+            c.main((x, w, xs, ws, bias_arg, out, part, ws, ws), scalars,
+                   (xp, wp, xsp, wsp, bp, op, pp, wsp, wsp) if aligned else None)
+            c.reduce((part, xs, ws, bias_arg, out), reduce_scalars, (pp, xsp, wsp, bp, op) if aligned else None)
             return out
         stream = stream_of(index)
         counters = locks.get(stream)
         if counters is None:
             counters = locks[stream] = torch.zeros(c.tiles, dtype=torch.int32, device=device)
-        pp, cp = part.data_ptr(), counters.data_ptr()
+        cp = counters.data_ptr()
         c.fused((x, w, xs, ws, bias_arg, out, part, counters, ws), scalars,
-                (xp, wp, xsp, wsp, bp, op, pp, cp, wsp) if aligned and not (pp | cp) & 15 else None)
+                (xp, wp, xsp, wsp, bp, op, pp, cp, wsp) if aligned and not cp & 15 else None)
         return out
 
     return call

@@ -374,7 +374,7 @@ class BoundLaunch:
         return q, s
 
 
-def _direct_of(r: _Resolved) -> tuple | None:
+def _direct_of(r: _Resolved):
     """The direct launch (``direct_launch.direct_of``), once Triton has compiled the kernel."""
     compiled = _COMPILED.get(r.spec) if r.spec is not None else None
     if compiled is None:
