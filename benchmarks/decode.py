@@ -123,7 +123,45 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
                       + "  ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "ours"), flush=True)
             del layers, weights, bf16
             torch.cuda.empty_cache()
-    return {"ceiling_GBps": ceiling, "versions": versions(), "rows": rows}
+    fits = stream_fit(rows)
+    for f in fits:
+        print(f"fit {f['kind']:4s} M={f['M']:4d} {f['peer']:5s}: {f['fixed_us']:5.2f} us + weight bytes at "
+              f"{f['stream_TBps']:.2f} TB/s (worst residual {f['worst_residual_us']:.2f} us); 3.6 TB/s from "
+              f"{_mb(f['bytes_for_3_6_TBps'])} of weight", flush=True)
+    return {"ceiling_GBps": ceiling, "versions": versions(), "rows": rows, "fit": fits}
+
+
+def _mb(nbytes: float | None) -> str:
+    return "never" if nbytes is None else f"{nbytes / 1e6:.0f} MB"
+
+
+def stream_fit(rows: list[dict], peers: tuple[str, ...] = ("ours", "copy"), target_tbps: float = 3.6) -> list[dict]:
+    """Per (kind, M) and peer (``ours``: the chain's pick; ``copy``: the same-bytes copy), the least-squares line
+    ``us = fixed_us + weight_bytes / stream rate`` through the four shapes' times: what a call costs whatever
+    its size (launch, ramp, tail, epilogue) and the rate at which it then streams. ``bytes_for_3_6_TBps``: the
+    weight size from which that line reaches ``target_tbps`` (None where its rate is below it), which says
+    whether a shape can reach it at all with this fixed cost."""
+    fits = []
+    for kind, m in dict.fromkeys((r["kind"], r["M"]) for r in rows):
+        group = [r for r in rows if r["kind"] == kind and r["M"] == m]
+        for peer in peers:
+            pts = [(r["N"] * r["K"], r["us"]["ours"] if peer == "ours" else r.get("copy_same_bytes_us"))
+                   for r in group]
+            pts = [(x, y) for x, y in pts if y is not None]
+            if len({x for x, _ in pts}) < 2:
+                continue
+            mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+            slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+            if slope <= 0:
+                continue  # no stream rate in these times
+            fixed = my - slope * mx
+            rate = 1 / slope  # bytes per us
+            per_us_target = target_tbps * 1e6
+            need = fixed / (1 / per_us_target - slope) if rate > per_us_target else None
+            fits.append({"kind": kind, "M": m, "peer": peer, "fixed_us": fixed, "stream_TBps": rate / 1e6,
+                         "worst_residual_us": max(abs(y - fixed - slope * x) for x, y in pts),
+                         "bytes_for_3_6_TBps": max(need, 0.0) if need is not None else None, "shapes": len(pts)})
+    return fits
 
 
 def _copy_us_same_bytes(nbytes: int) -> float:

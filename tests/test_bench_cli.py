@@ -163,3 +163,24 @@ def test_sqnr_db_of_known_noise_identity_and_non_finite_outputs():
     inf = torch.tensor([float("inf"), 1.0])
     assert math.isnan(sqnr_db(inf, inf))  # no SQNR of a non-finite reference, even reproduced
     assert sqnr_db(torch.zeros(2), torch.tensor([0.0, 1e-3])) == -math.inf
+
+
+def test_stream_fit_recovers_a_fixed_cost_and_a_rate_and_the_size_a_target_needs():
+    from benchmarks.decode import SHAPES, stream_fit
+
+    def row(kind, m, n, k, ours, copy):
+        return {"kind": kind, "M": m, "N": n, "K": k, "us": {"ours": ours}, "copy_same_bytes_us": copy}
+
+    # ours: 3 us + bytes at 4 TB/s (4e6 bytes per us); the copy: 2 us + bytes at 4.5 TB/s
+    rows = [row("fp8", 16, n, k, 3 + n * k / 4e6, 2 + n * k / 4.5e6) for n, k in SHAPES.values()]
+    rows.append(row("int8", 1, 4096, 4096, 5.0, None))  # one shape: no line
+    fits = {(f["kind"], f["M"], f["peer"]): f for f in stream_fit(rows)}
+    assert set(fits) == {("fp8", 16, "ours"), ("fp8", 16, "copy")}
+    ours, copy = fits["fp8", 16, "ours"], fits["fp8", 16, "copy"]
+    assert abs(ours["fixed_us"] - 3) < 1e-9 and abs(ours["stream_TBps"] - 4) < 1e-9
+    assert abs(copy["fixed_us"] - 2) < 1e-9 and abs(copy["stream_TBps"] - 4.5) < 1e-9
+    assert ours["worst_residual_us"] < 1e-9
+    # 3.6 TB/s where 3 + b / 4e6 = b / 3.6e6, i.e. b = 3 / (1 / 3.6e6 - 1 / 4e6) = 108 MB
+    assert abs(ours["bytes_for_3_6_TBps"] - 108e6) < 1
+    slow = stream_fit([row("fp8", 1, n, k, 1 + n * k / 3e6, None) for n, k in SHAPES.values()])
+    assert slow[0]["bytes_for_3_6_TBps"] is None  # streams below the target: no size reaches it
