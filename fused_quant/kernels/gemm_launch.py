@@ -605,8 +605,11 @@ def _no_stream(index: int) -> None:
 # The split-K partials of eager one-launch calls: one flat workspace per (device, stream, accumulator dtype),
 # shared by every bound caller and grown to the largest call seen. Calls on one stream run one after the
 # other, and a kernel that starts early under PDL writes nothing before its grid dependency wait, so no two
-# calls use it at once; a call on another stream has its own. Saves each eager split-K call an allocation
-# (2.3-4.7 us of host time on the H200's hosts, benchmarks/RESULTS.md). Emptied by ``fused_quant.reset()``.
+# calls use it at once; a call on another stream has its own. Only a caller's second and later calls on a
+# stream take it: the checked entry (the custom op's implementation) binds a caller for one call, and under
+# torch.compile(mode="reduce-overhead") that call runs with the CUDA-graph trees' pool allocating, which refuses
+# a tensor kept past the call (H200, benchmarks/RESULTS.md, twenty-fourth round, run 3). Saves each later eager
+# split-K call an allocation (5.1-6.9 us of host time per down call there). Emptied by ``fused_quant.reset()``.
 _PARTIALS = runtime.Cache("split_k_partials", 64)
 
 
@@ -660,12 +663,14 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
             c.reduce((part, xs, ws, bias_arg, out), reduce_scalars, (pp, xsp, wsp, bp, op) if aligned else None)
             return out
         stream = stream_of(index)
-        part = split_k_partials(index, stream, c.acc_dtype, part_numel, device)
+        counters = locks.get(stream)
+        if counters is None:  # this caller's first call on the stream: its own partials, as a one-call caller's
+            counters = locks[stream] = torch.zeros(c.tiles, dtype=torch.int32, device=device)
+            part = torch.empty(part_numel, dtype=c.acc_dtype, device=device)
+        else:
+            part = split_k_partials(index, stream, c.acc_dtype, part_numel, device)
         pp = part.data_ptr()
         aligned = aligned and not pp & 15
-        counters = locks.get(stream)
-        if counters is None:
-            counters = locks[stream] = torch.zeros(c.tiles, dtype=torch.int32, device=device)
         cp = counters.data_ptr()
         c.fused((x, w, xs, ws, bias_arg, out, part, counters, ws), scalars,
                 (xp, wp, xsp, wsp, bp, op, pp, cp, wsp) if aligned and not cp & 15 else None)

@@ -976,9 +976,11 @@ def test_split_k_counters_are_per_stream_and_back_at_zero_after_each_call(monkey
 
 @pytest.mark.interpreter
 def test_split_k_partials_are_one_workspace_per_stream_shared_by_every_bound_call(monkeypatch):
-    """Eager one-launch split-K calls keep their partials in one workspace per stream and accumulator dtype,
-    shared by every bound call and grown to the largest: calls of two problems taking turns on two streams
-    give the two-kernel plan's bits; a reset forgets the workspaces."""
+    """Eager one-launch split-K calls after a caller's first on a stream keep their partials in one workspace per
+    stream and accumulator dtype, shared by every bound call and grown to the largest: calls of two problems
+    taking turns on two streams give the two-kernel plan's bits; a caller's first call on a stream (as the
+    checked entry's one-call callers make, under torch.compile in the CUDA-graph trees' pool) takes partials of
+    its own; a reset forgets the workspaces."""
     import fused_quant
 
     split = [c for c in CASES if _splits(c) > 1]
@@ -997,6 +999,14 @@ def test_split_k_partials_are_one_workspace_per_stream_shared_by_every_bound_cal
             seen.append(tensors[6]), fused(tensors, scalars, ptrs)))
         want = g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, cfg)  # the two-kernel plan
         calls[name] = (g.bind_small_m(p, w, ws, None, cfg), xq, xs, want, seen, c.splits * m * n)
+    firsts = {}
+    for name, on in (("small", "a"), ("big", "a"), ("small", "b"), ("big", "b")):  # each caller's first call there
+        stream[0] = on
+        call, xq, xs, want, seen, numel = calls[name]
+        assert_bits_equal(call(xq, xs), want, f"first call: {name} on stream {on}")
+        firsts[name, on] = seen.pop()
+        assert firsts[name, on].numel() == numel and all(firsts[name, on] is not v for v in g._PARTIALS._data.values())
+    assert not g._PARTIALS._data  # one-call callers keep nothing
     for i, (name, on) in enumerate([("small", "a"), ("big", "a"), ("small", "a"), ("small", "b"), ("big", "b"),
                                     ("big", "a")]):
         stream[0] = on
@@ -1013,6 +1023,7 @@ def test_split_k_partials_are_one_workspace_per_stream_shared_by_every_bound_cal
     monkeypatch.setattr(g, "_small_m_call", lambda *a, **kw: pytest.fail("bound calls keep their launches"))
     assert_bits_equal(call(xq, xs), want, "after a reset")
     assert seen[-1] is not big_seen[0] and seen[-1].numel() == calls["small"][5]
+    assert g._PARTIALS.get((-1, "a", torch.int32)) is seen[-1]
 
 
 @pytest.mark.gpu
