@@ -126,7 +126,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
     fits = stream_fit(rows)
     for f in fits:
         print(f"fit {f['kind']:4s} M={f['M']:4d} {f['peer']:5s}: {f['fixed_us']:5.2f} us + weight bytes at "
-              f"{f['stream_TBps']:.2f} TB/s (worst residual {f['worst_residual_us']:.2f} us); 3.6 TB/s from "
+              f"{f['stream_TBps']:.2f} TB/s (worst residual {f['worst_residual_us']:.2f} us); {TARGET_TBPS} TB/s from "
               f"{_mb(f['bytes_for_3_6_TBps'])} of weight", flush=True)
     return {"ceiling_GBps": ceiling, "versions": versions(), "rows": rows, "fit": fits}
 
@@ -135,11 +135,15 @@ def _mb(nbytes: float | None) -> str:
     return "never" if nbytes is None else f"{nbytes / 1e6:.0f} MB"
 
 
-def stream_fit(rows: list[dict], peers: tuple[str, ...] = ("ours", "copy"), target_tbps: float = 3.6) -> list[dict]:
+# The weight rate the decode GEMMs aim at, M = 1-16 (the copy ceiling's 85%): stream_fit's bytes_for_3_6_TBps
+TARGET_TBPS = 3.6
+
+
+def stream_fit(rows: list[dict], peers: tuple[str, ...] = ("ours", "copy")) -> list[dict]:
     """Per (kind, M) and peer (``ours``: the chain's pick; ``copy``: the same-bytes copy), the least-squares line
     ``us = fixed_us + weight_bytes / stream rate`` through the four shapes' times: what a call costs whatever
     its size (launch, ramp, tail, epilogue) and the rate at which it then streams. ``bytes_for_3_6_TBps``: the
-    weight size from which that line reaches ``target_tbps`` (None where its rate is below it), which says
+    weight size from which that line reaches ``TARGET_TBPS`` (None where its rate is below it), which says
     whether a shape can reach it at all with this fixed cost."""
     fits = []
     for kind, m in dict.fromkeys((r["kind"], r["M"]) for r in rows):
@@ -156,7 +160,7 @@ def stream_fit(rows: list[dict], peers: tuple[str, ...] = ("ours", "copy"), targ
                 continue  # no stream rate in these times
             fixed = my - slope * mx
             rate = 1 / slope  # bytes per us
-            per_us_target = target_tbps * 1e6
+            per_us_target = TARGET_TBPS * 1e6
             need = fixed / (1 / per_us_target - slope) if rate > per_us_target else None
             fits.append({"kind": kind, "M": m, "peer": peer, "fixed_us": fixed, "stream_TBps": rate / 1e6,
                          "worst_residual_us": max(abs(y - fixed - slope * x) for x, y in pts),
