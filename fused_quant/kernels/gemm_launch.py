@@ -602,6 +602,28 @@ def _no_stream(index: int) -> None:
     return None
 
 
+# The split-K partials of eager one-launch calls: one flat workspace per (device, stream, accumulator dtype),
+# shared by every bound caller and grown to the largest call seen. Calls on one stream run one after the
+# other, and a kernel that starts early under PDL writes nothing before its grid dependency wait, so no two
+# calls use it at once; a call on another stream has its own. Only a caller's second and later calls on a
+# stream take it: the checked entry (the custom op's implementation) binds a caller for one call, and under
+# torch.compile(mode="reduce-overhead") that call runs with the CUDA-graph trees' pool allocating, which refuses
+# a tensor kept past the call (H200, benchmarks/RESULTS.md, twenty-fourth round, run 3). Saves each later eager
+# split-K call an allocation (5.1-6.9 us of host time per down call there). Emptied by ``fused_quant.reset()``.
+_PARTIALS = runtime.Cache("split_k_partials", 64)
+
+
+def split_k_partials(index: int, stream: object, dtype: torch.dtype, numel: int, device: torch.device) -> torch.Tensor:
+    """The partials workspace of ``stream`` on device ``index``: a flat ``dtype`` tensor of at least ``numel``
+    elements (allocated on that stream, which is current)."""
+    key = (index, stream, dtype)
+    buf = _PARTIALS.get(key)
+    if buf is None or buf.numel() < numel:
+        generation = runtime.generation()
+        buf = _PARTIALS.put(key, torch.empty(numel, dtype=dtype, device=device), generation)
+    return buf
+
+
 def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = True):
     """``call(x, xs)`` running ``c`` for a layer's weight. With split-K, an eager call of a ``bound`` caller
     (one called again and again) launches the fused kernel (one launch: the host's time counts); a call
@@ -612,6 +634,7 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     scalars, reduce_scalars = gemm_scalars(p, w), (p.m, p.n, c.splits, p.n)
     own_scales, scales_shape = c.own_scales, (p.m,)
+    part_numel = math.prod(c.part_shape)
     # the fused kernel's tile counters, this caller's own per stream (two streams may run it at once): zeroed
     # at its first eager call on the stream, set back to 0 by each tile's last split
     locks, index = {}, launch.device_index(device)
@@ -631,18 +654,23 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
             c.main((x, w, xs, ws, bias_arg, out, out, ws, ws), scalars,
                    (xp, wp, xsp, wsp, bp, op, op, wsp, wsp) if aligned else None)
             return out
-        part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
-        pp = part.data_ptr()
-        aligned = aligned and not pp & 15
         if two_kernels:
+            part = torch.empty_strided(c.part_shape, c.part_strides, dtype=c.acc_dtype, device=device)
+            pp = part.data_ptr()
+            aligned = aligned and not pp & 15
             c.main((x, w, xs, ws, bias_arg, out, part, ws, ws), scalars,
                    (xp, wp, xsp, wsp, bp, op, pp, wsp, wsp) if aligned else None)
             c.reduce((part, xs, ws, bias_arg, out), reduce_scalars, (pp, xsp, wsp, bp, op) if aligned else None)
             return out
         stream = stream_of(index)
         counters = locks.get(stream)
-        if counters is None:
+        if counters is None:  # this caller's first call on the stream: its own partials, as a one-call caller's
             counters = locks[stream] = torch.zeros(c.tiles, dtype=torch.int32, device=device)
+            part = torch.empty(part_numel, dtype=c.acc_dtype, device=device)
+        else:
+            part = split_k_partials(index, stream, c.acc_dtype, part_numel, device)
+        pp = part.data_ptr()
+        aligned = aligned and not pp & 15
         cp = counters.data_ptr()
         c.fused((x, w, xs, ws, bias_arg, out, part, counters, ws), scalars,
                 (xp, wp, xsp, wsp, bp, op, pp, cp, wsp) if aligned and not cp & 15 else None)

@@ -974,6 +974,58 @@ def test_split_k_counters_are_per_stream_and_back_at_zero_after_each_call(monkey
     assert seen[0] is seen[2] and seen[1] is seen[3] and seen[0] is not seen[1]
 
 
+@pytest.mark.interpreter
+def test_split_k_partials_are_one_workspace_per_stream_shared_by_every_bound_call(monkeypatch):
+    """Eager one-launch split-K calls after a caller's first on a stream keep their partials in one workspace per
+    stream and accumulator dtype, shared by every bound call and grown to the largest: calls of two problems
+    taking turns on two streams give the two-kernel plan's bits; a caller's first call on a stream (as the
+    checked entry's one-call callers make, under torch.compile in the CUDA-graph trees' pool) takes partials of
+    its own; a reset forgets the workspaces."""
+    import fused_quant
+
+    split = [c for c in CASES if _splits(c) > 1]
+    small, big = min(split, key=lambda c: _splits(c) * c[0] * c[1]), max(split, key=lambda c: _splits(c) * c[0] * c[1])
+    assert _splits(small) * small[0] * small[1] < _splits(big) * big[0] * big[1]
+    stream = ["a"]
+    monkeypatch.setattr(g, "_no_stream", lambda index: stream[0])
+    fused_quant.reset()
+    calls = {}
+    for name, (m, n, k, cfg) in (("small", small), ("big", big)):
+        xq, xs, w, ws = _operands("int8", m, n, k, torch.device("cpu"), seed=m + n)
+        p = g._problem_of(xq, xs, w, ws, None, torch.bfloat16)
+        c = g._small_m_call(p, g._config_key(cfg))
+        seen, fused = [], c.fused
+        monkeypatch.setattr(c, "fused", lambda tensors, scalars, ptrs=None, seen=seen, fused=fused: (
+            seen.append(tensors[6]), fused(tensors, scalars, ptrs)))
+        want = g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, cfg)  # the two-kernel plan
+        calls[name] = (g.bind_small_m(p, w, ws, None, cfg), xq, xs, want, seen, c.splits * m * n)
+    firsts = {}
+    for name, on in (("small", "a"), ("big", "a"), ("small", "b"), ("big", "b")):  # each caller's first call there
+        stream[0] = on
+        call, xq, xs, want, seen, numel = calls[name]
+        assert_bits_equal(call(xq, xs), want, f"first call: {name} on stream {on}")
+        firsts[name, on] = seen.pop()
+        assert firsts[name, on].numel() == numel and all(firsts[name, on] is not v for v in g._PARTIALS._data.values())
+    assert not g._PARTIALS._data  # one-call callers keep nothing
+    for i, (name, on) in enumerate([("small", "a"), ("big", "a"), ("small", "a"), ("small", "b"), ("big", "b"),
+                                    ("big", "a")]):
+        stream[0] = on
+        call, xq, xs, want, seen, numel = calls[name]
+        assert_bits_equal(call(xq, xs), want, f"call {i}: {name} on stream {on}")
+        assert seen[-1].dim() == 1 and seen[-1].numel() >= numel and seen[-1].dtype == torch.int32
+    small_seen, big_seen = calls["small"][4], calls["big"][4]
+    # stream a: the small call's workspace, then the big one's (grown), kept for the small call after it
+    assert big_seen[0] is not small_seen[0] and small_seen[1] is big_seen[0] and big_seen[2] is big_seen[0]
+    assert small_seen[2] is not small_seen[0] and big_seen[1] is not big_seen[0]  # stream b: its own
+    fused_quant.reset()
+    stream[0] = "a"
+    call, xq, xs, want, seen, _ = calls["small"]
+    monkeypatch.setattr(g, "_small_m_call", lambda *a, **kw: pytest.fail("bound calls keep their launches"))
+    assert_bits_equal(call(xq, xs), want, "after a reset")
+    assert seen[-1] is not big_seen[0] and seen[-1].numel() == calls["small"][5]
+    assert g._PARTIALS.get((-1, "a", torch.int32)) is seen[-1]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("key_name", QUANTIZING_KEYS)
 def test_gpu_quantizing_kernel_replays_bitwise_eager(key_name):
@@ -1018,6 +1070,32 @@ def test_gpu_one_bound_split_k_call_on_two_streams_at_once(kind):
     torch.cuda.synchronize()
     for i, out in enumerate(outs):
         assert_bits_equal(out, want, f"call {i} on stream {i % 2}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+def test_gpu_bound_split_k_calls_share_each_streams_partials(kind):
+    """Bound split-K calls of two shapes taking turns, 20 times each with no sync between them, on one stream and
+    then on two streams at once: each stream's partials workspace serves both, and every call gives the bits of
+    the two-kernel plan's call alone (its own partials)."""
+    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=4, num_warps=4, num_stages=4)
+    calls = []
+    for m, n, k in ((16, 6144, 4096), (8, 4096, 14336)):
+        xq, xs, w, ws = _operands(kind, m, n, k, torch.device("cuda"), seed=n)
+        p = GemmProblem(m, n, k, kind, xq.dtype, torch.bfloat16, xq.device, True, True, False)
+        want = g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, cfg)
+        calls.append((g.bind_small_m(p, w, ws, None, cfg), xq, xs, want))
+    outs = [(i, call(xq, xs), want) for i in range(20) for call, xq, xs, want in calls]
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    for stream in streams:
+        stream.wait_stream(torch.cuda.current_stream())
+    for i in range(20):
+        for j, (call, xq, xs, want) in enumerate(calls):
+            with torch.cuda.stream(streams[(i + j) % 2]):
+                outs.append((20 + i, call(xq, xs), want))
+    torch.cuda.synchronize()
+    for i, out, want in outs:
+        assert_bits_equal(out, want, f"turn {i}, {tuple(out.shape)}")
 
 
 @pytest.mark.gpu
