@@ -1,0 +1,151 @@
+"""Sweep the Triton scaled int8 GEMM's tile configs at large M (``gemm_launch.INT8_GEMM_CONFIGS``) on this GPU.
+
+For Llama-3-8B's four linears and each M of ``--ms`` (token counts past the small-M GEMM's buckets): every
+candidate config of ``CANDIDATES``, timed through the provider's bound call (``bind_triton_int8``, what the chain
+runs) replayed from a CUDA graph (``timing.graph_us``), beside ``torch._int_mm`` + epilogue, FP8
+``torch._scaled_mm`` (the same tensor-core rate on sm_90) and bf16 ``F.linear``. int8 products accumulate exactly in
+int32, so every config's output must equal the installed config's bit for bit (checked; a config that differs
+stops the sweep). Per M the config with the least time summed over the four shapes is printed as a row of
+``INT8_GEMM_CONFIGS`` (one config per M bucket, as the table holds); the table is edited by hand from the JSON.
+
+``python -m benchmarks.sweep_int8_gemm --out DIR`` (GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import fused_quant
+from fused_quant.gemm import GemmProblem
+from fused_quant.kernels import gemm_launch as g
+
+from benchmarks.timing import graph_us, versions
+
+SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first is the table's row for M > 256
+CANDIDATES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 8, 8, 4), (128, 256, 64, 8, 8, 4), (128, 256, 64, 8, 8, 5),
+              (256, 128, 128, 8, 8, 3), (256, 128, 128, 8, 8, 4), (256, 128, 64, 8, 8, 4),
+              (128, 128, 128, 8, 4, 4), (128, 128, 128, 8, 8, 4), (128, 128, 64, 8, 4, 5), (128, 128, 256, 8, 8, 3),
+              (64, 256, 128, 8, 4, 4), (128, 256, 128, 16, 8, 3), (128, 256, 128, 4, 8, 3))
+
+
+def _bound(p: GemmProblem, w, ws, config: tuple | None):
+    """The provider's bound call with ``config`` as the only table row (None: the installed table)."""
+    saved = g.INT8_GEMM_CONFIGS
+    if config is not None:
+        g.INT8_GEMM_CONFIGS = ((1 << 62, *config),)
+    fused_quant.reset()  # the launch cache holds the last config's compiled call for this problem
+    try:
+        return g.bind_triton_int8(p, w, ws, None)
+    finally:
+        g.INT8_GEMM_CONFIGS = saved
+
+
+def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
+    rows = []
+    fp8 = torch.float8_e4m3fn
+    for label, (n, k) in shapes.items():
+        w = torch.randint(-127, 128, (n, k), dtype=torch.int8, device="cuda")
+        ws = torch.rand(n, 1, device="cuda") * 0.01 + 1e-3
+        w8 = (torch.randn(n, k, device="cuda") * 4).to(fp8)
+        wb = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+        for m in ms:
+            xq = torch.randint(-127, 128, (m, k), dtype=torch.int8, device="cuda")
+            xs = torch.rand(m, 1, device="cuda") * 0.01 + 1e-3
+            p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, xq.device, True, True, False)
+            installed = _bound(p, w, ws, None)
+            expected = installed(xq, xs)
+            t = {"installed": graph_us([lambda: installed(xq, xs)])}
+            configs = {}
+            for cfg in CANDIDATES:
+                try:
+                    call = _bound(p, w, ws, cfg)
+                    out = call(xq, xs)
+                except Exception as exc:  # e.g. a config past the shared memory: recorded and shown, not timed
+                    configs[str(cfg)] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"}
+                    log(f"  {label} M={m} {cfg}: {configs[str(cfg)]['error']}")
+                    continue
+                if not torch.equal(out.view(torch.int16), expected.view(torch.int16)):
+                    raise SystemExit(f"{label} M={m} config {cfg}: output differs from the installed config's")
+                configs[str(cfg)] = {"us": graph_us([lambda c=call: c(xq, xs)])}
+            int_mm = g.bind_int_mm(p, w, ws, None)
+            t["int_mm + epilogue"] = graph_us([lambda: int_mm(xq, xs)])
+            x8 = (torch.randn(m, k, device="cuda") * 4).to(fp8)
+            one = torch.ones((), device="cuda")
+            t["scaled_mm fp8 (tensor-wise)"] = graph_us(
+                [lambda: torch._scaled_mm(x8, w8.t(), one, one, out_dtype=torch.bfloat16)])
+            xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            t["bf16"] = graph_us([lambda: F.linear(xb, wb)])
+            timed = {c: v["us"] for c, v in configs.items() if "us" in v}
+            best = min(timed, key=timed.get)
+            row = {"shape": label, "M": m, "N": n, "K": k, "us": t, "configs": configs, "best": best,
+                   "tops": {c: 2 * m * n * k / (us * 1e-6) / 1e12 for c, us in {**t, **timed}.items()}}
+            rows.append(row)
+            log(f"int8 {label:7s} M={m:6d} installed {t['installed']:8.1f} us  best {best} {timed[best]:8.1f}  "
+                + "  ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "installed"))
+        del w, ws, w8, wb
+        torch.cuda.empty_cache()
+    return rows
+
+
+def per_m(rows: list[dict]) -> list[dict]:
+    """Per M: each config's time summed over the shapes, the least, and the installed config's sum."""
+    out = []
+    for m in sorted({r["M"] for r in rows}):
+        at = [r for r in rows if r["M"] == m]
+        sums = {}
+        for c in CANDIDATES:
+            times = [r["configs"].get(str(c), {}).get("us") for r in at]
+            if all(v is not None for v in times):
+                sums[str(c)] = sum(times)
+        best = min(sums, key=sums.get)
+        out.append({"M": m, "sum_us": sums, "best": best, "installed_sum_us": sum(r["us"]["installed"] for r in at),
+                    "int_mm_sum_us": sum(r["us"]["int_mm + epilogue"] for r in at),
+                    "fp8_sum_us": sum(r["us"]["scaled_mm fp8 (tensor-wise)"] for r in at)})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="folder for int8_gemm_sweep.json and its log")
+    ap.add_argument("--ms", default="512,1024,2048,4096,16384")
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    args = ap.parse_args(argv)
+    ms = [int(v) for v in args.ms.split(",")]
+    unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
+    if unknown:
+        ap.error(f"--shapes: unknown {', '.join(unknown)}; expected some of {', '.join(SHAPES)}")
+    if not torch.cuda.is_available():
+        print("sweep_int8_gemm: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    shapes = {s: SHAPES[s] for s in args.shapes.split(",")}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    logf = (out / "int8_gemm_sweep.log").open("w")
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        logf.write(line + "\n")
+
+    start = time.time()
+    rows = sweep(ms, shapes, log)
+    summary = per_m(rows)
+    for s in summary:
+        log(f"M={s['M']:6d} sum over shapes: installed {s['installed_sum_us']:.1f} us, best {s['best']} "
+            f"{s['sum_us'][s['best']]:.1f} ({s['installed_sum_us'] / s['sum_us'][s['best']]:.3f}x); "
+            f"int_mm + epilogue {s['int_mm_sum_us']:.1f}; FP8 scaled_mm {s['fp8_sum_us']:.1f}")
+    result = {"versions": versions(), "seconds": round(time.time() - start), "candidates": CANDIDATES,
+              "rows": rows, "per_m": summary}
+    (out / "int8_gemm_sweep.json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
