@@ -27,11 +27,15 @@ from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import launch
 from fused_quant.runtime import capturing
 
-# (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)
+# (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages). Past 256 tokens from
+# benchmarks/sweep_int8_gemm.py on the H200 (benchmarks/RESULTS.md, twenty-fifth round, run 4: summed over
+# Llama-3-8B's four linears, 1.39x the earlier 128x256x128 tile at M = 512, 1.08-1.13x at 1024-4096, and 1.04x
+# with GROUP_M 16 at 16384)
 INT8_GEMM_CONFIGS = (
     (64, 64, 64, 128, 8, 4, 4),
     (256, 64, 128, 128, 8, 4, 4),
-    (1 << 62, 128, 256, 128, 8, 8, 3),
+    (4096, 128, 128, 64, 8, 4, 5),
+    (1 << 62, 128, 256, 128, 16, 8, 3),
 )
 SMALL_M_CONFIG_FILE = Path(__file__).with_name("small_m_gemm_configs.json")
 # the token counts the small-M table is swept at; a problem takes the next one up. 160 and 192: above 128

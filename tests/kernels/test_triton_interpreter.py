@@ -455,10 +455,12 @@ def test_fnuz_static_and_per_token():
 
 
 @pytest.mark.parametrize("per_token", [True, False], ids=["per_token", "per_tensor"])
-@pytest.mark.parametrize("mnk", [(5, 24, 40), (33, 64, 128), (70, 130, 300), (1, 7, 9)], ids=str)
+@pytest.mark.parametrize("mnk", [(5, 24, 40), (33, 64, 128), (70, 130, 300), (1, 7, 9), (300, 40, 100),
+                                 (4097, 9, 40)], ids=str)
 def test_int8_gemm_bitwise(mnk, per_token):
     """``triton_int8`` equals ``dequant_epilogue`` of the exact (float64) product, bit for bit, for
-    bf16 / fp16 / fp32 outputs, with and without bias (K = 300 spans three BLOCK_K = 128 steps)."""
+    bf16 / fp16 / fp32 outputs, with and without bias (K = 300 spans three BLOCK_K = 128 steps; M = 300 and
+    4097 take the large-M rows of ``INT8_GEMM_CONFIGS``, with N and K inside one block)."""
     from fused_quant.gemm import dequant_epilogue
     from fused_quant.kernels.gemm_launch import triton_int8
 
