@@ -184,3 +184,23 @@ def test_stream_fit_recovers_a_fixed_cost_and_a_rate_and_the_size_a_target_needs
     assert abs(ours["bytes_for_3_6_TBps"] - 108e6) < 1
     slow = stream_fit([row("fp8", 1, n, k, 1 + n * k / 3e6, None) for n, k in SHAPES.values()])
     assert slow[0]["bytes_for_3_6_TBps"] is None  # streams below the target: no size reaches it
+
+
+def test_int8_sweep_picks_the_least_sum_over_shapes_among_configs_every_shape_ran():
+    """``sweep_int8_gemm.per_m``: per M, each candidate's time summed over the shapes; a config that failed
+    on one shape (no time) is not a choice, and the least sum is the pick, not the best of one shape."""
+    from benchmarks import sweep_int8_gemm as s
+
+    a, b, c = (str(cfg) for cfg in s.CANDIDATES[:3])
+    peers = {"installed": 10.0, "int_mm + epilogue": 30.0, "scaled_mm fp8 (tensor-wise)": 8.0}
+
+    def row(shape, m, configs):
+        return {"shape": shape, "M": m, "us": peers, "configs": configs}
+
+    rows = [row("qkv", 512, {a: {"us": 1.0}, b: {"us": 5.0}, c: {"us": 0.5}}),
+            row("down", 512, {a: {"us": 9.0}, b: {"us": 4.0}, c: {"error": "OutOfResources: shared memory"}}),
+            row("qkv", 1024, {a: {"us": 2.0}, b: {"us": 3.0}, c: {"us": 3.0}})]
+    got = {r["M"]: r for r in s.per_m(rows)}
+    assert got[512]["best"] == b and got[512]["sum_us"] == {a: 10.0, b: 9.0}  # c failed on down; a won qkv alone
+    assert got[512]["installed_sum_us"] == 20.0 and got[512]["int_mm_sum_us"] == 60.0
+    assert got[1024]["best"] == a and got[1024]["fp8_sum_us"] == 8.0
