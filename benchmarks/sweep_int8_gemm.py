@@ -8,7 +8,8 @@ int32, so every config's output must equal the installed config's bit for bit (c
 stops the sweep). Per M the config with the least time summed over the four shapes is printed as a row of
 ``INT8_GEMM_CONFIGS`` (one config per M bucket, as the table holds); the table is edited by hand from the JSON.
 
-``python -m benchmarks.sweep_int8_gemm --out DIR`` (GPU).
+``python -m benchmarks.sweep_int8_gemm --out DIR`` (GPU) writes ``int8_gemm_sweep.json``, its log and
+``int8_gemm_sweep.png`` (TOPS against M per shape); ``--replot JSON --out DIR`` draws the picture of a saved run.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import fused_quant
 from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
-from benchmarks.timing import graph_us, versions
+from benchmarks.timing import graph_us, pyplot, versions
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first is the table's row for M > 256
@@ -112,12 +113,47 @@ def per_m(rows: list[dict]) -> list[dict]:
     return out
 
 
+def plot(result: dict, path: Path) -> bool:
+    """Int8 TOPS against M, a panel per shape: the installed tile, the tile picked per M (``per_m``) and the
+    peers. False where matplotlib is not installed."""
+    plt = pyplot()
+    if plt is None:
+        return False
+    picks = {s["M"]: s["best"] for s in result["per_m"]}
+    shapes = list(dict.fromkeys(r["shape"] for r in result["rows"]))
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5 * len(shapes), 4), sharey=True, squeeze=False)
+    for ax, shape in zip(axes[0], shapes):
+        rows = sorted((r for r in result["rows"] if r["shape"] == shape), key=lambda r: r["M"])
+        ms = [r["M"] for r in rows]
+        lines = {"installed tile": [r["tops"]["installed"] for r in rows],
+                 "tile picked per M": [r["tops"][picks[r["M"]]] for r in rows]}
+        lines |= {peer: [r["tops"][peer] for r in rows] for peer in rows[0]["us"] if peer != "installed"}
+        for name, tops in lines.items():
+            ax.plot(ms, tops, marker="o", label=name, ls="--" if name == "installed tile" else "-")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{shape} (N={rows[0]['N']}, K={rows[0]['K']})")
+        ax.set_xlabel("M (tokens)")
+    axes[0][0].set_ylabel("TOPS (int8; FP8 and bf16 for the peers)")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return True
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for int8_gemm_sweep.json and its log")
     ap.add_argument("--ms", default="512,1024,2048,4096,16384")
     ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--replot", metavar="JSON", help="draw int8_gemm_sweep.png of a saved run into --out (no GPU)")
     args = ap.parse_args(argv)
+    if args.replot:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        if not plot(json.loads(Path(args.replot).read_text()), out / "int8_gemm_sweep.png"):
+            print("sweep_int8_gemm: --replot needs matplotlib", file=sys.stderr)
+            return 2
+        return 0
     ms = [int(v) for v in args.ms.split(",")]
     unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
     if unknown:
@@ -144,6 +180,8 @@ def main(argv=None) -> int:
     result = {"versions": versions(), "seconds": round(time.time() - start), "candidates": CANDIDATES,
               "rows": rows, "per_m": summary}
     (out / "int8_gemm_sweep.json").write_text(json.dumps(result, indent=1))
+    if not plot(result, out / "int8_gemm_sweep.png"):
+        log("matplotlib is not installed: no int8_gemm_sweep.png (--replot draws it later)")
     return 0
 
 
