@@ -106,6 +106,8 @@ def per_m(rows: list[dict]) -> list[dict]:
             times = [r["configs"].get(str(c), {}).get("us") for r in at]
             if all(v is not None for v in times):
                 sums[str(c)] = sum(times)
+        if not sums:
+            raise SystemExit(f"M={m}: no candidate config ran on every shape (see the log's errors)")
         best = min(sums, key=sums.get)
         out.append({"M": m, "sum_us": sums, "best": best, "installed_sum_us": sum(r["us"]["installed"] for r in at),
                     "int_mm_sum_us": sum(r["us"]["int_mm + epilogue"] for r in at),
