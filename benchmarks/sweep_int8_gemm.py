@@ -30,7 +30,8 @@ from fused_quant.kernels import gemm_launch as g
 from benchmarks.timing import graph_us, pyplot, versions
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
-# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first is the table's row for M > 256
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first is the one tile the table held past 256
+# tokens before this sweep's first run (benchmarks/RESULTS.md, twenty-fifth round)
 CANDIDATES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 8, 8, 4), (128, 256, 64, 8, 8, 4), (128, 256, 64, 8, 8, 5),
               (256, 128, 128, 8, 8, 3), (256, 128, 128, 8, 8, 4), (256, 128, 64, 8, 8, 4),
               (128, 128, 128, 8, 4, 4), (128, 128, 128, 8, 8, 4), (128, 128, 64, 8, 4, 5), (128, 128, 256, 8, 8, 3),
@@ -85,6 +86,8 @@ def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
             xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             t["bf16"] = graph_us([lambda: F.linear(xb, wb)])
             timed = {c: v["us"] for c, v in configs.items() if "us" in v}
+            if not timed:
+                raise SystemExit(f"{label} M={m}: every candidate config failed (see the errors above)")
             best = min(timed, key=timed.get)
             row = {"shape": label, "M": m, "N": n, "K": k, "us": t, "configs": configs, "best": best,
                    "tops": {c: 2 * m * n * k / (us * 1e-6) / 1e12 for c, us in {**t, **timed}.items()}}
