@@ -27,9 +27,9 @@ import fused_quant
 from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
+from benchmarks.decode import SHAPES
 from benchmarks.timing import graph_us, pyplot, versions
 
-SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first is the one tile the table held past 256
 # tokens before this sweep's first run (benchmarks/RESULTS.md, twenty-fifth round)
 CANDIDATES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 8, 8, 4), (128, 256, 64, 8, 8, 4), (128, 256, 64, 8, 8, 5),

@@ -35,10 +35,9 @@ import torch
 from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
-from benchmarks.decode import copies_for, _weights
+from benchmarks.decode import SHAPES, copies_for, _weights
 from benchmarks.timing import graph_us
 
-SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
                 (64, 512, 4, 3), (64, 512, 4, 4), (128, 128, 4, 5), (128, 256, 4, 4), (128, 256, 8, 4),

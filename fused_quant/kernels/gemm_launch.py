@@ -613,7 +613,8 @@ def _no_stream(index: int) -> None:
 # stream take it: the checked entry (the custom op's implementation) binds a caller for one call, and under
 # torch.compile(mode="reduce-overhead") that call runs with the CUDA-graph trees' pool allocating, which refuses
 # a tensor kept past the call (H200, benchmarks/RESULTS.md, twenty-fourth round, run 3). Saves each later eager
-# split-K call an allocation (5.1-6.9 us of host time per down call there). Emptied by ``fused_quant.reset()``.
+# split-K call an allocation (3.1-5.2 us of host time per down call, twenty-fifth round). Emptied by
+# ``fused_quant.reset()``.
 _PARTIALS = runtime.Cache("split_k_partials", 64)
 
 

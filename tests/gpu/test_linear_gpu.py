@@ -32,8 +32,8 @@ def _weights(n, k, wdtype, seed=0):
     return wq.to(CUDA), ws.to(CUDA)
 
 
-# (M, N, K): M <= 16 and odd sizes select different providers / tiles
-# (M, N, K); M = 300 / 2048 / 4100 reach the Triton int8 GEMM's large-M tiles, the last with N and K off its blocks
+# (M, N, K): M <= 16 and odd sizes select different providers / tiles; M = 300 / 2048 / 4100 reach the Triton int8
+# GEMM's large-M tiles, the last with N and K off its blocks
 SHAPES = [(1, 256, 512), (16, 384, 1024), (17, 4096, 4096), (300, 1024, 2048), (2048, 512, 14336), (33, 72, 200),
           (4100, 200, 328)]
 
