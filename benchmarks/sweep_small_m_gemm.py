@@ -54,11 +54,14 @@ SPLIT_MARGIN = 0.03
 
 
 def candidates(m: int) -> list[tuple[int, tuple]]:
-    """(BLOCK_M, tiles) pairs swept for M tokens."""
+    """(BLOCK_M, tiles) pairs swept for M tokens: above 16 tokens also narrower token blocks, which launch side by
+    side (``gemm_launch.tokens_first``) and so read each weight tile from L2 after the first."""
     if m <= 16:
         return [(16, TILES_NARROW)]
+    if m <= 32:
+        return [(32, TILES_WIDE), (16, TILES_NARROW)]
     if m <= 64:
-        return [(32 if m <= 32 else 64, TILES_WIDE)]
+        return [(64, TILES_WIDE), (32, TILES_WIDE), (16, TILES_NARROW)]
     return [(64, TILES_WIDE)] + [(bm, TILES_TALL[bm]) for bm in TILES_TALL if bm < 2 * m]  # under half empty
 
 
@@ -118,7 +121,9 @@ def _error(out, xq, xs, w, ws) -> float:
     return float(((out.double() - ref).abs() / (mag + 1e-30)).max())
 
 
-def sweep(kinds, shapes, ms, log, save, retime: dict | None = None) -> list[dict]:
+def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -> list[dict]:
+    """The rows; ``log`` takes a line per row (and per config that could not run), ``note`` (when given) one per
+    config timed."""
     from fused_quant.kernels import launch
 
     arch = launch._cuda_arch(torch.cuda.current_device())
@@ -147,6 +152,8 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None) -> list[dict
                         log(f"  skip {cfg}: {type(exc).__name__}: {str(exc)[:120]}")
                         continue
                     trials.append((us, cfg))
+                    if note is not None:
+                        note(f"  {kind} {label} M={m} {us:8.2f} us  {cfg}")
                 us, cfg = min(trials, key=lambda t: t[0])
                 # one launch (no split-K reduction, no partials to allocate) costs the host less: it wins
                 # unless split-K is more than SPLIT_MARGIN faster on the GPU
@@ -236,7 +243,7 @@ def main(argv=None) -> int:
         meta["retime"] = True
         if args.seed_from is not None:
             meta["seed_from"] = args.seed_from
-    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime)
+    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime, note=lambda line: logf.write(line + "\n"))
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
