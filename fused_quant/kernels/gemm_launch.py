@@ -689,6 +689,13 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
 # 16-token blocks, 27 us more with 64-token blocks; the quantizing call costs the host what a one-kernel
 # call costs, where the producer added 7.6-16.1 us
 QUANTIZING_MAX_BLOCK_M = 16
+
+
+def quantizes_float_input(cfg: dict, m: int) -> bool:
+    """Whether a table row's ``cfg`` at M tokens takes a float activation and quantizes it in the kernel: one token
+    block of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, what was measured. With several token blocks (rows of 17-32
+    tokens in 16-token blocks) every block would quantize, and for a per-token key sweep, its rows once per N block."""
+    return m <= cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M
 # Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too, with a
 # config of one split (what was measured: Llama-3-8B's gate_up): it takes the identity producer's launch
 # off the replay's critical path (H200, benchmarks/RESULTS.md, sixteenth round: MLP replay 0.3-1.5 us less
@@ -733,13 +740,13 @@ def quantizing_under_capture(p: GemmProblem, cfg: dict) -> bool:
 
 def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     """The small-M providers' ``bind_quantizing``: ``bind_small_m_quantizing`` where ``quantizer_of``
-    says the kernel can stand in for the producer launch and the problem's config has a token block of
-    at most ``QUANTIZING_MAX_BLOCK_M``; else None. The call's ``under_capture``: ``quantizing_under_capture``."""
+    says the kernel can stand in for the producer launch and the problem's config quantizes a float input
+    (``quantizes_float_input``); else None. The call's ``under_capture``: ``quantizing_under_capture``."""
     x_quant = quantizer_of(quantizer, p)
     if x_quant is None:
         return None
     cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())  # the row's, as bound
-    if cfg is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
+    if cfg is None or not quantizes_float_input(cfg, p.m):
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
     call.under_capture = quantizing_under_capture(p, cfg)
@@ -797,7 +804,9 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     x_quant = None
     if quantizer is not None:
         x_quant = quantizer_of(quantizer, p)
-        if x_quant is None or cfg["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
+        # a test's config may hold several 16-token blocks (the kernel's bits); a table row quantizes as measured
+        takes_float = cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M if config else quantizes_float_input(cfg, p.m)
+        if x_quant is None or not takes_float:
             return None
     c = _small_m_call(p, _config_key(cfg), x_quant, y_quant)
     ws, bias_arg = _fixed_operands(ws, bias)

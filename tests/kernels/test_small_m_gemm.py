@@ -838,6 +838,24 @@ def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(mo
     assert plain.float_captured is False  # a provider's quantizing call that does not say
 
 
+@pytest.mark.parametrize("m,block_m,quantizes", [(1, 16, True), (16, 16, True), (17, 16, False), (32, 16, False),
+                                                (8, 32, False), (32, 32, False)])
+def test_a_table_row_quantizes_a_float_input_in_one_token_block_of_16(monkeypatch, m, block_m, quantizes):
+    """A table row whose token block is 16 wide at 17-32 tokens (two blocks side by side) leaves a float input to
+    the producer: each block would quantize it (a per-token key: sweep its rows) once per N block, unmeasured."""
+    pytest.importorskip("triton")
+    from fused_quant.kernels import launch
+
+    cfg = dict(BLOCK_N=32, BLOCK_M=block_m, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+    assert g.quantizes_float_input(cfg, m) is quantizes
+    monkeypatch.setattr(g, "small_m_config", lambda *a, **kw: (dict(cfg), ""))
+    x = torch.randn(m, 64, dtype=torch.bfloat16)
+    producer = launch.bind_rows(x, x, "identity", "int8_dynamic_token", False, FP8, None)
+    p = GemmProblem(m, 32, 64, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    call = g.bind_small_m_from_producer(p, torch.zeros(32, 64, dtype=torch.int8), torch.ones(32, 1), None, producer)
+    assert (call is not None) is quantizes
+
+
 @pytest.mark.parametrize("key_name,per_token,kind", [
     ("fp8_dynamic_token", False, "fp8"),  # per-token scales the kernel would store for a per-tensor problem
     ("fp8_static_tensor", True, "fp8"),
@@ -871,6 +889,11 @@ GPU_CASES = CASES + [
     (130, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=128, splits=2, num_warps=4, num_stages=4)),
     (256, 300, 4100, dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)),
     (129, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=256, splits=2, num_warps=4, num_stages=4)),
+    # the twenty-sixth round's rows at 32 / 64 tokens: 16- and 32-token blocks side by side, partial last blocks
+    (30, 4100, 4096, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=6)),
+    (50, 1000, 4104, dict(BLOCK_N=128, BLOCK_M=32, BLOCK_K=128, splits=8, num_warps=4, num_stages=4)),
+    (40, 6000, 4096, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=3)),
+    (64, 2000, 1000, dict(BLOCK_N=128, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=8, num_stages=3)),
 ]
 
 
@@ -1243,6 +1266,7 @@ GPU_PRODUCING_CASES = [
     (1, 2 * 1000, 512, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)),
     (16, 2 * 2048, 1024, dict(BLOCK_N=256, BLOCK_M=16, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)),
     (40, 2 * 1536, 4096, dict(BLOCK_N=128, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=4, num_stages=4)),
+    (64, 2 * 1536, 4096, dict(BLOCK_N=128, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=8, num_stages=3)),  # int8 gate_up's
 ]
 PRODUCING = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c in PRODUCING_CASES]
              + [pytest.param("cuda", c, marks=pytest.mark.gpu) for c in GPU_PRODUCING_CASES])
