@@ -42,7 +42,8 @@ from benchmarks.timing import graph_us
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
                 (64, 512, 4, 3), (64, 512, 4, 4), (128, 128, 4, 5), (128, 256, 4, 4), (128, 256, 8, 4),
                 (256, 128, 8, 4))
-TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 3))
+TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 3), (64, 64, 4, 8), (64, 128, 4, 6),
+              (64, 256, 4, 4), (64, 512, 4, 2), (64, 512, 4, 3), (128, 64, 4, 6), (128, 256, 8, 3))
 # token blocks of 128 and 256 (the MMA's narrow side holds up to 256): the weight is read once per
 # token block, at the cost of a larger accumulator per program
 TILES_TALL = {128: ((64, 128, 4, 4), (64, 128, 8, 4), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4),
@@ -54,14 +55,16 @@ SPLIT_MARGIN = 0.03
 
 
 def candidates(m: int) -> list[tuple[int, tuple]]:
-    """(BLOCK_M, tiles) pairs swept for M tokens: above 16 tokens also narrower token blocks, which launch side by
-    side (``gemm_launch.tokens_first``) and so read each weight tile from L2 after the first."""
+    """(BLOCK_M, tiles) pairs swept for M tokens. At 17-32 tokens also 16-token blocks, which launch side by side
+    (``gemm_launch.tokens_first``) and so read each weight tile from L2 after the first: on the H200 they won on int8
+    o at 32 tokens; at 64 they and 32-token blocks were 7-79% slower than one block on gate_up and down, and never
+    the fastest (benchmarks/RESULTS.md, twenty-sixth round)."""
     if m <= 16:
         return [(16, TILES_NARROW)]
     if m <= 32:
         return [(32, TILES_WIDE), (16, TILES_NARROW)]
     if m <= 64:
-        return [(64, TILES_WIDE), (32, TILES_WIDE), (16, TILES_NARROW)]
+        return [(64, TILES_WIDE)]
     return [(64, TILES_WIDE)] + [(bm, TILES_TALL[bm]) for bm in TILES_TALL if bm < 2 * m]  # under half empty
 
 

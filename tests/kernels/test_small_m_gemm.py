@@ -147,6 +147,8 @@ def test_sweep_tries_256_token_blocks_above_128_and_the_bench_times_every_bucket
     # bench gemm times the small-M GEMM wherever the table has a config, not only where it wins
     assert all(_providers(kind)["small_m"][1] is g.small_m_swept for kind in ("fp8", "int8"))
 
+    assert [bm for bm, _ in candidates(32)] == [32, 16]  # 16-token blocks side by side
+    assert [bm for bm, _ in candidates(64)] == [64]
     assert [bm for bm, _ in candidates(128)] == [64, 128]
     assert [bm for bm, _ in candidates(160)] == [64, 128, 256]  # at most half of a 256 block empty
     assert GEMM_MS == g.M_BUCKETS
