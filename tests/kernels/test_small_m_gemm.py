@@ -891,9 +891,14 @@ GPU_CASES = CASES + [
     (130, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=128, splits=2, num_warps=4, num_stages=4)),
     (256, 300, 4100, dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)),
     (129, 200, 1000, dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=256, splits=2, num_warps=4, num_stages=4)),
-    # the twenty-sixth round's rows at 32 / 64 tokens: 16-token blocks side by side, partial last blocks
+    # the twenty-sixth round's rows at 32 / 64 tokens (16-token blocks side by side at 32), partial last blocks
     (30, 4100, 4096, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=6)),
-    (40, 6000, 4096, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=3)),
+    (64, 1000, 4104, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=128, splits=4, num_warps=4, num_stages=6)),
+    (20, 1000, 4104, dict(BLOCK_N=64, BLOCK_M=32, BLOCK_K=256, splits=4, num_warps=4, num_stages=4)),
+    (50, 4100, 4096, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=4)),
+    (31, 1000, 14400, dict(BLOCK_N=64, BLOCK_M=32, BLOCK_K=512, splits=2, num_warps=4, num_stages=3)),
+    (64, 6000, 4096, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)),
+    (32, 6000, 4100, dict(BLOCK_N=64, BLOCK_M=32, BLOCK_K=512, splits=1, num_warps=4, num_stages=3)),
 ]
 
 
