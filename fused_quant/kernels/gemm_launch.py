@@ -693,9 +693,12 @@ QUANTIZING_MAX_BLOCK_M = 16
 
 def quantizes_float_input(cfg: dict, m: int) -> bool:
     """Whether a table row's ``cfg`` at M tokens takes a float activation and quantizes it in the kernel: one token
-    block of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, what was measured. With several token blocks (rows of 17-32
-    tokens in 16-token blocks) every block would quantize, and for a per-token key sweep, its rows once per N block."""
+    block of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, what was measured. With several token blocks (a row of
+    16-token blocks at 17-32 tokens) each block would quantize its tokens once per N block, and for a per-token key
+    sweep their rows first, which was not measured."""
     return m <= cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M
+
+
 # Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too, with a
 # config of one split (what was measured: Llama-3-8B's gate_up): it takes the identity producer's launch
 # off the replay's critical path (H200, benchmarks/RESULTS.md, sixteenth round: MLP replay 0.3-1.5 us less
