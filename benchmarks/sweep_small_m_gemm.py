@@ -246,7 +246,8 @@ def main(argv=None) -> int:
         meta["retime"] = True
         if args.seed_from is not None:
             meta["seed_from"] = args.seed_from
-    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime, note=lambda line: logf.write(line + "\n"))
+    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime,
+                 note=lambda line: logf.write(line + "\n"))
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
