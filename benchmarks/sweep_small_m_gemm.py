@@ -57,7 +57,7 @@ SPLIT_MARGIN = 0.03
 def candidates(m: int) -> list[tuple[int, tuple]]:
     """(BLOCK_M, tiles) pairs swept for M tokens. At 17-32 tokens also 16-token blocks, which launch side by side
     (``gemm_launch.tokens_first``) and so read each weight tile from L2 after the first: on the H200 they won on int8
-    o at 32 tokens; at 64 they and 32-token blocks were 7-79% slower than one block on gate_up and down, and never
+    o at 32 tokens; at 64 they and 32-token blocks were 8-79% slower than one block on gate_up and down, and never
     the fastest (benchmarks/RESULTS.md, twenty-sixth round)."""
     if m <= 16:
         return [(16, TILES_NARROW)]

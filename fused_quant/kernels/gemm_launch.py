@@ -693,9 +693,8 @@ QUANTIZING_MAX_BLOCK_M = 16
 
 def quantizes_float_input(cfg: dict, m: int) -> bool:
     """Whether a table row's ``cfg`` at M tokens takes a float activation and quantizes it in the kernel: one token
-    block of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, what was measured. With several token blocks (a row of
-    16-token blocks at 17-32 tokens) each block would quantize its tokens once per N block, and for a per-token key
-    sweep their rows first, which was not measured."""
+    block of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, what was measured. A row of several token blocks (16-token
+    blocks at 17-32 tokens) was never measured quantizing, so it leaves a float input to the producer."""
     return m <= cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M
 
 

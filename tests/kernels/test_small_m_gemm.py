@@ -844,7 +844,7 @@ def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(mo
                                                 (8, 32, False), (32, 32, False)])
 def test_a_table_row_quantizes_a_float_input_in_one_token_block_of_16(monkeypatch, m, block_m, quantizes):
     """A table row whose token block is 16 wide at 17-32 tokens (two blocks side by side) leaves a float input to
-    the producer: each block would quantize it (a per-token key: sweep its rows) once per N block, unmeasured."""
+    the producer: the quantizing kernel was measured in one token block only."""
     pytest.importorskip("triton")
     from fused_quant.kernels import launch
 
@@ -1352,6 +1352,30 @@ def test_producing_needs_one_split(why, args):
     cfg.update(args)
     with pytest.raises(ValueError, match="one K split"):
         g.SmallMCall(p, cfg, None, (("QUANT", 2),))
+
+
+def test_producing_takes_a_float_input_from_a_table_row_of_one_token_block(monkeypatch):
+    """The one-launch call from a float input: a table row at 64 tokens in 16-token blocks leaves it to the producer
+    (``quantizes_float_input``), the same row at 16 tokens and a test's explicit config take it."""
+    import types
+
+    cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4, num_stages=2)
+    monkeypatch.setattr(g, "producing_of", lambda producer, p: (("QUANT", 0),))
+    monkeypatch.setattr(g, "quantizer_of", lambda quantizer, p: ("int8_static_tensor", torch.bfloat16))
+    monkeypatch.setattr(g, "small_m_config", lambda *a: (dict(cfg), ""))
+    bound = []
+    monkeypatch.setattr(g, "_small_m_call", lambda p, key, x_quant, y_quant: bound.append((p.m, x_quant))
+                        or types.SimpleNamespace(own_scales=False))
+    p = GemmProblem(64, 64, 256, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), False, True, False)
+    w, ws = torch.zeros(64, 256, dtype=torch.int8), torch.ones(64, 1)
+    producer = types.SimpleNamespace(q_dtype=torch.int8)
+    assert 64 in g.PRODUCING_BUCKETS and 16 in g.PRODUCING_BUCKETS
+    assert g.bind_small_m_producing(p, w, ws, None, producer, object()) is None
+    assert g.bind_small_m_producing(p, w, ws, None, producer) is not None  # a quantized input: one launch
+    assert g.bind_small_m_producing(dataclasses.replace(p, m=16), w, ws, None, producer, object()) is not None
+    assert g.bind_small_m_producing(p, w, ws, None, producer, object(), config=dict(cfg)) is not None
+    x_quant = ("int8_static_tensor", torch.bfloat16)
+    assert bound == [(64, None), (16, x_quant), (64, x_quant)]
 
 
 def test_producing_only_at_the_measured_buckets(monkeypatch):
