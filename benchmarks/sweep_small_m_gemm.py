@@ -254,7 +254,8 @@ def main(argv=None) -> int:
             f"{', retime: none of them in the installed table' if retime is not None else ''})")
     log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
     if args.install:
-        install(path)
+        for line in install(path):
+            log(f"the chain's pick changed: {line}")
     return 0
 
 
@@ -274,10 +275,11 @@ def _row_key(row: dict) -> tuple:
     return row["arch"], row["kind"], row["n"], row["k"], row["m"]
 
 
-def install(path: Path, table: Path | None = None) -> None:
+def install(path: Path, table: Path | None = None) -> list[str]:
     """Merge a sweep's rows into the package's table (``table``, default the provider's file): each swept
     (arch, kind, N, K, M) replaces its old row, the rest stay, so a sweep split over calls (``--kinds``,
-    ``--shapes``, ``--ms``) installs part by part. The arch's meta is the latest sweep's."""
+    ``--shapes``, ``--ms``) installs part by part. The arch's meta is the latest sweep's. Returns
+    ``pick_changes`` of the rows replaced."""
     table = table or g.SMALL_M_CONFIG_FILE
     new = json.loads(path.read_text())
     swept = {_row_key(r): r for r in new["rows"]}
@@ -287,6 +289,36 @@ def install(path: Path, table: Path | None = None) -> None:
     rows += [r for key, r in swept.items() if key not in have]
     metas = {**old.get("metas", {}), **{r["arch"]: new["meta"] for r in new["rows"]}}
     table.write_text(json.dumps({"metas": metas, "rows": rows}, indent=1) + "\n")
+    return pick_changes(old["rows"], new["rows"])
+
+
+# The torch providers a chain may weigh the small-M GEMM against (``gemm_launch.torch_peers``): FP8 problems by the ways
+# of ``torch._scaled_mm`` (tensor-wise; row-wise or the fp32 product for bf16 output; the fp32 product for other
+# output), int8 ones by every provider the row timed (None) or the one a chain has after it
+FP8_PEER_SETS = ((g.SCALED_MM_TENSOR_WISE,), (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32), (g.SCALED_MM_FP32,))
+
+
+def pick_changes(old_rows: list[dict], new_rows: list[dict]) -> list[str]:
+    """A line for each swept row that replaces an installed one and turns a problem from the small-M GEMM to a torch
+    provider or back, for some torch peers a chain may weigh it against. The sweep times a row's config again even
+    where it keeps it, so a near tie can move a problem (and what the provider does beyond the GEMM, such as the
+    one-launch silu_and_mul epilogue); the line gives both times, before and after."""
+    old = {_row_key(r): r for r in old_rows}
+    lines = []
+    for new in new_rows:
+        before = old.get(_row_key(new))
+        if before is None or "torch_all" not in before or "torch_all" not in new:
+            continue
+        peer_sets = FP8_PEER_SETS if new["kind"] == "fp8" else (None, *((name,) for name in new["torch_all"]))
+        for peers in peer_sets:
+            was, now = (g._faster_config(r, peers)[0] is not None for r in (before, new))
+            if was != now:
+                (name, us), (name_before, us_before) = g.torch_time(new, peers), g.torch_time(before, peers)
+                against = " / ".join(peers) if peers else "every torch provider timed"
+                lines.append(f"{new['arch']} {new['kind']} N={new['n']} K={new['k']} M={new['m']} against {against}: "
+                             f"{'small-M GEMM -> torch' if was else 'torch -> small-M GEMM'} (small-M {new['us']:.2f} "
+                             f"vs {name} {us:.2f} us; before {before['us']:.2f} vs {name_before} {us_before:.2f})")
+    return lines
 
 
 if __name__ == "__main__":

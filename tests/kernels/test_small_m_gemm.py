@@ -1255,6 +1255,39 @@ def test_sweep_install_merges_row_by_row(tmp_path):
     assert got["metas"] == {"sm_90": {"date": "new"}, "gfx942": {"date": "amd"}}
 
 
+def test_sweep_install_names_each_problem_whose_pick_changes(tmp_path):
+    """A re-timed row that turns a problem from the small-M GEMM to a torch provider (or back) is named with both
+    times, for each peer set a chain may weigh: the twenty-sixth round's FP8 gate_up at 64 tokens (config kept,
+    34.32 against tensor-wise 34.31 us) moved per-tensor keys to ``torch._scaled_mm``, silently then."""
+    from benchmarks.sweep_small_m_gemm import install
+
+    tw, rw, fp32 = g.SCALED_MM_TENSOR_WISE, g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32
+
+    def row(kind, m, us, torch_all):
+        return dict(arch="sm_90", kind=kind, n=28672, k=4096, m=m, us=us, torch_all=torch_all, BLOCK_N=128, BLOCK_M=64,
+                    BLOCK_K=128, splits=1, num_warps=4, num_stages=4)
+
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"metas": {}, "rows": [
+        row("fp8", 64, 35.71, {tw: 38.14, rw: 45.0, fp32: 41.4}),
+        row("int8", 64, 34.98, {"triton_int8": 42.06, "int_mm_int8": 61.0}),
+        row("int8", 32, 33.9, {"triton_int8": 41.5, "int_mm_int8": 33.0})]}))
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"meta": {}, "rows": [
+        row("fp8", 64, 34.32, {tw: 34.31, rw: 47.58, fp32: 41.35}),
+        row("int8", 64, 34.38, {"triton_int8": 41.31, "int_mm_int8": 61.0}),  # the small-M GEMM either way
+        row("int8", 32, 33.2, {"triton_int8": 40.7, "int_mm_int8": 51.1})]}))  # where int_mm was faster
+    lines = install(sweep, table)
+    assert lines == [
+        f"sm_90 fp8 N=28672 K=4096 M=64 against {tw}: small-M GEMM -> torch (small-M 34.32 vs {tw} 34.31 us; before "
+        f"35.71 vs {tw} 38.14)",
+        "sm_90 int8 N=28672 K=4096 M=32 against every torch provider timed: torch -> small-M GEMM (small-M 33.20 vs "
+        "triton_int8 40.70 us; before 33.90 vs int_mm_int8 33.00)",
+        "sm_90 int8 N=28672 K=4096 M=32 against int_mm_int8: torch -> small-M GEMM (small-M 33.20 vs int_mm_int8 51.10 "
+        "us; before 33.90 vs int_mm_int8 33.00)"]
+    assert install(sweep, table) == []  # installed already: nothing changes
+
+
 # --- the GEMM applying the next layer's silu_and_mul producer to its output ------------------------
 
 # (M, N, K, config) with one K split: gate | up rows of N / 2 each; odd N / 2 (a block's columns past it, with
