@@ -14,6 +14,10 @@ predicate takes a problem only where ours measured faster (``gemm_launch.small_m
 installed table lacks is left out, or with ``--seed-from B`` timed with the installed config of token
 count B (a new bucket, measured before a search of its own).
 
+Every config timed is a line of ``DIR/sweep_small_m_gemm.log``, and ``DIR/small_m_gemm_sweep.png`` draws them per
+shape and token count beside the pick and the fastest torch provider (how close the choices lie);
+``--replot LOG TABLE --out DIR`` draws it again from a saved log and table (no GPU).
+
 ``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json``
 into ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with
 ``--kinds`` / ``--shapes`` / ``--ms`` installs part by part). On the H200, 17 of qkv's 18 rows (both kinds)
@@ -24,8 +28,10 @@ took 158 s (benchmarks/RESULTS.md, thirteenth round; 9 buckets then, 11 now, and
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -36,7 +42,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES, copies_for, _weights
-from benchmarks.timing import graph_us
+from benchmarks.timing import graph_us, pyplot
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
@@ -51,6 +57,7 @@ TILES_TALL = {128: ((64, 128, 4, 4), (64, 128, 8, 4), (128, 64, 8, 4), (128, 128
               256: ((64, 64, 4, 4), (64, 128, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4),
                     (64, 128, 4, 4), (128, 64, 8, 6), (64, 64, 8, 6))}
 SPLITS = (1, 2, 4, 8)
+PICTURE = "small_m_gemm_sweep.png"
 SPLIT_MARGIN = 0.03
 
 
@@ -156,7 +163,7 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -
                         continue
                     trials.append((us, cfg))
                     if note is not None:
-                        note(f"  {kind} {label} M={m} {us:8.2f} us  {cfg}")
+                        note(trial_line(kind, label, m, us, cfg))
                 us, cfg = min(trials, key=lambda t: t[0])
                 # one launch (no split-K reduction, no partials to allocate) costs the host less: it wins
                 # unless split-K is more than SPLIT_MARGIN faster on the GPU
@@ -182,11 +189,63 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -
     return rows
 
 
+def trial_line(kind: str, shape: str, m: int, us: float, cfg: dict) -> str:
+    """The log's line of one config timed (``parse_trials`` reads it back)."""
+    return f"  {kind} {shape} M={m} {us:8.2f} us  {cfg}"
+
+
+_TRIAL = re.compile(r"^  (\w+) (\w+) M=(\d+) +([\d.]+) us  (\{.*\})$")
+
+
+def parse_trials(lines) -> list[dict]:
+    """The configs timed, from a sweep's log lines (``trial_line``; other lines are skipped)."""
+    out = []
+    for line in lines:
+        hit = _TRIAL.match(line.rstrip("\n"))
+        if hit:
+            kind, shape, m, us, cfg = hit.groups()
+            out.append(dict(kind=kind, shape=shape, m=int(m), us=float(us), **ast.literal_eval(cfg)))
+    return out
+
+
+def plot(rows: list[dict], trials: list[dict], path: Path) -> bool:
+    """A panel per shape: every config timed (dots) at each token count, the pick (a ring) and the fastest torch
+    provider the row holds (a bar), FP8 left of the count and int8 right. False where matplotlib is not installed."""
+    plt = pyplot()
+    if plt is None:
+        return False
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5 * len(shapes), 4.5), squeeze=False)
+    for ax, shape in zip(axes[0], shapes):
+        ms = sorted({r["m"] for r in rows if r["shape"] == shape})
+        for kind, dx, color in (("fp8", -0.18, "tab:blue"), ("int8", 0.18, "tab:orange")):
+            xs = {m: i + dx for i, m in enumerate(ms)}
+            tried = [t for t in trials if t["shape"] == shape and t["kind"] == kind and t["m"] in xs]
+            ax.scatter([xs[t["m"]] for t in tried], [t["us"] for t in tried], s=6, color=color, alpha=0.35)
+            picked = [r for r in rows if r["shape"] == shape and r["kind"] == kind]
+            ax.scatter([xs[r["m"]] for r in picked], [r["us"] for r in picked], s=60, facecolors="none",
+                       edgecolors=color, label=f"{kind}: the pick (dots: every config)")
+            ax.scatter([xs[r["m"]] for r in picked], [r["torch_us"] for r in picked], marker="_", s=200, color=color,
+                       label=f"{kind}: fastest torch provider")
+        ax.set_xticks(range(len(ms)), [str(m) for m in ms])
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plt.matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(plt.matplotlib.ticker.FormatStrFormatter("%g"))
+        n, k = SHAPES[shape] if shape in SHAPES else ("?", "?")
+        ax.set_title(f"{shape} (N={n}, K={k})")
+        ax.set_xlabel("M (tokens)")
+    axes[0][0].set_ylabel("GPU us per call (graph replay)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return True
+
+
 def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], list[int]]:
     """The options, and the kinds, shapes and token counts to sweep, each once in the order given (a usage
     error, exit code 2, for a value the sweep would not read)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="folder for small_m_gemm_configs.json and the log")
+    ap.add_argument("--out", required=True, help="folder for small_m_gemm_configs.json, the log and the picture")
     ap.add_argument("--kinds", default="fp8,int8")
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--ms", default=",".join(map(str, g.M_BUCKETS)))
@@ -195,6 +254,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
                     help="no search: time the installed table's config of each row again beside the torch providers")
     ap.add_argument("--seed-from", type=int, metavar="B",
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
+    ap.add_argument("--replot", nargs=2, metavar=("LOG", "TABLE"),
+                    help="draw small_m_gemm_sweep.png of a saved sweep's log and table into --out (no GPU)")
     args = ap.parse_args(argv)
     kinds, shapes = list(dict.fromkeys(args.kinds.split(","))), list(dict.fromkeys(args.shapes.split(",")))
     if any(kind not in ("fp8", "int8") for kind in kinds):
@@ -205,6 +266,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
     if any(m not in g.M_BUCKETS for m in ms):
         ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
                  f"read), got {args.ms}")
+    if args.replot and (args.install or args.retime):
+        ap.error("--replot only draws a saved sweep; it takes no --install or --retime")
     if args.seed_from is not None and not args.retime:
         ap.error("--seed-from goes with --retime")
     if args.seed_from is not None and args.seed_from not in g.M_BUCKETS:
@@ -214,6 +277,15 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
 
 def main(argv=None) -> int:
     args, kinds, shapes, ms = parse_args(argv)
+    if args.replot:
+        log_path, table_path = (Path(p) for p in args.replot)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        rows = json.loads(table_path.read_text())["rows"]
+        if not plot(rows, parse_trials(log_path.read_text().splitlines()), out / PICTURE):
+            print("sweep: --replot needs matplotlib", file=sys.stderr)
+            return 2
+        return 0
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
@@ -253,6 +325,9 @@ def main(argv=None) -> int:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
             f"{', retime: none of them in the installed table' if retime is not None else ''})")
     log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
+    logf.flush()
+    if rows and not plot(rows, parse_trials((out / "sweep_small_m_gemm.log").read_text().splitlines()), out / PICTURE):
+        log(f"matplotlib is not installed: no {PICTURE} (--replot draws it later)")
     if args.install:
         for line in install(path):
             log(f"the chain's pick changed: {line}")

@@ -1255,6 +1255,45 @@ def test_sweep_install_merges_row_by_row(tmp_path):
     assert got["metas"] == {"sm_90": {"date": "new"}, "gfx942": {"date": "amd"}}
 
 
+def _sweep_files(tmp_path):
+    """A saved sweep's log (two configs timed for FP8 o at M = 1, other lines between) and table."""
+    from benchmarks.sweep_small_m_gemm import trial_line
+
+    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=2, num_warps=4, num_stages=6)
+    log = tmp_path / "sweep.log"
+    log.write_text("\n".join(["fp8  o  M=   1 ours 7.5 us ...", trial_line("fp8", "o", 1, 7.52, cfg),
+                               "  skip {'BLOCK_N': 256}: OutOfResources",
+                               trial_line("fp8", "o", 1, 9.25, dict(cfg, splits=1))]) + "\n")
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"rows": [dict(arch="sm_90", kind="fp8", shape="o", n=4096, k=4096, m=1, us=7.52,
+                                               torch_us=7.44, **cfg)]}))
+    return log, table, cfg
+
+
+def test_sweep_log_gives_back_every_config_timed(tmp_path):
+    from benchmarks.sweep_small_m_gemm import parse_trials
+
+    log, _, cfg = _sweep_files(tmp_path)
+    assert parse_trials(log.read_text().splitlines()) == [dict(kind="fp8", shape="o", m=1, us=7.52, **cfg),
+                                                          dict(kind="fp8", shape="o", m=1, us=9.25, **dict(cfg, splits=1))]
+
+
+def test_sweep_replot_draws_a_saved_sweep(tmp_path, monkeypatch, capsys):
+    from benchmarks import sweep_small_m_gemm as s
+
+    log, table, _ = _sweep_files(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        s.main(["--out", str(tmp_path / "a"), "--replot", str(log), str(table), "--install"])
+    assert exc.value.code == 2 and "--replot only draws" in capsys.readouterr().err
+    monkeypatch.setattr(s, "pyplot", lambda: None)
+    assert s.main(["--out", str(tmp_path / "b"), "--replot", str(log), str(table)]) == 2
+    assert "needs matplotlib" in capsys.readouterr().err
+    monkeypatch.undo()
+    pytest.importorskip("matplotlib")
+    assert s.main(["--out", str(tmp_path / "c"), "--replot", str(log), str(table)]) == 0
+    assert (tmp_path / "c" / s.PICTURE).stat().st_size > 10_000
+
+
 def test_sweep_install_names_each_problem_whose_pick_changes(tmp_path):
     """A re-timed row that turns a problem from the small-M GEMM to a torch provider (or back) is named with both
     times, for each peer set a chain may weigh: the twenty-sixth round's FP8 gate_up at 64 tokens (config kept,
