@@ -16,7 +16,7 @@ import torch
 
 from fused_quant import keys as K
 
-from benchmarks.timing import bench_graph_us, bench_us, copy_ceiling, loop_us, pyplot, versions
+from benchmarks.timing import bench_graph_us, bench_us, copy_ceiling, loop_us, pyplot, save_figure, versions
 
 # fused-quant bench's default output: a fresh folder per run, never the committed benchmarks/results
 BENCH_OUT = Path(__file__).resolve().parent.parent / "bench-out"
@@ -128,11 +128,7 @@ def plot_act_quant(result: dict, path: str) -> bool:
         ax.set_xscale("log", base=2)
         ax.set_title(label)
         ax.set_xlabel("M (tokens)")
-    axes[0].set_ylabel("GB/s")
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return True
+    return save_figure(fig, axes[0], path, "GB/s", dpi=110)
 
 
 def default_out() -> Path:

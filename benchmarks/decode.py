@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from fused_quant import keys as K
 
-from benchmarks.timing import copy_ceiling, graph_us, host_us, loop_us, pyplot, versions
+from benchmarks.timing import copy_ceiling, graph_us, host_us, loop_us, pyplot, save_figure, versions
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192, 256)  # the small-M table's token counts (gemm_launch.M_BUCKETS)
@@ -316,10 +316,7 @@ def plot_mlp(result: dict, path: str) -> bool:
         ax.set_xscale("log", base=2)
         ax.set_title(f"Llama-3-8B MLP, {mode}: speedup vs bf16")
         ax.set_xlabel("M (tokens)")
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return True
+    return save_figure(fig, axes[0], path)
 
 
 def host_calls(keys=MLP_KEYS) -> tuple[dict, dict]:

@@ -28,7 +28,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES
-from benchmarks.timing import graph_us, pyplot, versions
+from benchmarks.timing import graph_us, pyplot, save_figure, versions
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first is the one tile the table held past 256
 # tokens before this sweep's first run (benchmarks/RESULTS.md, twenty-fifth round)
@@ -138,11 +138,7 @@ def plot(result: dict, path: Path) -> bool:
         ax.set_xscale("log", base=2)
         ax.set_title(f"{shape} (N={rows[0]['N']}, K={rows[0]['K']})")
         ax.set_xlabel("M (tokens)")
-    axes[0][0].set_ylabel("TOPS (int8; FP8 and bf16 for the peers)")
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return True
+    return save_figure(fig, axes[0][0], path, "TOPS (int8; FP8 and bf16 for the peers)", legend_size=8)
 
 
 def main(argv=None) -> int:

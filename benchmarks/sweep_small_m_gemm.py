@@ -42,7 +42,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES, copies_for, _weights
-from benchmarks.timing import graph_us, pyplot
+from benchmarks.timing import graph_us, pyplot, save_figure
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
@@ -234,11 +234,7 @@ def plot(rows: list[dict], trials: list[dict], path: Path) -> bool:
         n, k = SHAPES[shape] if shape in SHAPES else ("?", "?")
         ax.set_title(f"{shape} (N={n}, K={k})")
         ax.set_xlabel("M (tokens)")
-    axes[0][0].set_ylabel("GPU us per call (graph replay)")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return True
+    return save_figure(fig, axes[0][0], path, "GPU us per call (graph replay)", legend_size=7)
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], list[int]]:

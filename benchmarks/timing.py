@@ -46,6 +46,17 @@ def pyplot():
     return plt
 
 
+def save_figure(fig, ax, path, ylabel: str | None = None, legend_size: int | None = None, dpi: int = 100) -> bool:
+    """The end of a plot function: the first panel ``ax``'s y label and legend, the panels laid out, the picture
+    written to ``path``; True, what the plot functions return once drawn."""
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    return True
+
+
 def versions() -> dict[str, str]:
     import triton
 
