@@ -262,8 +262,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
     if any(m not in g.M_BUCKETS for m in ms):
         ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
                  f"read), got {args.ms}")
-    if args.replot and (args.install or args.retime):
-        ap.error("--replot only draws a saved sweep; it takes no --install or --retime")
+    if args.replot and (args.install or args.retime or args.seed_from is not None):
+        ap.error("--replot only draws a saved sweep; it takes no --install, --retime or --seed-from")
     if args.seed_from is not None and not args.retime:
         ap.error("--seed-from goes with --retime")
     if args.seed_from is not None and args.seed_from not in g.M_BUCKETS:
@@ -274,14 +274,7 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
 def main(argv=None) -> int:
     args, kinds, shapes, ms = parse_args(argv)
     if args.replot:
-        log_path, table_path = (Path(p) for p in args.replot)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        rows = json.loads(table_path.read_text())["rows"]
-        if not plot(rows, parse_trials(log_path.read_text().splitlines()), out / PICTURE):
-            print("sweep: --replot needs matplotlib", file=sys.stderr)
-            return 2
-        return 0
+        return replot(*(Path(p) for p in args.replot), Path(args.out), kinds, shapes, ms)
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
@@ -321,12 +314,35 @@ def main(argv=None) -> int:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
             f"{', retime: none of them in the installed table' if retime is not None else ''})")
     log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
-    logf.flush()
-    if rows and not plot(rows, parse_trials((out / "sweep_small_m_gemm.log").read_text().splitlines()), out / PICTURE):
-        log(f"matplotlib is not installed: no {PICTURE} (--replot draws it later)")
     if args.install:
         for line in install(path):
             log(f"the chain's pick changed: {line}")
+    logf.flush()
+    if rows and not plot(rows, parse_trials((out / "sweep_small_m_gemm.log").read_text().splitlines()), out / PICTURE):
+        log(f"matplotlib is not installed: no {PICTURE} (--replot draws it later)")
+    return 0
+
+
+def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> int:
+    """``--replot``: the picture of a saved sweep's log and table, for the rows of the kinds, shapes and token counts
+    asked (every one by default) of one arch; 2 with a line saying why where there is nothing to draw."""
+    try:
+        rows = json.loads(table_path.read_text())["rows"]
+        trials = parse_trials(log_path.read_text().splitlines())
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"sweep: --replot reads a sweep's log and its small_m_gemm_configs.json: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 2
+    rows = [r for r in rows if r["kind"] in kinds and r.get("shape") in shapes and r["m"] in ms]
+    archs = sorted({r["arch"] for r in rows})
+    if len(archs) != 1:
+        print(f"sweep: --replot draws the rows of one arch; {table_path} has {archs or 'none'} for kinds {kinds}, "
+              f"shapes {shapes}, M {ms}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    if not plot(rows, trials, out / PICTURE):
+        print("sweep: --replot needs matplotlib", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -369,6 +385,11 @@ def install(path: Path, table: Path | None = None) -> list[str]:
 FP8_PEER_SETS = ((g.SCALED_MM_TENSOR_WISE,), (g.SCALED_MM_ROW_WISE, g.SCALED_MM_FP32), (g.SCALED_MM_FP32,))
 
 
+def _peer_time(row: dict, peers) -> str:
+    name, us = g.torch_time(row, peers)
+    return f"{name} {us:.2f}" if name is not None else "no torch time"
+
+
 def pick_changes(old_rows: list[dict], new_rows: list[dict]) -> list[str]:
     """A line for each swept row that replaces an installed one and turns a problem from the small-M GEMM to a torch
     provider or back, for some torch peers a chain may weigh it against. The sweep times a row's config again even
@@ -384,11 +405,10 @@ def pick_changes(old_rows: list[dict], new_rows: list[dict]) -> list[str]:
         for peers in peer_sets:
             was, now = (g._faster_config(r, peers)[0] is not None for r in (before, new))
             if was != now:
-                (name, us), (name_before, us_before) = g.torch_time(new, peers), g.torch_time(before, peers)
                 against = " / ".join(peers) if peers else "every torch provider timed"
                 lines.append(f"{new['arch']} {new['kind']} N={new['n']} K={new['k']} M={new['m']} against {against}: "
                              f"{'small-M GEMM -> torch' if was else 'torch -> small-M GEMM'} (small-M {new['us']:.2f} "
-                             f"vs {name} {us:.2f} us; before {before['us']:.2f} vs {name_before} {us_before:.2f})")
+                             f"vs {_peer_time(new, peers)} us; before {before['us']:.2f} vs {_peer_time(before, peers)})")
     return lines
 
 

@@ -1263,10 +1263,12 @@ def _sweep_files(tmp_path):
     log = tmp_path / "sweep.log"
     log.write_text("\n".join(["fp8  o  M=   1 ours 7.5 us ...", trial_line("fp8", "o", 1, 7.52, cfg),
                                "  skip {'BLOCK_N': 256}: OutOfResources",
-                               trial_line("fp8", "o", 1, 9.25, dict(cfg, splits=1))]) + "\n")
+                               trial_line("fp8", "o", 1, 9.25, dict(cfg, splits=1)),
+                               trial_line("int8", "gate_up", 256, 1234.5, cfg)]) + "\n")
     table = tmp_path / "table.json"
-    table.write_text(json.dumps({"rows": [dict(arch="sm_90", kind="fp8", shape="o", n=4096, k=4096, m=1, us=7.52,
-                                               torch_us=7.44, **cfg)]}))
+    table.write_text(json.dumps({"rows": [
+        dict(arch="sm_90", kind="fp8", shape="o", n=4096, k=4096, m=1, us=7.52, torch_us=7.44, **cfg),
+        dict(arch="sm_90", kind="int8", shape="gate_up", n=28672, k=4096, m=256, us=1234.5, torch_us=70.0, **cfg)]}))
     return log, table, cfg
 
 
@@ -1274,17 +1276,29 @@ def test_sweep_log_gives_back_every_config_timed(tmp_path):
     from benchmarks.sweep_small_m_gemm import parse_trials
 
     log, _, cfg = _sweep_files(tmp_path)
-    assert parse_trials(log.read_text().splitlines()) == [dict(kind="fp8", shape="o", m=1, us=7.52, **cfg),
-                                                          dict(kind="fp8", shape="o", m=1, us=9.25, **dict(cfg, splits=1))]
+    assert parse_trials(log.read_text().splitlines()) == [
+        dict(kind="fp8", shape="o", m=1, us=7.52, **cfg), dict(kind="fp8", shape="o", m=1, us=9.25, **dict(cfg, splits=1)),
+        dict(kind="int8", shape="gate_up", m=256, us=1234.5, **cfg)]
 
 
 def test_sweep_replot_draws_a_saved_sweep(tmp_path, monkeypatch, capsys):
     from benchmarks import sweep_small_m_gemm as s
 
     log, table, _ = _sweep_files(tmp_path)
-    with pytest.raises(SystemExit) as exc:
-        s.main(["--out", str(tmp_path / "a"), "--replot", str(log), str(table), "--install"])
-    assert exc.value.code == 2 and "--replot only draws" in capsys.readouterr().err
+    for extra in (["--install"], ["--retime"], ["--retime", "--seed-from", "16"]):
+        with pytest.raises(SystemExit) as exc:
+            s.main(["--out", str(tmp_path / "a"), "--replot", str(log), str(table), *extra])
+        assert exc.value.code == 2 and "--replot only draws" in capsys.readouterr().err
+    drawn = []
+    monkeypatch.setattr(s, "plot", lambda rows, trials, path: drawn.append((rows, trials, path)) or True)
+    assert s.main(["--out", str(tmp_path / "d"), "--replot", str(log), str(table), "--kinds", "int8"]) == 0
+    (rows, trials, path), = drawn
+    assert [r["shape"] for r in rows] == ["gate_up"] and len(trials) == 3 and path == tmp_path / "d" / s.PICTURE
+    assert s.main(["--out", str(tmp_path / "d"), "--replot", str(log), str(table), "--ms", "16"]) == 2
+    assert "the rows of one arch" in capsys.readouterr().err  # none left to draw
+    assert s.main(["--out", str(tmp_path / "d"), "--replot", str(tmp_path / "no.log"), str(table)]) == 2
+    assert "FileNotFoundError" in capsys.readouterr().err
+    monkeypatch.undo()
     monkeypatch.setattr(s, "pyplot", lambda: None)
     assert s.main(["--out", str(tmp_path / "b"), "--replot", str(log), str(table)]) == 2
     assert "needs matplotlib" in capsys.readouterr().err
@@ -1309,17 +1323,23 @@ def test_sweep_install_names_each_problem_whose_pick_changes(tmp_path):
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"metas": {}, "rows": [
         row("fp8", 64, 35.71, {tw: 38.14, rw: 45.0, fp32: 41.4}),
+        row("fp8", 32, 33.0, {tw: 30.0, rw: 44.0, fp32: 32.5}),
         row("int8", 64, 34.98, {"triton_int8": 42.06, "int_mm_int8": 61.0}),
         row("int8", 32, 33.9, {"triton_int8": 41.5, "int_mm_int8": 33.0})]}))
     sweep = tmp_path / "sweep.json"
     sweep.write_text(json.dumps({"meta": {}, "rows": [
         row("fp8", 64, 34.32, {tw: 34.31, rw: 47.58, fp32: 41.35}),
+        row("fp8", 32, 33.0, {tw: 30.0, rw: 44.0, fp32: 33.5}),  # bf16 and fp16 output: fp32 way -> small-M
         row("int8", 64, 34.38, {"triton_int8": 41.31, "int_mm_int8": 61.0}),  # the small-M GEMM either way
         row("int8", 32, 33.2, {"triton_int8": 40.7, "int_mm_int8": 51.1})]}))  # where int_mm was faster
     lines = install(sweep, table)
     assert lines == [
         f"sm_90 fp8 N=28672 K=4096 M=64 against {tw}: small-M GEMM -> torch (small-M 34.32 vs {tw} 34.31 us; before "
         f"35.71 vs {tw} 38.14)",
+        f"sm_90 fp8 N=28672 K=4096 M=32 against {rw} / {fp32}: torch -> small-M GEMM (small-M 33.00 vs {fp32} 33.50 us; "
+        f"before 33.00 vs {fp32} 32.50)",
+        f"sm_90 fp8 N=28672 K=4096 M=32 against {fp32}: torch -> small-M GEMM (small-M 33.00 vs {fp32} 33.50 us; "
+        f"before 33.00 vs {fp32} 32.50)",
         "sm_90 int8 N=28672 K=4096 M=32 against every torch provider timed: torch -> small-M GEMM (small-M 33.20 vs "
         "triton_int8 40.70 us; before 33.90 vs int_mm_int8 33.00)",
         "sm_90 int8 N=28672 K=4096 M=32 against int_mm_int8: torch -> small-M GEMM (small-M 33.20 vs int_mm_int8 51.10 "
