@@ -132,8 +132,8 @@ def _error(out, xq, xs, w, ws) -> float:
 
 
 def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -> list[dict]:
-    """The rows; ``log`` takes a line per row (and per config that could not run), ``note`` (when given) one per
-    config timed."""
+    """The rows; ``log`` takes a line per row (and per config that could not run), ``note`` (when given) each config
+    timed as ``note(kind, shape, m, us, cfg)``."""
     from fused_quant.kernels import launch
 
     arch = launch._cuda_arch(torch.cuda.current_device())
@@ -163,7 +163,7 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -
                         continue
                     trials.append((us, cfg))
                     if note is not None:
-                        note(trial_line(kind, label, m, us, cfg))
+                        note(kind, label, m, us, cfg)
                 us, cfg = min(trials, key=lambda t: t[0])
                 # one launch (no split-K reduction, no partials to allocate) costs the host less: it wins
                 # unless split-K is more than SPLIT_MARGIN faster on the GPU
@@ -231,8 +231,8 @@ def plot(rows: list[dict], trials: list[dict], path: Path) -> bool:
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(plt.matplotlib.ticker.FormatStrFormatter("%g"))
         ax.yaxis.set_minor_formatter(plt.matplotlib.ticker.FormatStrFormatter("%g"))
-        n, k = SHAPES[shape] if shape in SHAPES else ("?", "?")
-        ax.set_title(f"{shape} (N={n}, K={k})")
+        row = next(r for r in rows if r["shape"] == shape)
+        ax.set_title(f"{shape} (N={row['n']}, K={row['k']})")
         ax.set_xlabel("M (tokens)")
     return save_figure(fig, axes[0][0], path, "GPU us per call (graph replay)", legend_size=7)
 
@@ -307,8 +307,13 @@ def main(argv=None) -> int:
         meta["retime"] = True
         if args.seed_from is not None:
             meta["seed_from"] = args.seed_from
-    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime,
-                 note=lambda line: logf.write(line + "\n"))
+    trials = []
+
+    def note(kind, shape, m, us, cfg) -> None:  # every config timed: a line of the log, a dot of the picture
+        logf.write(trial_line(kind, shape, m, us, cfg) + "\n")
+        trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
+
+    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime, note)
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
@@ -317,8 +322,7 @@ def main(argv=None) -> int:
     if args.install:
         for line in install(path):
             log(f"the chain's pick changed: {line}")
-    logf.flush()
-    if rows and not plot(rows, parse_trials((out / "sweep_small_m_gemm.log").read_text().splitlines()), out / PICTURE):
+    if rows and not plot(rows, trials, out / PICTURE):
         log(f"matplotlib is not installed: no {PICTURE} (--replot draws it later)")
     return 0
 
