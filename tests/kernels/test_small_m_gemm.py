@@ -899,8 +899,10 @@ GPU_CASES = CASES + [
     (31, 1000, 14400, dict(BLOCK_N=64, BLOCK_M=32, BLOCK_K=512, splits=2, num_warps=4, num_stages=3)),
     (64, 6000, 4096, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)),
     (32, 6000, 4100, dict(BLOCK_N=64, BLOCK_M=32, BLOCK_K=512, splits=1, num_warps=4, num_stages=3)),
-    # the twenty-seventh round's int8 down at 64 tokens (five stages), K not a multiple of its block
+    # the twenty-seventh round's int8 rows: down at 64 tokens, qkv at 32 and 64; K not a multiple of the block
     (57, 4100, 14400, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=5)),
+    (27, 6100, 4100, dict(BLOCK_N=64, BLOCK_M=32, BLOCK_K=256, splits=1, num_warps=4, num_stages=5)),
+    (64, 6000, 4100, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=4, num_stages=8)),
 ]
 
 
