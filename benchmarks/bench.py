@@ -151,7 +151,8 @@ def main(args) -> int:
     fresh ``default_out()``), ``args.force``, ``args.m`` (None: each benchmark's own token counts). Returns 2, with
     one line on stderr, when it cannot run."""
     if args.m and args.which == "host":
-        print("bench: --m names the token counts of act_quant, gemm and mlp; host times M = 1 only", file=sys.stderr)
+        print("bench: --m names the token counts of act_quant, gemm and mlp; host times M = 1 only "
+              "(python -m benchmarks.profile_host --m M profiles the same calls at M tokens)", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else default_out()
     problem = out_problem(out, args.force)

@@ -319,9 +319,9 @@ def plot_mlp(result: dict, path: str) -> bool:
     return save_figure(fig, axes[0], path)
 
 
-def host_calls(keys=MLP_KEYS) -> tuple[dict, dict]:
-    """The decode calls whose host cost ``bench_host`` times and ``benchmarks/profile_host.py``
-    profiles, at M = 1 with Llama-3-8B's MLP shapes: ``({"bf16" | key name: {call name: fn}},
+def host_calls(keys=MLP_KEYS, m: int = 1) -> tuple[dict, dict]:
+    """The decode calls whose host cost ``bench_host`` times (at M = 1) and ``benchmarks/profile_host.py``
+    profiles, at M tokens with Llama-3-8B's MLP shapes: ``({"bf16" | key name: {call name: fn}},
     {key name: (gate_up, down)})``. Per key: each producer call, each QuantLinear call (given a
     QuantizedActivation, and given the bf16 tensor: quantizer + GEMM), the whole MLP, and the same
     QuantLinear calls through the checked path (nothing bound: every check every call)."""
@@ -334,7 +334,7 @@ def host_calls(keys=MLP_KEYS) -> tuple[dict, dict]:
     torch.manual_seed(0)
     gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
     down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
-    x = torch.randn(1, d, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
     hx = gate_up(x)
     calls = {"bf16": {"linear gate_up": lambda: gate_up(x), "mlp": lambda: down(act(gate_up(x)))}}
     layers = {}

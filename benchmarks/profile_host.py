@@ -1,9 +1,9 @@
-"""Where a decode call's host time goes (GPU, M = 1, Llama-3-8B MLP shapes): cProfile of back-to-back
-calls (``decode.host_calls``: those ``fused-quant bench host`` times), the functions with the most own
-time first, and the host cost of the primitives a call is made of (allocations, a view, a module call, one
-direct launch of the small-M GEMM given tensors or addresses).
+"""Where a decode call's host time goes (GPU, Llama-3-8B MLP shapes, M = 1 unless ``--m`` names another
+token count): cProfile of back-to-back calls (``decode.host_calls``: those ``fused-quant bench host`` times at
+M = 1), the functions with the most own time first, and the host cost of the primitives a call is made of
+(allocations, a view, a module call, one direct launch of the small-M GEMM given tensors or addresses).
 
-Usage: python -m benchmarks.profile_host [--top N] [--calls N]
+Usage: python -m benchmarks.profile_host [--top N] [--calls N] [--m M]
 """
 
 from __future__ import annotations
@@ -82,7 +82,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--top", type=int, default=18)
     ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--m", type=int, default=1, help="tokens per call (the eager MLP's host work moves with M)")
     args = ap.parse_args()
+    if args.m < 1:
+        ap.error(f"--m takes a token count of at least 1, got {args.m}")
     t = torch.empty(1, device="cuda")
     dev = t.device
     prims = {"torch.empty": lambda: torch.empty((1, 28672), dtype=torch.bfloat16, device=dev),
@@ -93,10 +96,10 @@ def main() -> None:
     prims.update(launch_primitives())
     for name, fn in prims.items():
         print(f"primitive {name}: {host_us(fn):.2f} us/call", flush=True)
-    calls, _ = host_calls()
+    calls, _ = host_calls(m=args.m)
     for name, fns in calls.items():
         for cname, fn in fns.items():
-            print(f"=== {name} {cname}: {host_us(fn):.2f} us/call", flush=True)
+            print(f"=== M={args.m} {name} {cname}: {host_us(fn):.2f} us/call", flush=True)
             print(profile(fn, args.calls, args.top), flush=True)
 
 

@@ -112,6 +112,17 @@ def test_bench_host_refuses_m(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("bad", ["0", "-3"])
+def test_profile_host_refuses_a_token_count_below_one(bad, capsys, monkeypatch):
+    from benchmarks import profile_host
+
+    monkeypatch.setattr(sys, "argv", ["profile_host", "--m", bad])
+    with pytest.raises(SystemExit) as stop:
+        profile_host.main()
+    assert stop.value.code == 2
+    assert f"--m takes a token count of at least 1, got {bad}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", ["0", "16,-1", "1,,2", "1.5", "a", "", "\u00b2", "\u0661\u0662"])
 def test_bench_m_refuses_what_is_not_a_token_count(bad, capsys):
     with pytest.raises(SystemExit) as exc:
