@@ -23,6 +23,9 @@ CASES = [
     (5, 64, 256, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=2, num_warps=4, num_stages=2)),
     (17, 40, 100, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
     (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=32, splits=8, num_warps=4, num_stages=2)),
+    # one-token blocks (no MMA): odd N and K with a K tail; several tokens, each its own block, split-K
+    (1, 33, 70, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
+    (3, 40, 100, dict(BLOCK_N=16, BLOCK_M=1, BLOCK_K=32, splits=2, num_warps=4, num_stages=2)),
 ]
 
 
@@ -549,8 +552,8 @@ def test_interpreted_epilogue_kernel_is_dequant_epilogue(out_dtype, per_token, p
 def test_interpreted_kernels_against_float64(kind, case):
     m, n, k, cfg = CASES[case]
     out_dtype, bias, per_token = [(torch.bfloat16, False, True), (torch.float16, True, True),
-                                  (torch.float32, True, False), (torch.bfloat16, True, False)][case]
-    _check(kind, m, n, k, cfg, torch.device("cpu"), out_dtype, bias, per_token, adversarial=case == 1, seed=case)
+                                  (torch.float32, True, False), (torch.bfloat16, True, False)][case % 4]
+    _check(kind, m, n, k, cfg, torch.device("cpu"), out_dtype, bias, per_token, adversarial=case % 4 == 1, seed=case)
 
 
 STATIC_KEYS = ["fp8_static_tensor", "int8_static_tensor"]
@@ -903,6 +906,9 @@ GPU_CASES = CASES + [
     (57, 4100, 14400, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, splits=2, num_warps=4, num_stages=5)),
     (27, 6100, 4100, dict(BLOCK_N=64, BLOCK_M=32, BLOCK_K=256, splits=1, num_warps=4, num_stages=5)),
     (64, 6000, 4100, dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=4, num_stages=8)),
+    # one-token blocks (no MMA) at down's and qkv's sizes: N and K not multiples of the block, tokens side by side
+    (1, 4100, 14400, dict(BLOCK_N=16, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=4, num_stages=3)),
+    (4, 6000, 4100, dict(BLOCK_N=32, BLOCK_M=1, BLOCK_K=256, splits=2, num_warps=4, num_stages=3)),
 ]
 
 

@@ -152,6 +152,18 @@ def _rows_absmax(x_ptr, rows, m_in, stride_xm, K, BLOCK_M: tl.constexpr, BLOCK_K
 
 
 @triton.jit
+def _lane_products(w, x, INT8: tl.constexpr):
+    """``w [BLOCK_N, BLOCK_K] * x [1, BLOCK_K]`` elementwise in the accumulator's type (int32 for int8, exact; fp32
+    for FP8, where a product of two e4m3 values is exact too): the one-token GEMM on the CUDA cores, without the
+    16-wide MMA tile that would be 15/16 padding and without a split-K reduction to fill the SMs (BLOCK_N rows
+    as narrow as the sweep finds fastest)."""
+    if INT8:
+        return w.to(tl.int32) * x.to(tl.int32)
+    else:
+        return w.to(tl.float32) * x.to(tl.float32)
+
+
+@triton.jit
 def _prefetch_addresses(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.constexpr):
     """``[rows, LINES]`` addresses in the weight: the first ``LINES`` 128-element (128-byte) lines of each
     row from ``k_start``; a line at or past ``k_end`` takes its row's first element instead."""
@@ -215,7 +227,12 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         x_s = xs
     w_ptrs = w_ptr + rn_safe[:, None] * stride_wn + (k_first * BLOCK_K + rk)[None, :]
     x_ptrs = x_ptr + rm_safe[:, None] * stride_xm + (k_first * BLOCK_K + rk)[None, :]
-    if INT8:
+    if BLOCK_M == 1:  # one token lane: no MMA (``_lane_products``); each K lane's own sum, summed after the loop
+        if INT8:
+            acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.int32)
+        else:
+            acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    elif INT8:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
     else:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
@@ -237,12 +254,16 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
             x = quantized(x.to(tl.float32), x_s, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
         elif XQ != NO_XQ:
             x = static_quantized(x.to(tl.float32), x_s, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
-        if INT8:
+        if BLOCK_M == 1:
+            acc += _lane_products(w, x, INT8)
+        elif INT8:
             acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
         else:
             acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.float32, max_num_imprecise_acc=IMPRECISE)
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
+    if BLOCK_M == 1:
+        acc = tl.sum(acc, axis=1)[:, None]  # [BLOCK_N, 1], as the MMA's accumulator of one token
     if SPLIT:
         part = part_ptr + (pid_s.to(tl.int64) * M + rm[None, :]) * N + rn[:, None]
         tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
