@@ -23,9 +23,12 @@ CASES = [
     (5, 64, 256, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=2, num_warps=4, num_stages=2)),
     (17, 40, 100, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
     (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=32, splits=8, num_warps=4, num_stages=2)),
-    # one-token blocks (no MMA): odd N and K with a K tail; several tokens, each its own block, split-K
+    # token blocks narrower than the MMA's 16: odd N and K with a K tail; several one-token blocks, split-K; a
+    # block of 4 over 3 tokens, another of 2 over 5 (a partial last block)
     (1, 33, 70, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
     (3, 40, 100, dict(BLOCK_N=16, BLOCK_M=1, BLOCK_K=32, splits=2, num_warps=4, num_stages=2)),
+    (3, 21, 90, dict(BLOCK_N=4, BLOCK_M=4, BLOCK_K=64, splits=1, num_warps=2, num_stages=2)),
+    (5, 24, 130, dict(BLOCK_N=8, BLOCK_M=2, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
 ]
 
 
@@ -909,6 +912,8 @@ GPU_CASES = CASES + [
     # one-token blocks (no MMA) at down's and qkv's sizes: N and K not multiples of the block, tokens side by side
     (1, 4100, 14400, dict(BLOCK_N=16, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=4, num_stages=3)),
     (4, 6000, 4100, dict(BLOCK_N=32, BLOCK_M=1, BLOCK_K=256, splits=2, num_warps=4, num_stages=3)),
+    (3, 4100, 4100, dict(BLOCK_N=4, BLOCK_M=4, BLOCK_K=1024, splits=1, num_warps=4, num_stages=1)),
+    (2, 4100, 14400, dict(BLOCK_N=8, BLOCK_M=2, BLOCK_K=512, splits=2, num_warps=4, num_stages=1)),
 ]
 
 
