@@ -51,6 +51,10 @@ TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 
 TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 3), (64, 64, 4, 8), (64, 128, 4, 6),
               (64, 128, 4, 8), (64, 256, 4, 4), (64, 256, 4, 5), (64, 512, 4, 2), (64, 512, 4, 3), (128, 64, 4, 6),
               (128, 256, 8, 3))
+# one-token blocks (BLOCK_M = 1, the products on the CUDA cores; one token only: at 2-4 tokens both one-token blocks
+# side by side and one program over blocks of 2 / 4 tokens were 1.2-6x slower than the installed rows on the H200,
+# benchmarks/RESULTS.md, twenty-eighth round); the narrow weight rows with long K blocks measured fastest there
+TILES_ONE = ((8, 1024, 4, 1), (8, 1024, 4, 3), (16, 512, 4, 3), (16, 1024, 8, 1))
 # token blocks of 128 and 256 (the MMA's narrow side holds up to 256): the weight is read once per
 # token block, at the cost of a larger accumulator per program
 TILES_TALL = {128: ((64, 128, 4, 4), (64, 128, 8, 4), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 4),
@@ -63,10 +67,13 @@ SPLIT_MARGIN = 0.03
 
 
 def candidates(m: int) -> list[tuple[int, tuple]]:
-    """(BLOCK_M, tiles) pairs swept for M tokens. At 17-32 tokens also 16-token blocks, which launch side by side
+    """(BLOCK_M, tiles) pairs swept for M tokens. At one token also one-token blocks (``TILES_ONE``). At 17-32 tokens
+    also 16-token blocks, which launch side by side
     (``gemm_launch.tokens_first``) and so read each weight tile from L2 after the first: on the H200 they won on int8
     o at 32 tokens; at 64 they and 32-token blocks were 8-79% slower than one block on gate_up and down, and never
     the fastest (benchmarks/RESULTS.md, twenty-sixth round)."""
+    if m == 1:
+        return [(16, TILES_NARROW), (1, TILES_ONE)]
     if m <= 16:
         return [(16, TILES_NARROW)]
     if m <= 32:

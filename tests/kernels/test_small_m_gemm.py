@@ -23,12 +23,9 @@ CASES = [
     (5, 64, 256, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=2, num_warps=4, num_stages=2)),
     (17, 40, 100, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
     (3, 16, 16, dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=32, splits=8, num_warps=4, num_stages=2)),
-    # token blocks narrower than the MMA's 16: odd N and K with a K tail; several one-token blocks, split-K; a
-    # block of 4 over 3 tokens, another of 2 over 5 (a partial last block)
+    # one-token blocks (no MMA): odd N and K with a K tail; several tokens, each its own block, split-K
     (1, 33, 70, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
     (3, 40, 100, dict(BLOCK_N=16, BLOCK_M=1, BLOCK_K=32, splits=2, num_warps=4, num_stages=2)),
-    (3, 21, 90, dict(BLOCK_N=4, BLOCK_M=4, BLOCK_K=64, splits=1, num_warps=2, num_stages=2)),
-    (5, 24, 130, dict(BLOCK_N=8, BLOCK_M=2, BLOCK_K=32, splits=3, num_warps=4, num_stages=2)),
 ]
 
 
@@ -153,6 +150,8 @@ def test_sweep_tries_256_token_blocks_above_128_and_the_bench_times_every_bucket
     # bench gemm times the small-M GEMM wherever the table has a config, not only where it wins
     assert all(_providers(kind)["small_m"][1] is g.small_m_swept for kind in ("fp8", "int8"))
 
+    assert [bm for bm, _ in candidates(1)] == [16, 1]  # one-token blocks at one token only
+    assert [bm for bm, _ in candidates(2)] == [16]
     assert [bm for bm, _ in candidates(32)] == [32, 16]  # 16-token blocks side by side
     assert [bm for bm, _ in candidates(64)] == [64]
     assert [bm for bm, _ in candidates(128)] == [64, 128]
@@ -168,8 +167,12 @@ def test_committed_table_is_well_formed():
         assert row["kind"] in ("fp8", "int8") and row["m"] in g.M_BUCKETS
         for field in g.CONFIG_FIELDS:
             assert isinstance(row[field], int) and row[field] > 0, (field, row)
-        # tl.dot's minimum tile (int8 and FP8 MMAs need K >= 32 on the GPU)
-        assert row["BLOCK_M"] >= 16 and row["BLOCK_N"] >= 16 and row["BLOCK_K"] >= 32
+        # tl.dot's minimum tile (int8 and FP8 MMAs need K >= 32 on the GPU); a one-token block takes no MMA, at one
+        # token only (swept there alone)
+        if row["BLOCK_M"] == 1:
+            assert row["m"] == 1 and row["splits"] == 1, row
+        else:
+            assert row["BLOCK_M"] >= 16 and row["BLOCK_N"] >= 16 and row["BLOCK_K"] >= 32
         assert row["us"] > 0 and row["torch_us"] > 0
 
 
@@ -912,8 +915,9 @@ GPU_CASES = CASES + [
     # one-token blocks (no MMA) at down's and qkv's sizes: N and K not multiples of the block, tokens side by side
     (1, 4100, 14400, dict(BLOCK_N=16, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=4, num_stages=3)),
     (4, 6000, 4100, dict(BLOCK_N=32, BLOCK_M=1, BLOCK_K=256, splits=2, num_warps=4, num_stages=3)),
-    (3, 4100, 4100, dict(BLOCK_N=4, BLOCK_M=4, BLOCK_K=1024, splits=1, num_warps=4, num_stages=1)),
-    (2, 4100, 14400, dict(BLOCK_N=8, BLOCK_M=2, BLOCK_K=512, splits=2, num_warps=4, num_stages=1)),
+    # the twenty-eighth round's one-token rows: o and FP8 down at one token
+    (1, 4100, 4100, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=4, num_stages=1)),
+    (1, 4100, 14400, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=4, num_stages=3)),
 ]
 
 

@@ -15,6 +15,10 @@ order after its partial is stored), and
 the one that counts last sets the counter back to 0, sums the partials and applies the epilogue. A
 bound call's counters are its own, one set per stream, and start at 0.
 
+A one-token block (``BLOCK_M`` = 1, the table's pick at one token for some shapes) takes no MMA, whose narrowest
+token side is 16 lanes: ``_lane_products`` multiplies on the CUDA cores, each K lane keeps its own sum over the
+loop, and the lanes are summed once after it.
+
 With ``XQ`` (the QUANT code of a key, ``act_quant``) the activation comes as floats and the kernel
 quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized`` for per-token
 keys, ``act_quant.static_quantized`` for per-tensor ones): one launch
@@ -46,7 +50,6 @@ from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
 NO_XQ: tl.constexpr = tl.constexpr(-1)  # XQ: the activation comes quantized; ACT_Q: the output is stored as is
 SWEEP_STAGES: tl.constexpr = tl.constexpr(3)  # the per-token absmax sweep's loads in flight
-MMA_MIN_M: tl.constexpr = tl.constexpr(16)  # the narrowest token block ``tl.dot`` takes; narrower ones: _lane_products
 
 
 @triton.jit
@@ -154,14 +157,14 @@ def _rows_absmax(x_ptr, rows, m_in, stride_xm, K, BLOCK_M: tl.constexpr, BLOCK_K
 
 @triton.jit
 def _lane_products(w, x, INT8: tl.constexpr):
-    """``w [BLOCK_N, 1, BLOCK_K] * x [1, BLOCK_M, BLOCK_K]`` elementwise in the accumulator's type (int32 for int8,
-    exact; fp32 for FP8, where a product of two e4m3 values is exact too): the GEMM of a few tokens on the CUDA
-    cores, without an MMA tile of 16 token lanes that would be mostly padding, and with weight rows as narrow as
-    the sweep finds fastest (many programs, no split-K reduction to fill the SMs)."""
+    """``w [BLOCK_N, BLOCK_K] * x [1, BLOCK_K]`` elementwise in the accumulator's type (int32 for int8, exact; fp32
+    for FP8, where a product of two e4m3 values is exact too): the one-token GEMM on the CUDA cores, without the
+    16-wide MMA tile that would be 15/16 padding and without a split-K reduction to fill the SMs (BLOCK_N rows
+    as narrow as the sweep finds fastest)."""
     if INT8:
-        return w.to(tl.int32)[:, None, :] * x.to(tl.int32)[None, :, :]
+        return w.to(tl.int32) * x.to(tl.int32)
     else:
-        return w.to(tl.float32)[:, None, :] * x.to(tl.float32)[None, :, :]
+        return w.to(tl.float32) * x.to(tl.float32)
 
 
 @triton.jit
@@ -228,11 +231,11 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         x_s = xs
     w_ptrs = w_ptr + rn_safe[:, None] * stride_wn + (k_first * BLOCK_K + rk)[None, :]
     x_ptrs = x_ptr + rm_safe[:, None] * stride_xm + (k_first * BLOCK_K + rk)[None, :]
-    if BLOCK_M < MMA_MIN_M:  # a few token lanes: no MMA (``_lane_products``); each K lane's own sum, summed after
+    if BLOCK_M == 1:  # one token lane: no MMA (``_lane_products``); each K lane's own sum, summed after the loop
         if INT8:
-            acc = tl.zeros((BLOCK_N, BLOCK_M, BLOCK_K), dtype=tl.int32)
+            acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.int32)
         else:
-            acc = tl.zeros((BLOCK_N, BLOCK_M, BLOCK_K), dtype=tl.float32)
+            acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     elif INT8:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.int32)
     else:
@@ -255,7 +258,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
             x = quantized(x.to(tl.float32), x_s, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
         elif XQ != NO_XQ:
             x = static_quantized(x.to(tl.float32), x_s, x_r, XQ, M8, FP8, NAN_CODE, SATFINITE, FAST_DIV)
-        if BLOCK_M < MMA_MIN_M:
+        if BLOCK_M == 1:
             acc += _lane_products(w, x, INT8)
         elif INT8:
             acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
@@ -263,8 +266,8 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
             acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.float32, max_num_imprecise_acc=IMPRECISE)
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
-    if BLOCK_M < MMA_MIN_M:
-        acc = tl.sum(acc, axis=2)  # [BLOCK_N, BLOCK_M], as the MMA's accumulator
+    if BLOCK_M == 1:
+        acc = tl.sum(acc, axis=1)[:, None]  # [BLOCK_N, 1], as the MMA's accumulator of one token
     if SPLIT:
         part = part_ptr + (pid_s.to(tl.int64) * M + rm[None, :]) * N + rn[:, None]
         tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
