@@ -18,6 +18,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 ) &
 ( timeout $T python3 ci/run_matrix h200-triton_fp8 --junit $OUT/h200-triton_fp8-a.xml --ignore=tests/kernels/test_small_m_gemm.py -rf > $OUT/row_triton_fp8_a.txt 2>&1; echo "h200-triton_fp8 (all but test_small_m_gemm) rc $?" >> $OUT/rcs.txt ) &
 for h in 1 2 3 4; do
+( FUSED_QUANT_BACKEND=triton_fp8 timeout $T python3 -m pytest -m "triton_fp8 or (gpu and not hip_w8a8)" @benchmarks/results/round28/run3_b_part${h}_ids.txt --junitxml=$OUT/h200-triton_fp8-b$h.xml -rf > $OUT/row_triton_fp8_b$h.txt 2>&1; echo "h200-triton_fp8 (test_small_m_gemm, part $h) rc $?" >> $OUT/rcs.txt ) &
 done
 ( timeout $T python3 ci/run_matrix h200-torch --junit $OUT/h200-torch.xml -rf > $OUT/row_torch.txt 2>&1; echo "h200-torch rc $?" >> $OUT/rcs.txt ) &
 ( timeout $T python3 ci/run_matrix h200-hip_w8a8 --junit $OUT/h200-hip_w8a8.xml -rf > $OUT/row_hip.txt 2>&1; echo "h200-hip_w8a8 rc $?" >> $OUT/rcs.txt ) &
