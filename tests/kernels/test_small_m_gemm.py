@@ -915,9 +915,10 @@ GPU_CASES = CASES + [
     # one-token blocks (no MMA) at down's and qkv's sizes: N and K not multiples of the block, tokens side by side
     (1, 4100, 14400, dict(BLOCK_N=16, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=4, num_stages=3)),
     (4, 6000, 4100, dict(BLOCK_N=32, BLOCK_M=1, BLOCK_K=256, splits=2, num_warps=4, num_stages=3)),
-    # the twenty-eighth round's one-token rows: o and FP8 down at one token
-    (1, 4100, 4100, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=4, num_stages=1)),
-    (1, 4100, 14400, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=4, num_stages=3)),
+    # the twenty-eighth round's one-token rows of qkv, o and down: N odd, K not a multiple of the block
+    (1, 4099, 4100, dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=1, num_stages=1)),
+    (1, 4099, 14400, dict(BLOCK_N=1, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=1, num_stages=1)),
+    (1, 6099, 4100, dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=1, num_stages=1)),
 ]
 
 
