@@ -691,11 +691,21 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
 QUANTIZING_MAX_BLOCK_M = 16
 
 
-def quantizes_float_input(cfg: dict, m: int) -> bool:
+def quantizes_float_tiles(cfg: dict, kind: str) -> bool:
+    """Whether the small-M kernel can quantize a float activation in ``cfg``'s token blocks with the bits of the
+    producer and then the plain kernel: blocks of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, and a one-token block
+    (no MMA) for int8 only. A one-token block adds its K lanes in an order the compiler's register layout decides,
+    and a float tile's load can change that layout: int8's integer sums are exact in any order, FP8's fp32 sums
+    are not (on the H200 an FP8 block of one weight row with fp16 input gave other bits than the plain kernel,
+    benchmarks/RESULTS.md, twenty-eighth round, run 8). An MMA adds in its own fixed order."""
+    return cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M and (cfg["BLOCK_M"] > 1 or kind == "int8")
+
+
+def quantizes_float_input(cfg: dict, m: int, kind: str) -> bool:
     """Whether a table row's ``cfg`` at M tokens takes a float activation and quantizes it in the kernel: one token
-    block of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, what was measured. A row of several token blocks (16-token
-    blocks at 17-32 tokens) was never measured quantizing, so it leaves a float input to the producer."""
-    return m <= cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M
+    block (``quantizes_float_tiles``), what was measured. A row of several token blocks (16-token blocks at 17-32
+    tokens) was never measured quantizing, so it leaves a float input to the producer."""
+    return m <= cfg["BLOCK_M"] and quantizes_float_tiles(cfg, kind)
 
 
 # Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too, with a
@@ -712,10 +722,13 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
     (``x_quant`` = (key name, x dtype)), quantized in the kernel as the identity producer of that key
     would: ``call(x, scale)``, with a per-tensor key's scale or None for a per-token key, gives the bits
     of ``bind_small_m``'s call on the producer's output, with one launch and one allocation fewer. Only
-    for a ``config`` with token blocks of at most ``QUANTIZING_MAX_BLOCK_M`` (a ValueError for others)."""
+    for a ``config`` whose token blocks ``quantizes_float_tiles`` takes (a ValueError for others)."""
     if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
         raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
                          f"the config has BLOCK_M={config['BLOCK_M']}")
+    if not quantizes_float_tiles(config, p.kind):
+        raise ValueError(f"the small-M GEMM quantizes {p.kind} float tiles in MMA token blocks only (a one-token "
+                         f"block's fp32 sums may be added in another order), the config has BLOCK_M={config['BLOCK_M']}")
     key = K.key_from_name(x_quant[0])
     if K.is_per_token(key) != p.per_token or K.is_fp8(key) != (p.kind == "fp8"):
         raise ValueError(f"the small-M GEMM quantizes for a {p.kind} problem with "
@@ -748,7 +761,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     if x_quant is None:
         return None
     cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())  # the row's, as bound
-    if cfg is None or not quantizes_float_input(cfg, p.m):
+    if cfg is None or not quantizes_float_input(cfg, p.m, p.kind):
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
     call.under_capture = quantizing_under_capture(p, cfg)
@@ -807,7 +820,7 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     if quantizer is not None:
         x_quant = quantizer_of(quantizer, p)
         # a test's config may hold several 16-token blocks (the kernel's bits); a table row quantizes as measured
-        takes_float = cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M if config else quantizes_float_input(cfg, p.m)
+        takes_float = quantizes_float_tiles(cfg, p.kind) if config else quantizes_float_input(cfg, p.m, p.kind)
         if x_quant is None or not takes_float:
             return None
     c = _small_m_call(p, _config_key(cfg), x_quant, y_quant)
