@@ -872,14 +872,6 @@ def test_a_table_row_quantizes_a_float_input_in_one_token_block_of_16(monkeypatc
     assert (call is not None) is quantizes
 
 
-def test_quantizing_kernel_refuses_fp8_one_token_blocks():
-    p = GemmProblem(1, 32, 64, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
-    w, ws = torch.zeros(32, 64, dtype=FP8), torch.ones(32, 1)
-    cfg = dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=32, splits=1, num_warps=1, num_stages=1)
-    with pytest.raises(ValueError, match="fp8 float tiles in MMA token blocks only .* the config has BLOCK_M=1"):
-        g.bind_small_m_quantizing(p, w, ws, None, ("fp8_static_tensor", torch.bfloat16), cfg)
-
-
 @pytest.mark.parametrize("key_name,per_token,kind", [
     ("fp8_dynamic_token", False, "fp8"),  # per-token scales the kernel would store for a per-tensor problem
     ("fp8_static_tensor", True, "fp8"),
@@ -893,11 +885,15 @@ def test_quantizing_kernel_refuses_a_key_that_is_not_the_problems(key_name, per_
         g.bind_small_m_quantizing(p, w, ws, None, (key_name, torch.bfloat16), cfg)
 
 
-def test_quantizing_kernel_refuses_wider_token_blocks():
-    p = GemmProblem(64, 32, 64, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
+@pytest.mark.parametrize("m,block_m,match", [
+    (64, 64, "at most 16 tokens, the config has BLOCK_M=64"),  # wider token blocks
+    (1, 1, "fp8 float tiles in MMA token blocks only .* the config has BLOCK_M=1"),  # FP8 one-token blocks
+])
+def test_quantizing_kernel_refuses_token_blocks_it_does_not_quantize_in(m, block_m, match):
+    p = GemmProblem(m, 32, 64, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
     w, ws = torch.zeros(32, 64, dtype=FP8), torch.ones(32, 1)
-    cfg = dict(BLOCK_N=32, BLOCK_M=64, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
-    with pytest.raises(ValueError, match="at most 16 tokens, the config has BLOCK_M=64"):
+    cfg = dict(BLOCK_N=32, BLOCK_M=block_m, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+    with pytest.raises(ValueError, match=match):
         g.bind_small_m_quantizing(p, w, ws, None, ("fp8_static_tensor", torch.bfloat16), cfg)
 
 
