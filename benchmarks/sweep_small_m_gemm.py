@@ -52,7 +52,7 @@ TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 
               (64, 128, 4, 8), (64, 256, 4, 4), (64, 256, 4, 5), (64, 512, 4, 2), (64, 512, 4, 3), (128, 64, 4, 6),
               (128, 256, 8, 3))
 # one-token blocks (BLOCK_M = 1, the products on the CUDA cores; one token only: at 2-4 tokens both one-token blocks
-# side by side and one program over blocks of 2 / 4 tokens were 1.2-3.6x slower than the installed rows on the H200,
+# side by side and one program over blocks of 2 / 4 tokens took 1.2-3.6x as long as the installed rows on the H200,
 # benchmarks/RESULTS.md, twenty-eighth round); blocks of 1-2 weight rows, one warp each, measured fastest there
 TILES_ONE = ((1, 256, 1, 1), (1, 1024, 1, 1), (2, 512, 1, 1), (2, 1024, 1, 1), (4, 512, 1, 1), (4, 1024, 2, 1),
              (8, 1024, 4, 1))
