@@ -1395,9 +1395,13 @@ PRODUCING_CASES = [
     (19, 96, 64, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4, num_stages=2)),
     (6, 74, 64, dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
     (2, 96, 100, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)),
+    # one-token blocks: a gate row and its up row per program; two tokens, each its own block
+    (1, 66, 70, dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=32, splits=1, num_warps=1, num_stages=1)),
+    (2, 74, 64, dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=32, splits=1, num_warps=1, num_stages=1)),
 ]
 GPU_PRODUCING_CASES = [
     (1, 2 * 1000, 512, dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)),
+    (1, 2 * 1000, 4100, dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=1, num_stages=1)),
     (16, 2 * 2048, 1024, dict(BLOCK_N=256, BLOCK_M=16, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)),
     (40, 2 * 1536, 4096, dict(BLOCK_N=128, BLOCK_M=64, BLOCK_K=128, splits=1, num_warps=4, num_stages=4)),
 ]
