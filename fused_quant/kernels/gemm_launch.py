@@ -723,12 +723,11 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
     would: ``call(x, scale)``, with a per-tensor key's scale or None for a per-token key, gives the bits
     of ``bind_small_m``'s call on the producer's output, with one launch and one allocation fewer. Only
     for a ``config`` whose token blocks ``quantizes_float_tiles`` takes (a ValueError for others)."""
-    if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
-        raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, "
-                         f"the config has BLOCK_M={config['BLOCK_M']}")
     if not quantizes_float_tiles(config, p.kind):
-        raise ValueError(f"the small-M GEMM quantizes {p.kind} float tiles in MMA token blocks only (a one-token "
-                         f"block's fp32 sums may be added in another order), the config has BLOCK_M={config['BLOCK_M']}")
+        what = (f"float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens" if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M
+                else f"{p.kind} float tiles in MMA token blocks only (a one-token block's fp32 sums may be added in "
+                     "another order)")
+        raise ValueError(f"the small-M GEMM quantizes {what}, the config has BLOCK_M={config['BLOCK_M']}")
     key = K.key_from_name(x_quant[0])
     if K.is_per_token(key) != p.per_token or K.is_fp8(key) != (p.kind == "fp8"):
         raise ValueError(f"the small-M GEMM quantizes for a {p.kind} problem with "
