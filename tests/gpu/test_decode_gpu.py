@@ -95,11 +95,11 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
         p_gate_up = GemmProblem(m, 2 * H, D, kind, mlp.down.weight.dtype, torch.bfloat16, CUDA, K.is_per_token(key),
                                 True, False)
         gate_up = select_gemm_provider(p_gate_up)[0].name
-        # eager calls quantize x in gate_up's small-M GEMM where its token block is 16 (every key); its config: the
-        # table's row (the provider's predicate decided whether the small-M GEMM runs)
+        # eager calls quantize x in gate_up's small-M GEMM where its table row does (``quantizes_float_input``: one
+        # block of at most 16 tokens; the provider's predicate decided whether the small-M GEMM runs)
         arch = launch._cuda_arch(torch.cuda.current_device())
         cfg = g.small_m_config(arch, kind, 2 * H, D, m, ())[0]
-        want = gate_up.startswith("small_m") and cfg["BLOCK_M"] <= 16
+        want = gate_up.startswith("small_m") and g.quantizes_float_input(cfg, m, kind, D)
         bound = [b.gemm for b in mlp.gate_up._bound.values() if b.gemm.problem.m == m]
         assert [b.from_float is not None for b in bound] == [want], (m, gate_up, bound)
         # and under capture too (the graphs above replayed it) for a per-tensor key at a few tokens, one split
