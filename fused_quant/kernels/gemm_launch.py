@@ -691,27 +691,21 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
 QUANTIZING_MAX_BLOCK_M = 16
 
 
-# The longest K over which a one-token block's FP8 lanes sum exactly in fp64 (``small_m_gemm._lanes_sum``): K products
-# of at most 448^2 (e4m3fn; 240^2 for e4m3fnuz) in units of 2^-18 (2^-20) stay below 2^53 units up to K = 2^17.19
-EXACT_LANES_MAX_K = 1 << 17
+def quantizes_float_tiles(cfg: dict, kind: str) -> bool:
+    """Whether the small-M kernel can quantize a float activation in ``cfg``'s token blocks with the bits of the
+    producer and then the plain kernel: blocks of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, and a one-token block
+    (no MMA) for int8 only. A one-token block adds its K lanes in an order the compiler's register layout decides,
+    and a float tile's load can change that layout: int8's integer sums are exact in any order, FP8's fp32 sums
+    are not (on the H200 an FP8 block of one weight row with fp16 input gave other bits than the plain kernel,
+    benchmarks/RESULTS.md, twenty-eighth round, run 8). An MMA adds in its own fixed order."""
+    return cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M and (cfg["BLOCK_M"] > 1 or kind == "int8")
 
 
-def quantizes_float_tiles(cfg: dict, kind: str, k: int) -> bool:
-    """Whether the small-M kernel can quantize a float activation in ``cfg``'s token blocks of a K-long problem with the
-    bits of the producer and then the plain kernel: blocks of at most ``QUANTIZING_MAX_BLOCK_M`` tokens, and for FP8
-    one-token blocks (no MMA) K up to ``EXACT_LANES_MAX_K``. A one-token block's K lanes are added in an order the
-    compiler's register layout decides, and a float tile's load can change that layout (on the H200 an FP8 block
-    of one weight row with fp16 input gave other bits than the plain kernel while the lanes were added in fp32,
-    benchmarks/RESULTS.md, twenty-eighth round, run 8): the kernel adds them exactly, int8's in int32 and FP8's
-    in fp64 up to that K. An MMA adds in its own fixed order."""
-    return cfg["BLOCK_M"] <= QUANTIZING_MAX_BLOCK_M and (cfg["BLOCK_M"] > 1 or kind == "int8" or k <= EXACT_LANES_MAX_K)
-
-
-def quantizes_float_input(cfg: dict, m: int, kind: str, k: int) -> bool:
-    """Whether a table row's ``cfg`` at M tokens (K long) takes a float activation and quantizes it in the kernel: one
-    token block (``quantizes_float_tiles``), what was measured. A row of several token blocks (16-token blocks at
-    17-32 tokens) was never measured quantizing, so it leaves a float input to the producer."""
-    return m <= cfg["BLOCK_M"] and quantizes_float_tiles(cfg, kind, k)
+def quantizes_float_input(cfg: dict, m: int, kind: str) -> bool:
+    """Whether a table row's ``cfg`` at M tokens takes a float activation and quantizes it in the kernel: one token
+    block (``quantizes_float_tiles``), what was measured. A row of several token blocks (16-token blocks at 17-32
+    tokens) was never measured quantizing, so it leaves a float input to the producer."""
+    return m <= cfg["BLOCK_M"] and quantizes_float_tiles(cfg, kind)
 
 
 # Token counts up to which a per-tensor key's quantizing call runs under CUDA graph capture too, with a
@@ -729,12 +723,11 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
     would: ``call(x, scale)``, with a per-tensor key's scale or None for a per-token key, gives the bits
     of ``bind_small_m``'s call on the producer's output, with one launch and one allocation fewer. Only
     for a ``config`` whose token blocks ``quantizes_float_tiles`` takes (a ValueError for others)."""
-    if not quantizes_float_tiles(config, p.kind, p.k):
-        if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M:
-            raise ValueError(f"the small-M GEMM quantizes float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens, the "
-                             f"config has BLOCK_M={config['BLOCK_M']}")
-        raise ValueError(f"the small-M GEMM quantizes fp8 float tiles in one-token blocks for K up to "
-                         f"{EXACT_LANES_MAX_K} (where its lanes sum exactly), the problem has K={p.k}")
+    if not quantizes_float_tiles(config, p.kind):
+        what = (f"float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens" if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M
+                else f"{p.kind} float tiles in MMA token blocks only (a one-token block's fp32 sums may be added in "
+                     "another order)")
+        raise ValueError(f"the small-M GEMM quantizes {what}, the config has BLOCK_M={config['BLOCK_M']}")
     key = K.key_from_name(x_quant[0])
     if K.is_per_token(key) != p.per_token or K.is_fp8(key) != (p.kind == "fp8"):
         raise ValueError(f"the small-M GEMM quantizes for a {p.kind} problem with "
@@ -767,7 +760,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     if x_quant is None:
         return None
     cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())  # the row's, as bound
-    if cfg is None or not quantizes_float_input(cfg, p.m, p.kind, p.k):
+    if cfg is None or not quantizes_float_input(cfg, p.m, p.kind):
         return None
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
     call.under_capture = quantizing_under_capture(p, cfg)
@@ -826,8 +819,7 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     if quantizer is not None:
         x_quant = quantizer_of(quantizer, p)
         # a test's config may hold several 16-token blocks (the kernel's bits); a table row quantizes as measured
-        takes_float = (quantizes_float_tiles(cfg, p.kind, p.k) if config
-                          else quantizes_float_input(cfg, p.m, p.kind, p.k))
+        takes_float = quantizes_float_tiles(cfg, p.kind) if config else quantizes_float_input(cfg, p.m, p.kind)
         if x_quant is None or not takes_float:
             return None
     c = _small_m_call(p, _config_key(cfg), x_quant, y_quant)

@@ -99,7 +99,7 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
         # block of at most 16 tokens; the provider's predicate decided whether the small-M GEMM runs)
         arch = launch._cuda_arch(torch.cuda.current_device())
         cfg = g.small_m_config(arch, kind, 2 * H, D, m, ())[0]
-        want = gate_up.startswith("small_m") and g.quantizes_float_input(cfg, m, kind, D)
+        want = gate_up.startswith("small_m") and g.quantizes_float_input(cfg, m, kind)
         bound = [b.gemm for b in mlp.gate_up._bound.values() if b.gemm.problem.m == m]
         assert [b.from_float is not None for b in bound] == [want], (m, gate_up, bound)
         # and under capture too (the graphs above replayed it) for a per-tensor key at a few tokens, one split

@@ -852,15 +852,16 @@ def test_quantizing_call_under_capture_only_for_per_tensor_keys_at_few_tokens(mo
 @pytest.mark.parametrize("kind,m,block_m,quantizes", [
     ("int8", 1, 16, True), ("int8", 16, 16, True), ("int8", 17, 16, False), ("int8", 32, 16, False),
     ("int8", 8, 32, False), ("int8", 32, 32, False), ("fp8", 1, 16, True), ("fp8", 16, 16, True),
-    ("int8", 1, 1, True), ("fp8", 1, 1, True)])  # one-token blocks: lanes summed exactly (int32, fp64)
+    ("int8", 1, 1, True), ("fp8", 1, 1, False)])  # one-token blocks: int8 only (its sums exact in any order)
 def test_a_table_row_quantizes_a_float_input_in_one_token_block_of_16(monkeypatch, kind, m, block_m, quantizes):
     """A table row whose token block is 16 wide at 17-32 tokens (two blocks side by side) leaves a float input to
-    the producer: the quantizing kernel was measured in one token block only."""
+    the producer: the quantizing kernel was measured in one token block only. So does an FP8 row of one-token
+    blocks: its K lanes' fp32 sums may be added in another order than the plain kernel's."""
     pytest.importorskip("triton")
     from fused_quant.kernels import launch
 
     cfg = dict(BLOCK_N=32, BLOCK_M=block_m, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
-    assert g.quantizes_float_input(cfg, m, kind, 64) is quantizes
+    assert g.quantizes_float_input(cfg, m, kind) is quantizes
     monkeypatch.setattr(g, "small_m_config", lambda *a, **kw: (dict(cfg), ""))
     key_name = f"{kind}_dynamic_token"
     x = torch.randn(m, 64, dtype=torch.bfloat16)
@@ -884,15 +885,12 @@ def test_quantizing_kernel_refuses_a_key_that_is_not_the_problems(key_name, per_
         g.bind_small_m_quantizing(p, w, ws, None, (key_name, torch.bfloat16), cfg)
 
 
-@pytest.mark.parametrize("m,block_m,k,match", [
-    (64, 64, 64, "at most 16 tokens, the config has BLOCK_M=64"),  # wider token blocks
-    # FP8 one-token blocks past the K whose lanes sum exactly in fp64
-    (1, 1, g.EXACT_LANES_MAX_K + 1, f"one-token blocks for K up to {g.EXACT_LANES_MAX_K} .* has K={g.EXACT_LANES_MAX_K + 1}"),
+@pytest.mark.parametrize("m,block_m,match", [
+    (64, 64, "at most 16 tokens, the config has BLOCK_M=64"),  # wider token blocks
+    (1, 1, "fp8 float tiles in MMA token blocks only .* the config has BLOCK_M=1"),  # FP8 one-token blocks
 ])
-def test_quantizing_kernel_refuses_token_blocks_it_does_not_quantize_in(m, block_m, k, match):
-    assert g.quantizes_float_input(dict(BLOCK_M=1), 1, "fp8", g.EXACT_LANES_MAX_K)  # the bound itself is taken
-    assert g.quantizes_float_input(dict(BLOCK_M=1), 1, "int8", g.EXACT_LANES_MAX_K + 1)  # int8: any K
-    p = GemmProblem(m, 32, k, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
+def test_quantizing_kernel_refuses_token_blocks_it_does_not_quantize_in(m, block_m, match):
+    p = GemmProblem(m, 32, 64, "fp8", FP8, torch.bfloat16, torch.device("cpu"), False, True, False)
     w, ws = torch.zeros(32, 64, dtype=FP8), torch.ones(32, 1)
     cfg = dict(BLOCK_N=32, BLOCK_M=block_m, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
     with pytest.raises(ValueError, match=match):
@@ -955,6 +953,14 @@ QUANTIZING_CASES = ([pytest.param("cpu", c, marks=pytest.mark.interpreter) for c
 @pytest.mark.parametrize("adversarial", [False, True])
 def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case, adversarial):
     m, n, k, cfg = case
+    from fused_quant import keys as K
+
+    key = K.KEYS[key_name]
+    if K.is_fp8(key) and cfg["BLOCK_M"] == 1:  # FP8 one-token blocks: the quantizing call is refused
+        p = GemmProblem(m, n, k, "fp8", FP8, torch.bfloat16, torch.device(device), K.is_per_token(key), True, False)
+        with pytest.raises(ValueError, match="MMA token blocks only"):
+            g.bind_small_m_quantizing(p, None, None, None, (key_name, torch.bfloat16), cfg)
+        return
     _check_quantizing(key_name, m, n, k, cfg, X_DTYPES[(m + k) % 3], torch.device(device), adversarial, seed=n,
                       bias=n % 3 != 1, out_dtype=(torch.bfloat16, torch.float16)[(m + n) % 2])
 
@@ -1449,7 +1455,7 @@ def test_producing_kernel_is_the_gemm_then_the_silu_producer(key_name, device, c
     if input_form == "float":
         quantizer = g.launch.bind_rows(x, x, "identity", key_name, False, FP8)
         call = g.bind_small_m_producing(p, w, ws, b, producer, quantizer, config=cfg)
-        if not g.quantizes_float_tiles(cfg, kind, k):  # float tiles of at most 16 tokens: none bound
+        if not g.quantizes_float_tiles(cfg, kind):  # float tiles of at most 16 tokens, FP8 in MMA blocks: none bound
             assert call is None
             return
         q = call(x, x_scale, y_scale)

@@ -17,8 +17,7 @@ bound call's counters are its own, one set per stream, and start at 0.
 
 A one-token block (``BLOCK_M`` = 1, the table's pick at one token for some shapes) takes no MMA, whose narrowest
 token side is 16 lanes: ``_lane_products`` multiplies on the CUDA cores, each K lane keeps its own sum over the
-loop, and the lanes are summed once after it, exactly (``_lanes_sum``), so the bits do not depend on the order the
-compiler's register layout adds them in.
+loop, and the lanes are summed once after it.
 
 With ``XQ`` (the QUANT code of a key, ``act_quant``) the activation comes as floats and the kernel
 quantizes each tile as the identity producer would, bit for bit (``act_quant.quantized`` for per-token
@@ -169,19 +168,6 @@ def _lane_products(w, x, INT8: tl.constexpr):
 
 
 @triton.jit
-def _lanes_sum(acc, INT8: tl.constexpr):
-    """A one-token block's K lanes ``acc [BLOCK_N, BLOCK_K]`` summed to ``[BLOCK_N, 1]`` exactly, so in any order the
-    compiler's register layout picks (a float tile's load can change it: ``gemm_launch.quantizes_float_tiles``).
-    int8's int32 sums are exact. An FP8 lane's fp32 sum is a multiple of the smallest product of two FP8 values
-    (2^-18 for e4m3fn, 2^-20 for e4m3fnuz); for K up to ``gemm_launch.EXACT_LANES_MAX_K`` the lanes' total is below
-    2^53 such units, so their sum in fp64 is exact, and it is rounded to fp32 once."""
-    if INT8:
-        return tl.sum(acc, axis=1)[:, None]
-    else:
-        return tl.sum(acc.to(tl.float64), axis=1).to(tl.float32)[:, None]
-
-
-@triton.jit
 def _prefetch_addresses(w_ptr, rows, stride_wn, k_start, k_end, LINES: tl.constexpr):
     """``[rows, LINES]`` addresses in the weight: the first ``LINES`` 128-element (128-byte) lines of each
     row from ``k_start``; a line at or past ``k_end`` takes its row's first element instead."""
@@ -281,7 +267,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
     if BLOCK_M == 1:
-        acc = _lanes_sum(acc, INT8)  # [BLOCK_N, 1], as the MMA's accumulator of one token
+        acc = tl.sum(acc, axis=1)[:, None]  # [BLOCK_N, 1], as the MMA's accumulator of one token
     if SPLIT:
         part = part_ptr + (pid_s.to(tl.int64) * M + rm[None, :]) * N + rn[:, None]
         tl.store(part, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
