@@ -111,7 +111,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     import fused_quant
     from fused_quant.errors import BackendUnavailableError
     from fused_quant.platforms import probe
-    from fused_quant.selection import current_backend
+    from fused_quant.selection import BACKENDS, current_backend
 
     info = probe()
     report: dict[str, object] = {"version": fused_quant.__version__, "platform": info.as_dict(),
@@ -128,6 +128,9 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
         code = 2
     report["backends"] = _backend_table(info, report["backend"]["name"], report["backend"]["requested"])
     report["env_errors"] = envs.errors()
+    requested = report["backend"]["requested"]
+    if report["backend"]["name"] is None and requested not in BACKENDS and requested != "auto":
+        report["env_errors"]["FUSED_QUANT_BACKEND"] = report["backend"]["error"]  # a name, not this node's lack
     unknown = envs.unknown_disabled_gemms(_known_gemm_names())
     # a warning, not an error: a provider the application registers is unknown to this command
     report["env_warnings"] = {"FUSED_QUANT_DISABLED_GEMMS": unknown} if unknown else {}
@@ -255,6 +258,9 @@ def cmd_selftest(args) -> int:
     from fused_quant.selection import current_backend, get_backend
     from fused_quant.selftest import KNOWN_ANSWER, REFERENCE, run_selftest, summary
 
+    bad_env = envs.errors()
+    if bad_env:  # the checks would pass on a node whose calls then refuse the variable
+        return _fail("selftest", "; ".join(bad_env.values()))
     info = probe()
     if args.backend:
         row = get_backend(args.backend)  # argparse checked the name

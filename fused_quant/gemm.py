@@ -159,9 +159,11 @@ def select_gemm_provider(problem: GemmProblem, backend: str | None = None) -> tu
                 return _SELECTED.put(cache_key, (provider, name), generation)
             reasons.append(f"{provider.name}: {why}")
     disabled = sorted(_disabled_gemms())
+    registered = any(p.kind == problem.kind for name in chain
+                     for p in _PROVIDERS.get(None, []) + _PROVIDERS.get(name, []))
     raise BackendUnavailableError(
         f"no {problem.kind} GEMM provider accepts M={problem.m} N={problem.n} K={problem.k} on "
-        f"{problem.device} ({'; '.join(reasons) or 'none registered'})"
+        f"{problem.device} ({'; '.join(reasons) or ('each one disabled' if registered else 'none registered')})"
         + (f"; disabled by FUSED_QUANT_DISABLED_GEMMS: {', '.join(disabled)}" if disabled else "")
     )
 

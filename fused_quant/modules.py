@@ -34,6 +34,7 @@ from fused_quant.validation import (
     ScaleError,
     ShapeMismatchError,
     UnsupportedError,
+    check_activation_k,
     check_scale_tensor,
     check_static_scale_value,
 )
@@ -114,20 +115,21 @@ def _no_sync_now(t: torch.Tensor) -> bool:
 
 def _signature(x: object, pair: object) -> tuple | None:
     """What a QuantLinear call's checks read (the input's form and its tensors' metadata); None when
-    the input is not plain tensors (the full checks run and name what is wrong)."""
+    the input is not plain tensors (the full checks run and name what is wrong) or a tensor of it
+    requires grad (the checks then raise where grad is enabled, so such a call is never bound)."""
     if pair is None:
         if type(x) is torch.Tensor:
-            return (_TENSOR, x.dtype, x.shape, x.stride(), x.device, x.requires_grad)
+            return None if x.requires_grad else (_TENSOR, x.dtype, x.shape, x.stride(), x.device)
         if type(x) is QuantizedActivation:
             d, s = x.data, x.scale
-            if type(d) is torch.Tensor and type(s) is torch.Tensor:
+            if type(d) is torch.Tensor and type(s) is torch.Tensor and not (d.requires_grad or s.requires_grad):
                 return (_QUANTIZED, id(x.quant_key), d.dtype, d.shape, d.stride(), d.device,
                         s.dtype, s.shape, s.stride(), s.device)
         return None
     if type(pair) is not tuple or len(pair) != 2:
         return None
     xq, xs = pair
-    if type(xq) is not torch.Tensor or type(xs) is not torch.Tensor:
+    if type(xq) is not torch.Tensor or type(xs) is not torch.Tensor or xq.requires_grad or xs.requires_grad:
         return None
     if x is None:
         placeholder = None
@@ -255,6 +257,16 @@ class QuantLinear(nn.Module):
         return {**state, "_bound": {}, "_scale_seen": None}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # a copy into the quantized weight would cast: float weights would become codes of nothing (int8
+        # truncates them to zeros), FP8 of the other format would change value; scales must be float
+        w, ws = state_dict.get(f"{prefix}weight"), state_dict.get(f"{prefix}weight_scale")
+        if isinstance(w, torch.Tensor) and w.dtype != self.weight.dtype:
+            raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight is {w.dtype}; this layer holds "
+                                  f"{self.weight.dtype} quantized weights. Load a state dict of the same format, or "
+                                  "build the layer from float weights with QuantLinear.from_float")
+        if isinstance(ws, torch.Tensor) and not ws.is_floating_point():
+            raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight_scale is {ws.dtype}; weight scales "
+                                  "are float (stored as float32)")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
         if self.input_scale is not None and f"{prefix}input_scale" in state_dict:
@@ -373,8 +385,10 @@ class QuantLinear(nn.Module):
 
     def _checked_forward(self, x, pair, sig: tuple | None) -> torch.Tensor:
         generation = runtime.generation()
-        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
-                                           for t in (x, *(pair if isinstance(pair, (tuple, list)) else ()))):
+        inputs = (x.data, x.scale) if isinstance(x, QuantizedActivation) else (x,)
+        if isinstance(pair, (tuple, list)):
+            inputs += tuple(pair)
+        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
         scale = self.input_scale
@@ -427,6 +441,7 @@ class QuantLinear(nn.Module):
         if x.dtype not in ACT_DTYPES:
             raise QuantDTypeError(f"{self.name}: a plain input is quantized to {K.key_name(self.input_key)} here and "
                                   f"must be bfloat16, float16 or float32, got {x.dtype}")
+        check_activation_k(x, self.weight, self.name)  # before its quantization, which would name no layer
         from fused_quant.registry import quantize
 
         return quantize(x, self.input_key, self.input_scale)

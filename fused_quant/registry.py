@@ -246,7 +246,7 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
     its checks pass. Neither under torch.compile (Dynamo traces the checks), for an activation given
     by neither its name nor a module, or when an argument is not a plain tensor or cannot be hashed:
     the full checks run and name what is wrong."""
-    if torch.compiler.is_compiling() or type(x) is not torch.Tensor or act is None:
+    if torch.compiler.is_compiling() or type(x) is not torch.Tensor or act is None or x.requires_grad:
         return None, None
     if scale is None:
         s = None
@@ -331,6 +331,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
                    _act_name_or_none(type(act_fn)), key)
         return act_fn(x)
     check_activation_input(x, prod.act)  # malformed input raises; unsupported input falls back
+    _check_inference(x, prod.act, key)
     why = _scale_problem(key, scale, x)
     ok, reason = (False, why) if why else prod.check(x, scale)
     if not ok:
@@ -388,6 +389,15 @@ def bind_fused_act_quant(act: str, x: torch.Tensor, key: K.QuantKey, scale: torc
     return _bind(prod, x, scale, profile, sig, key)
 
 
+def _check_inference(x: torch.Tensor, act: str, key: K.QuantKey) -> None:
+    """A producer's output has no gradient (as a QuantLinear's): an input that requires grad, with grad enabled,
+    raises rather than cut the graph silently (a call under no_grad or inference_mode runs)."""
+    if x.requires_grad and torch.is_grad_enabled():
+        raise UnsupportedError(f"{act} -> {K.key_name(key)}: the fused producers are inference only (quantization "
+                               "has no gradient), and this input requires grad; run under torch.no_grad() / "
+                               "torch.inference_mode(), or detach the input")
+
+
 def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, NumericsProfile]:
     """Every check of ``fused_act_quant`` and the producer that runs it."""
     if isinstance(act, type):
@@ -396,6 +406,7 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
     check_activation_input(x, act_name)
     key = K.as_key(key, "fused_act_quant: key")
+    _check_inference(x, act_name, key)
     name = K.key_name(key)
     if K.is_static(key):
         check_scale_tensor(scale, device=x.device, what=_SCALE_WHAT[name])

@@ -136,6 +136,22 @@ def _likely_cause(kx: int, kw: int) -> str:
     return "likely cause: the activation was produced for another layer or another tensor-parallel shard"
 
 
+def check_activation_k(x: torch.Tensor, w: torch.Tensor, layer: str | None) -> None:
+    """An activation ``[..., K]`` (float before its quantization, or quantized) for a 2-D weight ``[N, K]``."""
+    name = layer or "quant_gemm"
+    n, kw = w.shape
+    if x.dim() == 0:
+        raise ShapeMismatchError(f"{name}: activation must have rank >= 1 ([..., K]); got a 0-d tensor",
+                                 layer=layer, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
+    kx = x.shape[-1]
+    if kx != kw:
+        m = math.prod(x.shape[:-1])
+        raise ShapeMismatchError(
+            f"{name}: expected K={kw} (weight [N={n}, K={kw}]) but received K={kx} "
+            f"(activation {tuple(x.shape)}, M={m}); {_likely_cause(kx, kw)}",
+            layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
+
+
 def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: torch.Tensor,
                         ws: torch.Tensor, bias: torch.Tensor | None, out_dtype: torch.dtype,
                         layer: str | None) -> GemmProblem:
@@ -147,17 +163,9 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
     if w.dim() != 2:
         raise ShapeMismatchError(f"{name}: weight must be 2-D [N, K], got shape {tuple(w.shape)}",
                                  layer=layer, w_shape=w.shape)
+    check_activation_k(x, w, layer)
     n, kw = w.shape
-    if x.dim() == 0:
-        raise ShapeMismatchError(f"{name}: activation must have rank >= 1 ([..., K]); got a 0-d tensor",
-                                 layer=layer, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
-    kx = x.shape[-1]
     m = math.prod(x.shape[:-1])
-    if kx != kw:
-        raise ShapeMismatchError(
-            f"{name}: expected K={kw} (weight [N={n}, K={kw}]) but received K={kx} "
-            f"(activation {tuple(x.shape)}, M={m}); {_likely_cause(kx, kw)}",
-            layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
     kind = "fp8" if K.is_fp8(key) else "int8"
     weight_ok = w.dtype in FP8_DTYPES if kind == "fp8" else w.dtype == torch.int8
     if not weight_ok:

@@ -113,6 +113,18 @@ def test_bad_backend_value_names_the_variable(node, capsys, monkeypatch):
     assert code == 2
     assert ("backend  : UNAVAILABLE  (FUSED_QUANT_BACKEND='tritn' is not a backend; valid names: auto, torch"
             in out.replace("\n" + " " * 13, " "))
+    want = "FUSED_QUANT_BACKEND='tritn' is not a backend; valid names: auto, torch"
+    assert f"error    : {want}" in out.replace("\n" + " " * 13, " ")  # an error line, as for the other variables
+    code, out = _probe(capsys, "--json")
+    assert code == 2 and json.loads(out)["env_errors"]["FUSED_QUANT_BACKEND"].startswith(want)
+
+
+def test_backend_this_node_cannot_run_is_no_variable_error(node, capsys, monkeypatch):
+    node(CPU)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "triton_fp8")
+    code, out = _probe(capsys, "--json")
+    report = json.loads(out)
+    assert code == 2 and report["backend"]["name"] is None and report["env_errors"] == {}
 
 
 def test_unknown_disabled_gemm_is_reported_with_the_known_providers(node, capsys, monkeypatch):

@@ -202,6 +202,14 @@ def test_unavailable_backend_from_the_env_names_the_variable(node, capsys, monke
     assert line.startswith("selftest: FUSED_QUANT_BACKEND=triton_fp8 cannot run here: triton_fp8 needs an NVIDIA GPU")
 
 
+def test_a_bad_variable_is_one_line_and_exit_2(node, capsys, monkeypatch, no_run):
+    """The checks would pass on a node whose calls then refuse the variable: the operator hears of it first."""
+    node(H200, gpus=8)
+    monkeypatch.setenv("FUSED_QUANT_NUMERICS", "xyz")
+    assert _error_line(capsys, ["selftest"]) == "selftest: FUSED_QUANT_NUMERICS='xyz' is not one of default, hcu"
+    assert no_run == []
+
+
 def test_forced_backend_reason_names_the_flag(node, capsys, no_run):
     node(H200, gpus=8)
     assert cli.main(["selftest", "--backend", "hip_w8a8"]) == 0

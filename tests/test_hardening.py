@@ -147,10 +147,64 @@ def test_gradient_is_an_error_never_a_wrong_one():
         layer(x)
     with torch.no_grad():
         assert layer(x).shape == (2, 8)
+    with pytest.raises(fq.UnsupportedError, match="inference only"):  # a call under no_grad binds nothing for it
+        layer(x)
     with torch.inference_mode():
         assert layer(x.detach()).shape == (2, 8)
         built_here = _layer(K.kInt8StaticTensorSym)  # inference tensors keep no version counter
         assert built_here(torch.randn(2, 16).to(torch.bfloat16)).shape == (2, 8)
+
+
+@pytest.mark.parametrize("key", [K.kInt8DynamicTokenSym, K.kFp8DynamicTokenSym, K.kInt8StaticTensorSym],
+                         ids=K.key_name)
+def test_fused_path_refuses_a_gradient_as_the_plain_one_does(key):
+    """The producer between two layers is inference only too: an input that requires grad raises there (before,
+    the torch backend's per-token scale carried a gradient into the next layer, and a GPU producer's output would
+    have cut the graph silently); a quantized activation whose tensors require grad raises at the layer."""
+    torch.manual_seed(0)
+    up, down = nn.Linear(16, 32).to(torch.bfloat16), _layer(key)
+    h = up(torch.randn(3, 16).to(torch.bfloat16))  # requires grad through up's parameters
+    for attempt in range(2):  # the second after calls that would have bound its signature
+        with pytest.raises(fq.UnsupportedError, match="inference only"):
+            fq.maybe_fused_act_quant(fq.SiluAndMul(), h, down)
+        with pytest.raises(fq.UnsupportedError, match="inference only"):
+            fq.fused_act_quant("silu_and_mul", h, key, down.input_scale)
+        with torch.no_grad():
+            qa = fq.maybe_fused_act_quant(fq.SiluAndMul(), h, down)
+            assert not qa.scale.requires_grad and down(qa).shape == (3, 8)
+            assert fq.fused_act_quant("silu_and_mul", h, key, down.input_scale).data.shape == (3, 16)
+    with torch.no_grad():
+        qa = fq.maybe_fused_act_quant(fq.SiluAndMul(), h.detach(), down)
+    down(qa)  # binds the signature of a quantized input
+    leaky = QuantizedActivation(data=qa.data, scale=qa.scale.clone().requires_grad_(), orig_dtype=qa.orig_dtype,
+                                orig_shape=qa.orig_shape, quant_key=qa.quant_key)
+    with pytest.raises(fq.UnsupportedError, match="inference only"):
+        down(leaky)
+    with pytest.raises(fq.UnsupportedError, match="inference only"):
+        down(None, x_and_scale_quanted=(leaky.data, leaky.scale))
+
+
+@pytest.mark.parametrize("key", [K.kInt8DynamicTokenSym, K.kFp8DynamicTokenSym], ids=K.key_name)
+def test_state_dict_of_another_weight_format_is_refused(key):
+    """``load_state_dict`` would cast a float weight into the quantized buffer (int8 truncates it to zeros) and an
+    FP8 weight of the other format by value: both raise, naming what the layer holds."""
+    layer = _layer(key)
+    before = layer.state_dict()
+    saved = layer.weight.clone()
+    wrong = {**before, "weight": torch.randn(8, 16)}
+    with pytest.raises(fq.QuantDTypeError, match=f"weight is torch.float32; this layer holds {layer.weight.dtype}"):
+        layer.load_state_dict(wrong)
+    if K.is_fp8(key):
+        other = {**before, "weight": before["weight"].to(torch.float8_e4m3fnuz)}
+        with pytest.raises(fq.QuantDTypeError, match="float8_e4m3fnuz; this layer holds torch.float8_e4m3fn"):
+            layer.load_state_dict(other)
+    with pytest.raises(fq.QuantDTypeError, match="weight_scale is torch.int32; weight scales are float"):
+        layer.load_state_dict({**before, "weight_scale": torch.ones(8, 1, dtype=torch.int32)})
+    assert torch.equal(layer.weight.view(torch.uint8), saved.view(torch.uint8))  # nothing was loaded
+    twin = _layer(key)
+    twin.load_state_dict({**before, "weight_scale": before["weight_scale"].double()})  # a float scale of any width
+    x = torch.randn(2, 16).to(torch.bfloat16)
+    assert torch.equal(twin(x), layer(x))
 
 
 # --- 7, 8, 9: registration -----------------------------------------------------------------------

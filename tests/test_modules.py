@@ -20,7 +20,7 @@ from fused_quant.gemm import register_gemm_provider, unregister_gemm_provider
 from fused_quant.modules import QuantLinear, name_quant_linears
 from fused_quant.reference import act_quant_ref, quantize_weight_ref
 from fused_quant.registry import fused_act_quant, platform_fp8_dtype
-from fused_quant.validation import FusedQuantError, ShapeMismatchError
+from fused_quant.validation import BackendUnavailableError, FusedQuantError, ShapeMismatchError
 from tests.helpers import adversarial_rows, assert_bits_equal, assert_gemm_close
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_backend")]
@@ -275,6 +275,22 @@ def test_disabled_gemm_provider_is_skipped(monkeypatch):
         unregister_gemm_provider("test_disabled_gemm")
     xq, xs = expected_operands(layer, x)
     assert_gemm_close(out, xq, xs, layer.weight, layer.weight_scale, layer.bias, exact_acc=True)
+
+
+def test_every_provider_disabled_says_so(monkeypatch):
+    """With every provider of its kind disabled the error says that, not that none is registered."""
+    layer, _ = make_layer(K.kInt8DynamicTokenSym)
+    x = make_x((2, K_IN))
+    names = sorted({p.name for chain in fused_quant.gemm._PROVIDERS.values() for p in chain if p.kind == "int8"})
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", ",".join(names))
+    fused_quant.reset()
+    try:
+        with pytest.raises(BackendUnavailableError, match=r"no int8 GEMM provider accepts M=\d+ N=\d+ K=\d+ on cpu "
+                           r"\(each one disabled\); disabled by FUSED_QUANT_DISABLED_GEMMS: "):
+            layer(x)
+    finally:
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+        fused_quant.reset()
 
 
 def test_user_gemm_provider_predicate_declines():
