@@ -10,6 +10,7 @@ float32 ``[1]``, ``bias``) and a ``QuantLinear``; scales stay float32.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,8 +117,9 @@ def quantization_config(layers: list[tuple[str, QuantLinear]], float_linears: li
     return cfg.model_dump(exclude_none=True, mode="json") | {"quant_method": "compressed-tensors"}
 
 
-def load_tensors(path: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of ``model.safetensors`` or of the shards ``model.safetensors.index.json`` lists."""
+def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[str, torch.Tensor]:
+    """Every tensor of ``model.safetensors`` or of the shards ``model.safetensors.index.json`` lists (read in the
+    order ``steps(files)`` yields them: a progress bar's)."""
     from safetensors.torch import load_file
 
     index = path / "model.safetensors.index.json"
@@ -128,7 +130,7 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
     else:
         raise UnsupportedError(f"{path}: expected model.safetensors or model.safetensors.index.json")
     tensors: dict[str, torch.Tensor] = {}
-    for f in files:
+    for f in steps(files):
         tensors.update(load_file(str(path / f)))
     return tensors
 

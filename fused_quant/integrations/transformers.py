@@ -94,6 +94,17 @@ class _GatedActivation(nn.Module):
         return self.act(x[..., :d]) * x[..., d:]
 
 
+def _steps(items, desc: str, progress: bool | None, unit: str) -> list:
+    """``items`` as a list, iterated with a progress bar on stderr (tqdm, which transformers depends on):
+    ``progress`` None shows it where stderr is a terminal, True always, False never."""
+    items = list(items)
+    if progress is False or not items:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, unit=unit, disable=None if progress is None else False, dynamic_ncols=True)
+
+
 def _qualname(obj: object) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
@@ -328,10 +339,12 @@ def _mlp_skip_reason(name: str, mlp: nn.Module, kind: str, ignore, filter_fn, qu
 
 
 def convert_mlps(model: nn.Module, key, report: ConversionReport, *, ignore=(), filter_fn=None, fuse: bool = True,
-                 numerics: str | None = None, structural: bool = False, quantized_only: bool = False) -> None:
+                 numerics: str | None = None, structural: bool = False, quantized_only: bool = False,
+                 progress: bool | None = False) -> None:
     """Swap each MLP of the model's table row (or, ``structural``, each MLP matched by structure);
-    ``quantized_only``: only MLPs whose linears are QuantLinears already (a loaded checkpoint)."""
-    for name, mlp, kind in _find_mlps(model, structural):
+    ``quantized_only``: only MLPs whose linears are QuantLinears already (a loaded checkpoint);
+    ``progress``: a bar over the MLPs (None: where stderr is a terminal)."""
+    for name, mlp, kind in _steps(_find_mlps(model, structural), "quantize MLPs", progress, "mlp"):
         why = _mlp_skip_reason(name, mlp, kind, ignore, filter_fn, quantized_only)
         if why:
             report.entries.append(ConversionEntry(name, kind, "skipped", why))
@@ -355,13 +368,15 @@ def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
 
 def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str = "mlp", ignore=("lm_head",),
                    filter_fn: Callable[[nn.Module, str], bool] | None = None, fuse: bool = True,
-                   numerics: str | None = None, structural: bool = False) -> ConversionReport:
+                   numerics: str | None = None, structural: bool = False,
+                   progress: bool | None = None) -> ConversionReport:
     """Quantize a float transformers model in place (per-channel weights, round to nearest).
 
     ``targets``: "mlp" (the MLPs, swapped for fused modules) or "all" (also every other ``nn.Linear``);
     ``ignore``: module names, name suffixes or ``re:`` patterns left float; ``filter_fn(module, name)``:
     False leaves a module float; ``numerics``: the fused producers' profile (None: FUSED_QUANT_NUMERICS);
-    ``structural``: match MLPs by structure in models without a ``MODEL_MLPS`` row.
+    ``structural``: match MLPs by structure in models without a ``MODEL_MLPS`` row; ``progress``: bars over
+    the MLPs and linears on stderr (None: where stderr is a terminal, True: always, False: never).
     """
     _require_versions()
     key = K.as_key(key, "quantize_model: key")
@@ -375,11 +390,10 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
         get_profile(numerics)  # an unknown profile fails here, not at the first forward
     report = ConversionReport(K.key_name(key))
     convert_mlps(model, key, report, ignore=ignore, filter_fn=filter_fn, fuse=fuse, numerics=numerics,
-                 structural=structural)
+                 structural=structural, progress=progress)
     if targets == "all":
-        for name, module in list(model.named_modules()):
-            if type(module) is not nn.Linear:
-                continue
+        linears = [(name, module) for name, module in model.named_modules() if type(module) is nn.Linear]
+        for name, module in _steps(linears, "quantize linears", progress, "linear"):
             why = _skip_reason(name, module, ignore, filter_fn)
             if why:
                 report.entries.append(ConversionEntry(name, "linear", "skipped", why))
@@ -425,10 +439,11 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
 
 
 def from_pretrained(path, *, dtype: torch.dtype = torch.bfloat16, device=None, fuse: bool = True,
-                    numerics: str | None = None) -> nn.Module:
+                    numerics: str | None = None, progress: bool | None = None) -> nn.Module:
     """A transformers causal LM from a compressed-tensors W8A8 int8 or FP8 checkpoint folder: built on the
     meta device, its targeted linears filled as QuantLinears straight from the checkpoint's quantized
-    weights and float32 scales, its MLPs swapped for the fused modules (report: ``model.fused_quant_report``)."""
+    weights and float32 scales, its MLPs swapped for the fused modules (report: ``model.fused_quant_report``).
+    ``progress``: bars over the checkpoint's files and the layers on stderr (None: where stderr is a terminal)."""
     _require_versions()
     from compressed_tensors.utils import match_named_modules
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -444,14 +459,16 @@ def from_pretrained(path, *, dtype: torch.dtype = torch.bfloat16, device=None, f
         del config.quantization_config  # transformers would hand the model to its emulating quantizer
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    tensors = ckpt.load_tensors(path)
+    tensors = ckpt.load_tensors(path, lambda files: _steps(files, "read checkpoint", progress, "file"))
     report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups})))
-    for group in groups:
-        for name, module in list(match_named_modules(model, group.targets, ignore)):
+    for group in groups:  # one group after the other: a layer two groups target is refused by the second
+        targeted = match_named_modules(model, group.targets, ignore)
+        for name, module in _steps(targeted, f"load {group.name}", progress, "layer"):
             if not isinstance(module, nn.Linear):
                 raise UnsupportedError(f"{name}: config group {group.name} targets it, but it is a "
                                        f"{type(module).__name__}, not a torch.nn.Linear")
-            model.set_submodule(name, ckpt.layer_from_tensors(name, module, tensors, group, dtype, platform_fp8_dtype()))
+            model.set_submodule(name, ckpt.layer_from_tensors(name, module, tensors, group, dtype,
+                                                              platform_fp8_dtype()))
     _load_float_tensors(model, tensors, str(path))
     convert_mlps(model, None, report, fuse=fuse, numerics=numerics, quantized_only=True)
     mlps = {e.name for e in report.entries if e.status != "skipped"}
@@ -464,16 +481,19 @@ def from_pretrained(path, *, dtype: torch.dtype = torch.bfloat16, device=None, f
     return model
 
 
-def save_pretrained(model: nn.Module, path) -> None:
+def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> None:
     """Write a converted model as a compressed-tensors checkpoint (config.json + model.safetensors):
-    merged gate_up split back into gate_proj / up_proj, FP8 weights as e4m3fn, scales float32."""
+    merged gate_up split back into gate_proj / up_proj, FP8 weights as e4m3fn, scales float32.
+    ``progress``: a bar over the layers on stderr (None: where stderr is a terminal)."""
     _require_versions()
     from safetensors.torch import save_file
 
     from fused_quant.integrations import checkpoint as ckpt
 
     tensors, layers, covered = {}, [], set()
-    for name, module in model.named_modules():
+    quantized = [(name, module) for name, module in model.named_modules()
+                 if isinstance(module, (QuantGatedMLP, QuantMLP, QuantLinear))]
+    for name, module in _steps(quantized, "save quantized layers", progress, "layer"):
         if _covered(name, covered):
             continue
         if isinstance(module, (QuantGatedMLP, QuantMLP)):

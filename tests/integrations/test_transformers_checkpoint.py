@@ -98,6 +98,29 @@ def test_save_then_load_is_bitwise_and_writes_the_original_tensors(tiny, tmp_pat
     assert ckpt.parse_config(qc)[0][0].key is fq.kInt8DynamicTokenSym
 
 
+def test_long_calls_show_progress_on_request_and_on_a_terminal_only(tmp_path, capsys):
+    """quantize_model, save_pretrained and from_pretrained draw bars on stderr with progress=True (their MLP,
+    linear, layer and file counts), none with progress=False, and by default only where stderr is a terminal
+    (here it is captured: none); the model and the checkpoint are the same either way."""
+    quiet, shown = make_model("llama", torch.bfloat16), make_model("llama", torch.bfloat16)
+    fqt.quantize_model(quiet, "int8_dynamic_token", targets="all")
+    fqt.save_pretrained(quiet, tmp_path / "quiet")
+    fqt.from_pretrained(tmp_path / "quiet", progress=False)
+    assert capsys.readouterr().err == ""
+    fqt.quantize_model(shown, "int8_dynamic_token", targets="all", progress=True)
+    fqt.save_pretrained(shown, tmp_path / "shown", progress=True)
+    loaded = fqt.from_pretrained(tmp_path / "shown", progress=True)
+    err = capsys.readouterr().err
+    # 2 layers: 2 MLPs; 4 attention linears each and lm_head left float by ignore; 2 x (4 + 3 split) saved layers
+    for bar in ("quantize MLPs: 100%", "2/2", "quantize linears: 100%", "save quantized layers: 100%",
+                "read checkpoint: 100%", "1/1", "load group_0: 100%"):
+        assert bar in err, (bar, err)
+    a, b = quiet.state_dict(), loaded.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert load_file(str(tmp_path / "quiet/model.safetensors")).keys() == \
+        load_file(str(tmp_path / "shown/model.safetensors")).keys()
+
+
 @pytest.mark.parametrize("key", ["int8_dynamic_token", "fp8_dynamic_token"])
 @pytest.mark.parametrize("arch", ["llama", "nemotron", "phi3"])
 def test_quantize_save_load_bitwise(arch, key, tmp_path):
