@@ -133,7 +133,7 @@ def _signature(x: object, pair: object) -> tuple | None:
         return None
     if x is None:
         placeholder = None
-    elif type(x) is torch.Tensor:
+    elif type(x) is torch.Tensor and not x.requires_grad:
         placeholder = x.shape
     else:
         return None
@@ -164,7 +164,8 @@ class _BoundForward:
         value was checked (``copy_``, ``fill_``: the checked path checks it again)."""
         w, ws, b, s = self.tensors
         return (buffers["weight"] is w and buffers["weight_scale"] is ws and buffers["bias"] is b
-                and buffers["input_scale"] is s and (s is None or _version(s) == self.scale_version))
+                and buffers["input_scale"] is s
+                and (s is None or (_version(s) == self.scale_version and not s.requires_grad)))
 
     def __call__(self, x, pair):
         if self.form == _TENSOR:
@@ -269,6 +270,12 @@ class QuantLinear(nn.Module):
                                   "are float (stored as float32)")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
+        # assign=True installs the state dict's own tensors, of any float dtype: the dtypes a copy would give
+        ws, bias = self._buffers["weight_scale"], self._buffers["bias"]
+        if ws.dtype != torch.float32:
+            self._buffers["weight_scale"] = ws.to(torch.float32)
+        if bias is not None and bias.dtype != self.out_dtype:
+            self._buffers["bias"] = bias.to(self.out_dtype)
         if self.input_scale is not None and f"{prefix}input_scale" in state_dict:
             self._check_input_scale(self.input_scale, "state dict")
 
@@ -356,6 +363,10 @@ class QuantLinear(nn.Module):
                                  f"input_scale must be None ({how})")
             return
         check_scale_tensor(scale, device=self.weight.device, what=f"input_scale ({how})", layer=self.name)
+        if scale.requires_grad:  # e.g. an nn.Parameter: the dequantization would pass it a gradient of nothing
+            raise UnsupportedError(f"{self.name}: input_scale ({how}) requires grad; QuantLinear is inference only "
+                                   "and its static scale a fixed value: set a plain tensor (set_input_scale detaches "
+                                   "one), or nn.Parameter(scale, requires_grad=False)")
         check_static_scale_value(scale, what=f"input_scale ({how})", layer=self.name)
         self._scale_seen = (weakref.ref(scale), _version(scale))
 
@@ -388,6 +399,7 @@ class QuantLinear(nn.Module):
         inputs = (x.data, x.scale) if isinstance(x, QuantizedActivation) else (x,)
         if isinstance(pair, (tuple, list)):
             inputs += tuple(pair)
+        inputs += (self.input_scale,)  # a static scale made to require grad in place (requires_grad_())
         if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")

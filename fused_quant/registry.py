@@ -250,7 +250,7 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
         return None, None
     if scale is None:
         s = None
-    elif type(scale) is torch.Tensor:
+    elif type(scale) is torch.Tensor and not scale.requires_grad:
         s = (scale.dtype, scale.shape, scale.device)
     else:
         return None, None
@@ -331,7 +331,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
                    _act_name_or_none(type(act_fn)), key)
         return act_fn(x)
     check_activation_input(x, prod.act)  # malformed input raises; unsupported input falls back
-    _check_inference(x, prod.act, key)
+    _check_inference(x, prod.act, key, scale)
     why = _scale_problem(key, scale, x)
     ok, reason = (False, why) if why else prod.check(x, scale)
     if not ok:
@@ -381,7 +381,7 @@ def bind_fused_act_quant(act: str, x: torch.Tensor, key: K.QuantKey, scale: torc
                          numerics: str | NumericsProfile | None = "default") -> _BoundCall | None:
     """``fused_act_quant(act, x, key, scale)``'s checks run once, without running it: its bound call for
     every input with ``x``'s and ``scale``'s metadata (a layer's fast path), or None when the producer
-    that would run has no ``bind`` (then call ``fused_act_quant``)."""
+    that would run has no ``bind`` or a tensor requires grad (then call ``fused_act_quant``: its checks run)."""
     sig, call = _checked_call("fused", act, key, numerics, None, x, scale)
     if call is not None or sig is None:
         return call
@@ -389,13 +389,16 @@ def bind_fused_act_quant(act: str, x: torch.Tensor, key: K.QuantKey, scale: torc
     return _bind(prod, x, scale, profile, sig, key)
 
 
-def _check_inference(x: torch.Tensor, act: str, key: K.QuantKey) -> None:
-    """A producer's output has no gradient (as a QuantLinear's): an input that requires grad, with grad enabled,
-    raises rather than cut the graph silently (a call under no_grad or inference_mode runs)."""
-    if x.requires_grad and torch.is_grad_enabled():
-        raise UnsupportedError(f"{act} -> {K.key_name(key)}: the fused producers are inference only (quantization "
-                               "has no gradient), and this input requires grad; run under torch.no_grad() / "
-                               "torch.inference_mode(), or detach the input")
+def _check_inference(x: torch.Tensor, act: str, key: K.QuantKey, scale: object) -> None:
+    """A producer's output has no gradient (as a QuantLinear's): an input or static scale that requires grad, with
+    grad enabled, raises rather than cut the graph silently (a call under no_grad or inference_mode runs)."""
+    if not torch.is_grad_enabled():
+        return
+    for what, t in (("input", x), ("static scale", scale)):
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            raise UnsupportedError(f"{act} -> {K.key_name(key)}: the fused producers are inference only "
+                                   f"(quantization has no gradient), and this {what} requires grad; run under "
+                                   f"torch.no_grad() / torch.inference_mode(), or detach the {what}")
 
 
 def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, NumericsProfile]:
@@ -406,7 +409,7 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
     check_activation_input(x, act_name)
     key = K.as_key(key, "fused_act_quant: key")
-    _check_inference(x, act_name, key)
+    _check_inference(x, act_name, key, scale)
     name = K.key_name(key)
     if K.is_static(key):
         check_scale_tensor(scale, device=x.device, what=_SCALE_WHAT[name])

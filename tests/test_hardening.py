@@ -182,6 +182,35 @@ def test_fused_path_refuses_a_gradient_as_the_plain_one_does(key):
         down(leaky)
     with pytest.raises(fq.UnsupportedError, match="inference only"):
         down(None, x_and_scale_quanted=(leaky.data, leaky.scale))
+    placeholder = torch.randn(3, 32, requires_grad=True)  # the HCU pattern's gate_up output, values ignored
+    with torch.no_grad():
+        down(placeholder, x_and_scale_quanted=(qa.data, qa.scale))  # binds nothing for it
+    with pytest.raises(fq.UnsupportedError, match="inference only"):
+        down(placeholder, x_and_scale_quanted=(qa.data, qa.scale))
+
+
+@pytest.mark.parametrize("key", STATIC, ids=K.key_name)
+def test_a_static_scale_that_requires_grad_is_refused(key):
+    """A static scale is a fixed value: one that requires grad is refused where it is set, and where it was made
+    to require grad in place, the next call with grad enabled raises (before, the torch backend's dequantization
+    passed it a gradient); a producer given one raises too."""
+    layer, x = _layer(key), torch.randn(2, 16).to(torch.bfloat16)
+    with pytest.raises(fq.UnsupportedError, match="blk.0.proj: input_scale \\(set\\) requires grad"):
+        layer.input_scale = nn.Parameter(layer.input_scale.clone())
+    layer.input_scale = nn.Parameter(layer.input_scale.clone(), requires_grad=False)  # a frozen one is a value
+    layer(x)
+    layer(x)
+    layer.input_scale.requires_grad_()
+    with pytest.raises(fq.UnsupportedError, match="inference only"):
+        layer(x)
+    with torch.no_grad():
+        assert layer(x).shape == (2, 8)
+    scale = torch.tensor([0.05], requires_grad=True)
+    for _ in range(2):
+        with pytest.raises(fq.UnsupportedError, match="this static scale requires grad"):
+            fq.fused_act_quant("relu2", x, key, scale)
+        with torch.no_grad():
+            assert fq.fused_act_quant("relu2", x, key, scale).data.shape == (2, 16)
 
 
 @pytest.mark.parametrize("key", [K.kInt8DynamicTokenSym, K.kFp8DynamicTokenSym], ids=K.key_name)
@@ -205,6 +234,28 @@ def test_state_dict_of_another_weight_format_is_refused(key):
     twin.load_state_dict({**before, "weight_scale": before["weight_scale"].double()})  # a float scale of any width
     x = torch.randn(2, 16).to(torch.bfloat16)
     assert torch.equal(twin(x), layer(x))
+    assigned = _layer(key)  # assign=True installs the state dict's own tensors: their dtypes made the layer's
+    assigned.load_state_dict({**before, "weight_scale": before["weight_scale"].double(),
+                              "bias": before["bias"].float()}, assign=True)
+    assert assigned.weight_scale.dtype == torch.float32 and assigned.bias.dtype == torch.bfloat16
+    assert torch.equal(assigned(x), layer(x))
+    with pytest.raises(fq.QuantDTypeError, match="weight is torch.float32"):
+        _layer(key).load_state_dict(wrong, assign=True)
+
+
+def test_a_plain_input_of_another_k_is_refused_before_its_quantization(monkeypatch):
+    """The layer's K check runs before the quantizer, whose own checks would not name the layer."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+
+    def quantize(*args, **kwargs):
+        raise AssertionError("quantized an input of the wrong K")
+
+    monkeypatch.setattr(registry, "quantize", quantize)
+    for bad in (torch.randn(2, 12), torch.randn(2, 0), torch.randn(2, 32)):
+        with pytest.raises(fq.ShapeMismatchError, match=f"blk.0.proj: expected K=16 .* received K={bad.shape[-1]}"):
+            layer(bad.to(torch.bfloat16))
+    with pytest.raises(fq.ShapeMismatchError, match="blk.0.proj: activation must have rank >= 1"):
+        layer(torch.tensor(1.0, dtype=torch.bfloat16))
 
 
 # --- 7, 8, 9: registration -----------------------------------------------------------------------

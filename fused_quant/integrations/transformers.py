@@ -14,6 +14,7 @@ import copy
 import json
 import logging
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -96,13 +97,15 @@ class _GatedActivation(nn.Module):
 
 def _steps(items, desc: str, progress: bool | None, unit: str) -> list:
     """``items`` as a list, iterated with a progress bar on stderr (tqdm, which transformers depends on):
-    ``progress`` None shows it where stderr is a terminal, True always, False never."""
+    ``progress`` None shows it where stderr is a terminal, True always, False never. Always tqdm's terminal
+    bar: ``tqdm.auto`` would draw notebook widgets on stdout, even in a notebook run by a script."""
     items = list(items)
-    if progress is False or not items:
+    show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", lambda: False)())
+    if not show or not items:
         return items
-    from tqdm.auto import tqdm
+    from tqdm.std import tqdm
 
-    return tqdm(items, desc=desc, unit=unit, disable=None if progress is None else False, dynamic_ncols=True)
+    return tqdm(items, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
 
 
 def _qualname(obj: object) -> str:
@@ -490,22 +493,21 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
 
     from fused_quant.integrations import checkpoint as ckpt
 
-    tensors, layers, covered = {}, [], set()
-    quantized = [(name, module) for name, module in model.named_modules()
-                 if isinstance(module, (QuantGatedMLP, QuantMLP, QuantLinear))]
-    for name, module in _steps(quantized, "save quantized layers", progress, "layer"):
+    parts, covered = [], set()  # (checkpoint name, layer, its rows), each quantized linear once
+    for name, module in model.named_modules():
         if _covered(name, covered):
             continue
         if isinstance(module, (QuantGatedMLP, QuantMLP)):
-            parts = [(f"{name}.{sub}", layer, rows) for sub, (layer, rows) in module.checkpoint_linears().items()]
+            parts += [(f"{name}.{sub}", layer, rows) for sub, (layer, rows) in module.checkpoint_linears().items()]
         elif isinstance(module, QuantLinear):
-            parts = [(name, module, slice(None))]
+            parts.append((name, module, slice(None)))
         else:
             continue
-        for part, layer, rows in parts:
-            layers.append((part, layer))
-            tensors.update(ckpt.layer_tensors(part, layer, rows))
         covered.add(name)
+    tensors, layers = {}, []
+    for part, layer, rows in _steps(parts, "save quantized layers", progress, "layer"):
+        layers.append((part, layer))
+        tensors.update(ckpt.layer_tensors(part, layer, rows))
     if not layers:
         raise UnsupportedError("save_pretrained: the model has no fused-quant layers; use transformers' "
                                "model.save_pretrained")
