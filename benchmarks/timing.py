@@ -65,11 +65,9 @@ def versions() -> dict[str, str]:
             "date": time.strftime("%Y-%m-%d")}
 
 
-def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
-    """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
-    the operands) replayed from one CUDA graph of ``calls`` calls; captured after a warm-up on a side
-    stream (compiles and first-call binding happen outside the capture)."""
-    calls = calls or max(len(fns), 8)
+def captured(fns: list, calls: int) -> torch.cuda.CUDAGraph:
+    """One CUDA graph of ``calls`` calls of ``fns`` (called in turn), captured after a warm-up on a side
+    stream (compiles and first-call binding happen outside the capture), replayed once."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -82,6 +80,14 @@ def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
             fns[i % len(fns)]()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
+    """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
+    the operands) replayed from one CUDA graph of ``calls`` calls (``captured``)."""
+    calls = calls or max(len(fns), 8)
+    graph = captured(fns, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(replays):

@@ -218,3 +218,67 @@ def test_int8_sweep_picks_the_least_sum_over_shapes_among_configs_every_shape_ra
     failed = [row("qkv", 64, {a: {"us": 1.0}}), row("down", 64, {b: {"us": 1.0}})]
     with pytest.raises(SystemExit, match="M=64: no candidate config ran on every shape"):
         s.per_m(failed)
+
+
+def test_trace_critical_path_shares_add_up_to_the_call_and_overlaps_are_negative_gaps():
+    """``trace_mlp.critical_path``: per kernel of a call, the mean (over calls 2..N) of its end minus the previous
+    kernel's end and of its duration; the shares add up to the GPU time per call; a kernel that starts before the
+    previous one ends (programmatic dependent launch) has a share below its duration."""
+    from benchmarks.trace_mlp import critical_path
+
+    names = ("act_quant_token_kernel", "small_m_gemm_kernel", "act_quant_token_split_absmax_kernel",
+             "act_quant_token_split_kernel", "small_m_gemm_kernel", "split_k_epilogue_kernel")
+    durations = (1.0, 30.0, 1.5, 1.0, 16.0, 1.5)
+    overlap = 0.5  # each kernel starts this long before the one before it ends
+    records, t = [], 0.0
+    for _ in range(4):
+        for name, d in zip(names, durations):
+            start = t - overlap if records else t
+            records.append((name, start, start + d))
+            t = start + d
+    got = critical_path(records, 4)
+    assert [k["label"] for k in got["kernels"]] == ["per-token quantize", "small-M GEMM", "per-token absmax",
+                                                    "per-token quantize (split rows)", "small-M GEMM",
+                                                    "split-K epilogue"]
+    assert [k["duration_us"] for k in got["kernels"]] == pytest.approx(durations)
+    assert [k["share_us"] for k in got["kernels"]] == pytest.approx([d - overlap for d in durations])
+    assert got["us_per_call"] == pytest.approx(sum(durations) - overlap * len(durations))
+    assert sum(k["share_us"] for k in got["kernels"]) == pytest.approx(got["us_per_call"])
+    with pytest.raises(ValueError, match="23 kernel records do not split into 4 calls"):
+        critical_path(records[:-1], 4)
+    shuffled = records[:6] + records[7:8] + records[6:7] + records[8:]
+    with pytest.raises(ValueError, match="do not split into 4 calls of the same kernels"):
+        critical_path(shuffled, 4)
+    with pytest.raises(ValueError, match="at least 2 calls"):
+        critical_path(records, 1)
+
+
+@pytest.mark.parametrize("argv,message", [(["--m", "0"], "--m takes token counts of at least 1"),
+                                          (["--m", "1,x"], "--m takes comma-separated token counts"),
+                                          (["--calls", "1"], "--calls needs at least 2")])
+def test_trace_refuses_bad_arguments_and_a_missing_gpu(argv, message, capsys, monkeypatch, tmp_path):
+    from benchmarks import trace_mlp
+
+    with pytest.raises(SystemExit) as stop:
+        trace_mlp.main(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    _no_gpu(monkeypatch)
+    with pytest.raises(SystemExit) as stop:
+        trace_mlp.main(["--out", str(tmp_path / "out")])
+    assert stop.value.code == 2 and "trace_mlp: needs a GPU" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_trace_plot_draws_a_bar_per_row(tmp_path):
+    pytest.importorskip("matplotlib")
+    from benchmarks.trace_mlp import plot
+
+    kernels = [{"kernel": "small_m_gemm_kernel", "label": "small-M GEMM", "share_us": 30.0, "duration_us": 30.5},
+               {"kernel": "split_k_epilogue_kernel", "label": "split-K epilogue", "share_us": -0.2,
+                "duration_us": 1.0}]
+    result = {"versions": {"device": "test"}, "rows": [{"M": 16, "peer": "fp8_token", "us_per_call": 29.8,
+                                                        "kernels": kernels},
+                                                       {"M": 16, "peer": "bf16", "error": "records differ"}]}
+    assert plot(result, str(tmp_path / "trace.png"))
+    assert (tmp_path / "trace.png").stat().st_size > 1000
+    assert not plot({"versions": {}, "rows": [result["rows"][1]]}, str(tmp_path / "none.png"))
