@@ -178,12 +178,23 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
     if ws.numel() not in (1, n):
         raise ScaleError(f"{name}.weight_scale: expected {n} (per channel) or 1 (per tensor) values, "
                          f"got shape {list(ws.shape)}")
+    if not ws.is_floating_point():
+        raise QuantDTypeError(f"{name}.weight_scale: weight scales are float (float32 in compressed-tensors "
+                              f"checkpoints), got {ws.dtype}")
     ws = ws.to(torch.float32).reshape(-1, 1).expand(n, 1).contiguous()
+    bad = ~(torch.isfinite(ws) & (ws >= 0))  # read once, at load: a zero row's scale is 0
+    if bad.any():
+        row = int(bad.nonzero()[0, 0])
+        raise ScaleError(f"{name}.weight_scale: weight scales must be finite and >= 0, got {float(ws[row, 0])!r} "
+                         f"for output channel {row} ({int(bad.sum())} such values)")
     if K.is_fp8(group.key):
         w, ws = to_platform_fp8(w, ws, fp8_dtype)
     scale = _pop(tensors, name, "input_scale", group) if K.is_static(group.key) else None
     if scale is not None and scale.numel() != 1:
         raise ScaleError(f"{name}.input_scale: a static per-tensor scale has 1 value, got shape {list(scale.shape)}")
+    if scale is not None and not scale.is_floating_point():
+        raise QuantDTypeError(f"{name}.input_scale: a static scale is float (float32 in compressed-tensors "
+                              f"checkpoints), got {scale.dtype}")
     if scale is not None:
         scale = scale.to(torch.float32)
     bias = tensors.pop(f"{name}.bias", None)

@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -24,7 +25,7 @@ from torch import nn
 
 from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul, name_of_type
-from fused_quant.errors import ShapeMismatchError, UnsupportedError
+from fused_quant.errors import QuantDTypeError, ShapeMismatchError, UnsupportedError
 from fused_quant.modules import QuantLinear, linear_act_quant
 from fused_quant.numerics import get_profile
 
@@ -240,7 +241,7 @@ class QuantMLP(_QuantMLPBase):
 @dataclass(frozen=True)
 class ConversionEntry:
     name: str
-    kind: str  # "gated_mlp", "mlp" or "linear"
+    kind: str  # "gated_mlp", "merged_gated_mlp", "mlp" or "linear"
     status: str  # "fused", "unfused", "quantized" (a linear) or "skipped"
     reason: str = ""
 
@@ -270,7 +271,9 @@ class ConversionReport:
     def __str__(self) -> str:
         counts = {s: len(self.names(s)) for s in ("fused", "unfused", "quantized", "skipped")}
         lines = [f"fused-quant conversion ({self.key}): " + ", ".join(f"{n} {s}" for s, n in counts.items())]
-        lines += [f"  {e.status:9} {e.kind:9} {e.name}" + (f": {e.reason}" if e.reason else "") for e in self.entries]
+        width = max((len(e.kind) for e in self.entries), default=0)
+        lines += [f"  {e.status:9} {e.kind:{width}} {e.name}" + (f": {e.reason}" if e.reason else "")
+                  for e in self.entries]
         return "\n".join(lines)
 
 
@@ -359,13 +362,22 @@ def convert_mlps(model: nn.Module, key, report: ConversionReport, *, ignore=(), 
         report.entries.append(ConversionEntry(name, kind, "fused" if ok else "unfused", reason))
 
 
-def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
-    def refuse(*args, **kwargs):
+class _RefuseSave:
+    """A converted model's ``save_pretrained``: transformers' own would write int8 / FP8 codes that reload as garbage.
+    A class, not a closure, so that the model still pickles (``torch.save(model)``, multiprocessing)."""
+
+    def __call__(self, *args, **kwargs):
         raise UnsupportedError("this model holds fused-quant layers (int8/FP8 weights in buffers): transformers' "
                                "save_pretrained would write a checkpoint that reloads as garbage; use "
                                "fused_quant.integrations.transformers.save_pretrained(model, path)")
 
-    model.save_pretrained = refuse  # this instance only: the class keeps its method
+
+def _fused_quant_modules(model: nn.Module) -> list[str]:
+    return [n for n, m in model.named_modules() if isinstance(m, (QuantLinear, QuantGatedMLP, QuantMLP))]
+
+
+def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
+    model.save_pretrained = _RefuseSave()  # this instance only: the class keeps its method
     model.fused_quant_report = report
 
 
@@ -391,6 +403,13 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
         raise UnsupportedError(f"quantize_model: targets must be 'mlp' or 'all', got {targets!r}")
     if numerics is not None:
         get_profile(numerics)  # an unknown profile fails here, not at the first forward
+    if isinstance(ignore, str):  # one pattern, not its characters
+        ignore = (ignore,)
+    done = _fused_quant_modules(model)
+    if done:
+        raise UnsupportedError(f"quantize_model: the model holds fused-quant layers already ({len(done)}, e.g. "
+                               f"{done[:3]}); quantize a float model once (targets='all' converts the MLPs and the "
+                               "other linears in one call), and load the float model again for another key")
     report = ConversionReport(K.key_name(key))
     convert_mlps(model, key, report, ignore=ignore, filter_fn=filter_fn, fuse=fuse, numerics=numerics,
                  structural=structural, progress=progress)
@@ -403,6 +422,16 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                 continue
             model.set_submodule(name, QuantLinear.from_float(module, key, name=name))
             report.entries.append(ConversionEntry(name, "linear", "quantized"))
+    if not _fused_quant_modules(model):  # still a float model: transformers' save_pretrained stays its own
+        model.fused_quant_report = report
+        if report.entries:
+            why = f"the {len(report.entries)} modules it considered were all skipped (the report says why)"
+        else:
+            why = "; ".join(["it found no MLP of a MODEL_MLPS row"]
+                            + ([] if structural else ["structural=True matches gated SiLU and relu2 MLPs"])
+                            + ([] if targets == "all" else ["targets='all' also quantizes every other nn.Linear"]))
+        warnings.warn(f"quantize_model: nothing was quantized in {type(model).__name__}: {why}", stacklevel=2)
+        return report
     _mark_converted(model, report)
     return report
 
@@ -433,6 +462,15 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
     if unexpected:
         raise UnsupportedError(f"{where}: {len(unexpected)} checkpoint tensors that no module of "
                                f"{type(model).__name__} takes, e.g. {unexpected[:6]}")
+    # a cast would turn integer codes into "float" values and a wrong shape fails deep in load_state_dict
+    for k, v in tensors.items():
+        want = expected[k]
+        if want.is_floating_point() and not v.is_floating_point():
+            raise QuantDTypeError(f"{where}: {k} is {v.dtype}; the model's {k} is float ({want.dtype}), and only "
+                                  "the config's quantized linears hold integer or FP8 codes")
+        if tuple(v.shape) != tuple(want.shape):
+            raise ShapeMismatchError(f"{where}: {k} has shape {list(v.shape)}, the model expects "
+                                     f"{list(want.shape)}")
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()}, strict=False, assign=True)
     model.tie_weights()  # assign=True replaced the embedding a tied lm_head shared
     _materialize_buffers(model, torch.device("cpu"))
@@ -441,12 +479,31 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
         raise UnsupportedError(f"{where}: the checkpoint has no values for {len(missing)} tensors, e.g. {missing[:6]}")
 
 
-def from_pretrained(path, *, dtype: torch.dtype = torch.bfloat16, device=None, fuse: bool = True,
-                    numerics: str | None = None, progress: bool | None = None) -> nn.Module:
+_FLOAT_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def _float_dtype(dtype: object, config, where: str) -> torch.dtype:
+    """A torch dtype from ``dtype``: one of bf16 / fp16 / fp32 (a dtype or its name), or "auto": the config's own
+    (``dtype``, or ``torch_dtype`` of older configs; bf16 where it names none)."""
+    if isinstance(dtype, str) and dtype == "auto":
+        dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or torch.bfloat16
+    if isinstance(dtype, str):
+        dtype = _FLOAT_DTYPES.get(dtype.removeprefix("torch."), dtype)
+    if dtype not in _FLOAT_DTYPES.values():
+        raise QuantDTypeError(f"{where}: dtype must be 'auto', torch.bfloat16, torch.float16 or torch.float32 (or "
+                              f"their names), got {dtype!r}")
+    return dtype
+
+
+def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fuse: bool = True,
+                    numerics: str | None = None, structural: bool = False, progress: bool | None = None) -> nn.Module:
     """A transformers causal LM from a compressed-tensors W8A8 int8 or FP8 checkpoint folder: built on the
     meta device, its targeted linears filled as QuantLinears straight from the checkpoint's quantized
     weights and float32 scales, its MLPs swapped for the fused modules (report: ``model.fused_quant_report``).
-    ``progress``: bars over the checkpoint's files and the layers on stderr (None: where stderr is a terminal)."""
+    ``dtype``: the float layers' and outputs' dtype, "auto" the checkpoint config's (bf16 where it names none), or
+    "bfloat16" / "float16" / "float32"; ``structural``: MLPs matched by structure, as ``quantize_model`` did for a
+    model without a ``MODEL_MLPS`` row; ``progress``: bars over the checkpoint's files and the layers on stderr
+    (None: where stderr is a terminal)."""
     _require_versions()
     from compressed_tensors.utils import match_named_modules
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -455,11 +512,18 @@ def from_pretrained(path, *, dtype: torch.dtype = torch.bfloat16, device=None, f
     from fused_quant.registry import platform_fp8_dtype
 
     path = Path(path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"from_pretrained: {path} has no config.json; expected a compressed-tensors "
+                                "checkpoint folder (config.json with a quantization_config, and model.safetensors)")
     raw = json.loads((path / "config.json").read_text())
+    if raw.get("quantization_config") is None:
+        raise UnsupportedError(f"{path}/config.json has no quantization_config: a float checkpoint? Load it with "
+                               "transformers' AutoModelForCausalLM.from_pretrained, then quantize_model(model, key)")
     groups, ignore = ckpt.parse_config(raw.get("quantization_config"), f"{path}/config.json: quantization_config")
     config = AutoConfig.from_pretrained(path)
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # transformers would hand the model to its emulating quantizer
+    dtype = _float_dtype(dtype, config, "from_pretrained")
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     tensors = ckpt.load_tensors(path, lambda files: _steps(files, "read checkpoint", progress, "file"))
@@ -473,7 +537,7 @@ def from_pretrained(path, *, dtype: torch.dtype = torch.bfloat16, device=None, f
             model.set_submodule(name, ckpt.layer_from_tensors(name, module, tensors, group, dtype,
                                                               platform_fp8_dtype()))
     _load_float_tensors(model, tensors, str(path))
-    convert_mlps(model, None, report, fuse=fuse, numerics=numerics, quantized_only=True)
+    convert_mlps(model, None, report, fuse=fuse, numerics=numerics, structural=structural, quantized_only=True)
     mlps = {e.name for e in report.entries if e.status != "skipped"}
     report.entries += [ConversionEntry(n, "linear", "quantized") for n, m in model.named_modules()
                        if isinstance(m, QuantLinear) and not _covered(n, mlps)]
@@ -526,6 +590,26 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     if getattr(model, "generation_config", None) is not None:
         model.generation_config.save_pretrained(path)
     save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+    _drop_stale_shards(path)
+
+
+def _drop_stale_shards(path: Path) -> None:
+    """An earlier sharded checkpoint in ``path`` (its index and the shards it lists) would be read instead of the
+    ``model.safetensors`` just written (by from_pretrained, and by loaders that take every ``*.safetensors``):
+    removed, as transformers' own save_pretrained removes the shards it no longer writes."""
+    index = path / "model.safetensors.index.json"
+    if not index.is_file():
+        return
+    try:
+        shards = set(json.loads(index.read_text())["weight_map"].values())
+    except (ValueError, KeyError, TypeError, AttributeError):
+        shards = set()
+    root = path.resolve()
+    for shard in sorted(shards - {"model.safetensors"}):
+        f = (path / shard).resolve()
+        if f.parent == root and f.is_file() and f.suffix == ".safetensors":  # only the folder's own files
+            f.unlink()
+    index.unlink()
 
 
 __all__ = ["ConversionEntry", "ConversionReport", "MODEL_MLPS", "QuantGatedMLP", "QuantMLP", "TESTED",

@@ -39,7 +39,7 @@ def make_config(arch: str, **overrides):
                                   vocab_size=256, head_dim=16, layers_block_type=["mamba", "mlp", "attention", "mlp"],
                                   mamba_num_heads=4, mamba_head_dim=16, ssm_state_size=16, n_groups=1, **overrides)
     cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "qwen3": tf.Qwen3Config, "mistral": tf.MistralConfig,
-           "nemotron": tf.NemotronConfig, "phi3": tf.Phi3Config}[arch]
+           "nemotron": tf.NemotronConfig, "phi3": tf.Phi3Config, "olmo": tf.OlmoConfig}[arch]
     extra = {"qwen3": {"head_dim": 16}, "phi3": {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}}.get(arch, {})
     return cls(**{**SMALL, **extra, **overrides})
 
@@ -234,8 +234,53 @@ def test_structural_match_is_opt_in_and_needs_a_known_activation():
     assert torch.equal(toy.block["mlp"].gate_up_proj(x), expected)  # the merged rows, as from_linears makes them
     assert (toy(x) - ref).abs().max() < 0.05 * ref.abs().max()
     gelu = _Toy(nn.GELU())
-    assert fqt.quantize_model(gelu, structural=True).entries == []  # unknown activation: not matched
+    with pytest.warns(UserWarning, match="nothing was quantized in _Toy: it found no MLP of a MODEL_MLPS row; "
+                                         "targets='all' also quantizes"):
+        assert fqt.quantize_model(gelu, structural=True).entries == []  # unknown activation: not matched
     assert isinstance(gelu.block["mlp"], _ToyMLP)
+    assert "save_pretrained" not in gelu.__dict__  # still a float model: nothing refuses its own saving
+
+
+def test_a_model_with_nothing_quantized_keeps_transformers_save_pretrained(tmp_path):
+    model = make_model("llama")
+    with pytest.warns(UserWarning, match="the 2 modules it considered were all skipped"):
+        report = fqt.quantize_model(model, filter_fn=lambda m, name: False)
+    assert report.skipped and model.fused_quant_report is report
+    model.save_pretrained(tmp_path / "float")  # transformers' own, as before the call
+    assert (tmp_path / "float" / "config.json").exists()
+
+
+def test_quantizing_twice_is_refused():
+    model = make_model("llama")
+    fqt.quantize_model(model)
+    report = model.fused_quant_report
+    for key in ("int8_dynamic_token", "fp8_dynamic_token"):
+        with pytest.raises(fq.UnsupportedError, match=r"holds fused-quant layers already \(6, e\.g\. "
+                                                      r"\['model\.layers\.0\.mlp'"):
+            fqt.quantize_model(model, key, targets="all")
+    assert model.fused_quant_report is report  # the first call's report stays
+
+
+def test_ignore_given_as_one_string_is_one_pattern():
+    model = make_model("llama")
+    report = fqt.quantize_model(model, targets="all", ignore="lm_head")
+    assert report.skipped == ["lm_head"] and isinstance(model.lm_head, nn.Linear)
+
+
+def test_a_converted_model_pickles_and_its_report_lines_up(tmp_path):
+    """torch.save of the whole model (and multiprocessing) pickles it: the refusing save_pretrained is an object,
+    not a closure; the report's columns line up whatever the kinds' names."""
+    model = make_model("phi3", torch.bfloat16)
+    report = fqt.quantize_model(model, targets="all")
+    torch.save(model, tmp_path / "model.pt")
+    again = torch.load(tmp_path / "model.pt", weights_only=False)
+    ids = token_ids()
+    assert torch.equal(logits(again, ids), logits(model, ids))
+    with pytest.raises(fq.UnsupportedError, match="fused_quant.integrations.transformers.save_pretrained"):
+        again.save_pretrained(tmp_path / "bad")
+    lines = str(report).splitlines()[1:]
+    assert {"merged_gated_mlp", "linear"} <= {e.kind for e in report.entries}
+    assert len({line.index(e.name) for line, e in zip(lines, report.entries)}) == 1, lines
 
 
 def test_transformers_save_pretrained_is_refused_on_converted_models_only(tmp_path):

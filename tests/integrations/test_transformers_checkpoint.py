@@ -245,6 +245,88 @@ def test_wrong_tensor_shape_dtype_and_leftovers_name_the_tensor(tiny, tmp_path):
         fqt.from_pretrained(copy_checkpoint(tiny, tmp_path / "zp", leftover))
 
 
+@pytest.mark.parametrize("edit,error,message", [
+    (lambda t, n: t.__setitem__(n + ".weight_scale", t[n + ".weight_scale"].to(torch.int8)), fq.QuantDTypeError,
+     r"o_proj\.weight_scale: weight scales are float .* got torch\.int8"),
+    (lambda t, n: t[n + ".weight_scale"].__setitem__(3, -0.5), fq.ScaleError,
+     r"o_proj\.weight_scale: weight scales must be finite and >= 0, got -0\.5 for output channel 3 \(1 such"),
+    (lambda t, n: t[n + ".weight_scale"].__setitem__(5, float("nan")), fq.ScaleError,
+     r"o_proj\.weight_scale: .* got nan for output channel 5"),
+    (lambda t, n: t.__setitem__("model.embed_tokens.weight", t["model.embed_tokens.weight"].to(torch.int8)),
+     fq.QuantDTypeError, r"model\.embed_tokens\.weight is torch\.int8; the model's model\.embed_tokens\.weight is "
+                         r"float"),
+    (lambda t, n: t.__setitem__("model.norm.weight", t["model.norm.weight"][:3].clone()), fq.ShapeMismatchError,
+     r"model\.norm\.weight has shape \[3\], the model expects \[128\]"),
+], ids=["int scale", "negative scale", "nan scale", "int embedding", "short norm"])
+def test_tensors_that_would_load_as_garbage_are_refused_by_name(tiny, tmp_path, edit, error, message):
+    """Before, an integer weight scale or embedding was cast to float (zeros: a model that generates token 0), a
+    negative or NaN scale was kept, and a float tensor of another shape failed inside load_state_dict."""
+    with pytest.raises(error, match=message):
+        fqt.from_pretrained(copy_checkpoint(tiny, tmp_path / "bad",
+                                            lambda t: edit(t, "model.layers.0.self_attn.o_proj")))
+
+
+def test_load_keeps_the_saved_dtype_and_takes_dtype_names(tmp_path):
+    """dtype="auto" (the default) is the checkpoint's own, so save then load is bitwise for an fp16 model too; names
+    as transformers takes them work; anything else is refused naming the choices."""
+    model = make_model("llama", torch.float16)
+    fqt.quantize_model(model, "fp8_dynamic_token")
+    fqt.save_pretrained(model, tmp_path)
+    ids = token_ids()
+    for dtype in ("auto", "float16", torch.float16):
+        loaded = fqt.from_pretrained(tmp_path, dtype=dtype)
+        assert loaded.dtype == torch.float16 and loaded.model.layers[0].mlp.down_proj.out_dtype == torch.float16
+        with torch.no_grad():
+            assert torch.equal(loaded(ids).logits, model(ids).logits)
+    assert fqt.from_pretrained(tmp_path, dtype="bfloat16").dtype == torch.bfloat16
+    for bad in ("int8", torch.int8, "half-ish"):
+        with pytest.raises(fq.QuantDTypeError, match="dtype must be 'auto', torch.bfloat16, torch.float16 or "
+                                                     "torch.float32"):
+            fqt.from_pretrained(tmp_path, dtype=bad)
+
+
+def test_a_structurally_matched_model_loads_back_with_structural(tmp_path):
+    model = make_model("olmo", torch.bfloat16)
+    report = fqt.quantize_model(model, structural=True)
+    assert len(report.fused) == 2
+    fqt.save_pretrained(model, tmp_path)
+    with pytest.raises(fq.UnsupportedError, match="model type 'olmo' has no row in MODEL_MLPS"):
+        fqt.from_pretrained(tmp_path)
+    loaded = fqt.from_pretrained(tmp_path, structural=True)
+    assert loaded.fused_quant_report.fused == report.fused
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, model(ids).logits)
+
+
+def test_saving_over_a_sharded_checkpoint_removes_its_shards(tmp_path):
+    """An earlier sharded checkpoint's index would be read instead of the new model.safetensors: its index and the
+    shards it lists go; other files stay."""
+    make_model("llama", torch.bfloat16).save_pretrained(tmp_path, max_shard_size="100KB")
+    shards = sorted(p.name for p in tmp_path.glob("model-*.safetensors"))
+    assert len(shards) > 1 and (tmp_path / "model.safetensors.index.json").exists()
+    (tmp_path / "notes.safetensors.txt").write_text("kept")
+    model = make_model("llama", torch.bfloat16, seed=1)
+    fqt.quantize_model(model)
+    fqt.save_pretrained(model, tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == ["model.safetensors"]
+    assert not (tmp_path / "model.safetensors.index.json").exists() and (tmp_path / "notes.safetensors.txt").exists()
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(fqt.from_pretrained(tmp_path)(ids).logits, model(ids).logits)
+
+
+def test_missing_folder_and_float_checkpoint_say_what_was_expected(tmp_path):
+    with pytest.raises(FileNotFoundError, match="has no config.json; expected a compressed-tensors checkpoint"):
+        fqt.from_pretrained(tmp_path / "nowhere")
+    model = make_model("llama", torch.bfloat16)
+    model.save_pretrained(tmp_path / "float")  # transformers' own: a float checkpoint
+    with pytest.raises(fq.UnsupportedError, match="no quantization_config: a float checkpoint\\? Load it with "
+                                                  "transformers' AutoModelForCausalLM.from_pretrained, then "
+                                                  "quantize_model"):
+        fqt.from_pretrained(tmp_path / "float")
+
+
 def test_save_pretrained_of_a_float_model_is_refused(tmp_path):
     with pytest.raises(fq.UnsupportedError, match="no fused-quant layers"):
         fqt.save_pretrained(make_model("llama"), tmp_path)
