@@ -541,6 +541,8 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     mlps = {e.name for e in report.entries if e.status != "skipped"}
     report.entries += [ConversionEntry(n, "linear", "quantized") for n, m in model.named_modules()
                        if isinstance(m, QuantLinear) and not _covered(n, mlps)]
+    report.entries += [ConversionEntry(n, "linear", "skipped", "float in the checkpoint")
+                       for n, m in model.named_modules() if type(m) is nn.Linear and not _covered(n, mlps)]
     if device is not None:
         model.to(device)
     model.eval()

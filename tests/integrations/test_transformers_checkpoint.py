@@ -132,6 +132,8 @@ def test_quantize_save_load_bitwise(arch, key, tmp_path):
         assert "model.layers.0.mlp.gate_up_proj.weight" in names and not any("gate_proj" in n for n in names)
     loaded = fqt.from_pretrained(tmp_path)
     assert loaded.fused_quant_report.fused == model.fused_quant_report.fused
+    assert loaded.fused_quant_report.skipped == ["lm_head"]  # as quantize_model's report lists it
+    assert ("skipped", "float in the checkpoint") in {(e.status, e.reason) for e in loaded.fused_quant_report.entries}
     ids = token_ids(2, 9)
     with torch.no_grad():
         assert torch.equal(model(ids).logits, loaded(ids).logits)
