@@ -15,8 +15,9 @@ Entry point ``vllm.general_plugins: fused_quant = fused_quant.integrations.vllm:
   consumes ``QuantizedActivation`` (or quantizes a plain tensor with the backend's quantizer)
   and reaches the GEMM only through fused-quant's checked entry.
 
-Outside the tested range, or when a needed vLLM internal is missing, it logs one line and
-registers nothing, so vLLM keeps working. Importing ``fused_quant`` never imports this module.
+Outside the tested range, when a needed vLLM internal is missing or changed, or when a fused-quant
+setting its calls read is bad (a FUSED_QUANT_* value, a backend this node cannot run), it logs one
+line and registers nothing, so vLLM keeps working. Importing ``fused_quant`` never imports this module.
 """
 
 from __future__ import annotations
@@ -88,7 +89,6 @@ class _Internals:
         self.fp8_dtype = quant_utils.FP8_DTYPE
         self.Int8Kernel = Int8ScaledMMLinearKernel
         self.possible_int8 = kernels_linear._POSSIBLE_INT8_KERNELS
-        self.register_linear_kernel = kernels_linear.register_linear_kernel
         self.replace_parameter = replace_parameter
         self.convert_to_channelwise = convert_to_channelwise
         self.platforms = {name: getattr(PlatformEnum, name) for name in PLATFORMS}
@@ -117,14 +117,14 @@ def _vllm_row_runs(act_name: str, key: K.QuantKey) -> bool:
 
 
 def _make_producer(act: str, key: K.QuantKey, vkey):
-    from fused_quant.registry import fused_act_quant
+    from fused_quant.registry import _env_numerics, fused_act_quant
 
     v = internals()
     static = K.is_static(key)
 
     def produce(x: torch.Tensor, linear: torch.nn.Module):
         scale = linear.input_scale if static else None
-        qa = fused_act_quant(act, x, key, scale, numerics=envs.numerics())
+        qa = fused_act_quant(act, x, key, scale, numerics=_env_numerics())
         return v.QuantizedActivation(data=qa.data, scale=qa.scale, orig_dtype=x.dtype,
                                      orig_shape=qa.data.shape, quant_key=vkey)
 
@@ -159,19 +159,17 @@ def plan_rows() -> list[dict[str, str]]:
     return rows
 
 
-def _register_producers() -> list[dict[str, str]]:
+def _producer_entries(rows: list[dict[str, str]]) -> dict[tuple, tuple]:
+    """(vLLM activation class, vLLM key) -> (producer, support predicate) for each row to add or replace."""
     v = internals()
-    rows = plan_rows()
+    entries = {}
     for row in rows:
         if row["action"].startswith("keep"):
             continue
         key = K.key_from_name(row["key"])
-        act = dict(ROW_ACTIVATIONS)[row["activation"]]
         vkey = to_vllm_key(key)
-        produce, supported = _make_producer(act, key, vkey)
-        v.producers[(v.acts[row["activation"]], vkey)] = produce
-        v.supports[(v.acts[row["activation"]], vkey)] = supported
-    return rows
+        entries[(v.acts[row["activation"]], vkey)] = _make_producer(dict(ROW_ACTIVATIONS)[row["activation"]], key, vkey)
+    return entries
 
 
 @functools.cache
@@ -195,10 +193,14 @@ def kernel_class() -> type:
 
         @classmethod
         def can_implement(cls, c) -> tuple[bool, str | None]:
+            why = None
             if not c.input_symmetric:
-                return False, "asymmetric (zero-point) activations are left to vLLM's kernels"
-            if c.is_static_input_scheme:
-                return False, "static activation scales are left to vLLM's kernels (this one is per-token)"
+                why = "asymmetric (zero-point) activations are left to vLLM's kernels"
+            elif c.is_static_input_scheme:
+                why = "static activation scales are left to vLLM's kernels (this one is per-token)"
+            if why is not None:
+                _declined(why)
+                return False, why
             return True, None
 
         def input_quant_key(self):
@@ -236,23 +238,48 @@ def kernel_class() -> type:
     return FusedQuantInt8ScaledMMLinearKernel
 
 
-def _register_kernel(placement: str) -> str:
+_DECLINED: set[str] = set()
+
+
+def _declined(why: str) -> None:
+    """One log line per reason the kernel declines a layer (vLLM then takes its own kernel, and says no more)."""
+    if why not in _DECLINED:
+        _DECLINED.add(why)
+        logger.warning("fused-quant vLLM plugin: %s declines a layer, vLLM's own int8 kernel runs it: %s",
+                       KERNEL_NAME, why)
+
+
+def _kernel_chains(placement: str) -> dict:
+    """vLLM platform -> its int8 kernel chain with ours placed (none for ``off``), without changing vLLM's."""
     v = internals()
     cls = kernel_class()
-    if placement == "off":
-        return "off (FUSED_QUANT_VLLM_KERNEL=off)"
-    for name, platform in v.platforms.items():
-        chain = v.possible_int8.setdefault(platform, [])
-        chain[:] = [k for k in chain if k.__name__ != KERNEL_NAME]
+    chains = {}
+    for platform in v.platforms.values():
+        chain = [k for k in v.possible_int8.get(platform, []) if k.__name__ != KERNEL_NAME]
         if placement == "first":
             chain.insert(0, cls)
-        else:
-            v.register_linear_kernel(cls, platform, kernel_type="int8")
-    return f"{placement} among vLLM's int8 kernels on {', '.join(v.platforms)}"
+        elif placement == "last":
+            chain.append(cls)
+        chains[platform] = chain
+    return chains
+
+
+def _settings() -> tuple[str, bool]:
+    """(kernel placement, fusion) from FUSED_QUANT_VLLM_*, after every fused-quant setting the plugin's calls read
+    is checked: a bad value (ValueError) or a backend this node cannot run (BackendUnavailableError) would
+    otherwise fail the engine's first request. The platform probe reads no CUDA state."""
+    from fused_quant.selection import current_backend
+
+    placement, fusion = envs.vllm_kernel(), envs.vllm_fusion()
+    envs.numerics()
+    current_backend()
+    return placement, fusion
 
 
 def register() -> None:
-    """vLLM general-plugin entry point: idempotent, never raises, logs one line."""
+    """vLLM general-plugin entry point: idempotent, never raises, logs one line. It changes vLLM's tables only once
+    everything it adds is built, and puts them back if a change fails: active with all of it, or inactive with
+    none of it."""
     if _state["done"]:
         return
     _state["done"] = True
@@ -263,22 +290,37 @@ def register() -> None:
         logger.warning("fused-quant vLLM plugin inactive: %s", reason)
         return
     try:
-        placement = envs.vllm_kernel()
-        rows = _register_producers()
-        kernel = _register_kernel(placement)
-    except (ImportError, AttributeError, KeyError) as exc:
-        _state["reason"] = f"a vLLM internal it needs is missing: {type(exc).__name__}: {exc}"
-        logger.warning("fused-quant vLLM plugin inactive: %s", _state["reason"])
-        return
-    except ValueError as exc:  # a bad FUSED_QUANT_VLLM_* value
-        _state["reason"] = str(exc)
-        logger.warning("fused-quant vLLM plugin inactive: %s", exc)
-        return
+        placement, fusion = _settings()
+        v = internals()
+        rows = plan_rows()
+        producers = _producer_entries(rows)
+        chains = _kernel_chains(placement)
+    except (ImportError, AttributeError, KeyError, TypeError) as exc:
+        return _inactive(f"a vLLM internal it needs is missing or changed: {type(exc).__name__}: {exc}")
+    except (ValueError, RuntimeError) as exc:  # a bad FUSED_QUANT_* value, a backend this node cannot run
+        return _inactive(str(exc))
+    saved = (dict(v.producers), dict(v.supports), {p: list(c) for p, c in v.possible_int8.items()})
+    try:
+        for where, (produce, supported) in producers.items():
+            v.producers[where], v.supports[where] = produce, supported
+        for platform, chain in chains.items():
+            v.possible_int8.setdefault(platform, [])[:] = chain
+    except Exception as exc:  # a vLLM table that is not the dict / list of lists it was: put all back
+        for table, before in zip((v.producers, v.supports, v.possible_int8), saved):
+            table.clear()
+            table.update(before)
+        return _inactive(f"vLLM's tables could not be changed: {type(exc).__name__}: {exc}")
+    kernel = (f"{placement} among vLLM's int8 kernels on {', '.join(v.platforms)}" if placement != "off"
+              else "off (FUSED_QUANT_VLLM_KERNEL=off)")
     _state.update(active=True, reason="", rows=rows, kernel=kernel)
     added = [f"{r['activation']}->{r['key']}" for r in rows if not r["action"].startswith("keep")]
     logger.warning("fused-quant vLLM plugin active (vLLM %s): producer rows %s; int8 kernel %s %s; fusion %s",
-                   version, ", ".join(added) or "none", KERNEL_NAME, kernel,
-                   "on" if envs.vllm_fusion() else "off")
+                   version, ", ".join(added) or "none", KERNEL_NAME, kernel, "on" if fusion else "off")
+
+
+def _inactive(reason: str) -> None:
+    _state["reason"] = reason
+    logger.warning("fused-quant vLLM plugin inactive: %s", reason)
 
 
 def status() -> dict[str, object]:
@@ -295,9 +337,10 @@ def describe() -> dict[str, object]:
     if not ok:
         return report
     try:
-        report["rows"] = plan_rows()
-        report["kernel"] = f"{KERNEL_NAME}: {envs.vllm_kernel()}"
-        report["fusion"] = "on" if envs.vllm_fusion() else "off"
-    except (ImportError, AttributeError, KeyError, ValueError) as exc:
+        placement, fusion = _settings()
+        rows = plan_rows()
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError, RuntimeError) as exc:
         report.update(would_register=False, reason=f"{type(exc).__name__}: {exc}")
+        return report
+    report.update(rows=rows, kernel=f"{KERNEL_NAME}: {placement}", fusion="on" if fusion else "off")
     return report

@@ -91,10 +91,70 @@ def test_a_missing_internal_registers_nothing(fresh, monkeypatch):
     assert "_FUSED_ACT_QUANT" in plugin.status()["reason"]
 
 
-def test_bad_env_value_registers_nothing(fresh, monkeypatch):
-    monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", "sometimes")
+def _tables(v):
+    return dict(v.producers), dict(v.supports), {p: list(c) for p, c in v.possible_int8.items()}
+
+
+@pytest.mark.parametrize("name,value,reason", [
+    ("FUSED_QUANT_VLLM_KERNEL", "sometimes", "FUSED_QUANT_VLLM_KERNEL='sometimes' is not one of first, last, off"),
+    ("FUSED_QUANT_VLLM_FUSION", "maybe", "FUSED_QUANT_VLLM_FUSION='maybe' is not one of on, off"),
+    ("FUSED_QUANT_NUMERICS", "bogus", "FUSED_QUANT_NUMERICS='bogus' is not one of default, hcu"),
+    ("FUSED_QUANT_BACKEND", "tritn", "FUSED_QUANT_BACKEND='tritn' is not a backend"),
+    ("FUSED_QUANT_BACKEND", "triton_fp8", "FUSED_QUANT_BACKEND=triton_fp8 cannot run here"),
+])
+def test_a_setting_the_calls_would_refuse_registers_nothing(fresh, monkeypatch, name, value, reason):
+    """Before, a bad FUSION value raised out of register() (a traceback at the engine's start) after every row was
+    added, and a bad numerics profile or a backend this node cannot run failed the engine's first request."""
+    import fused_quant
+
+    if name == "FUSED_QUANT_BACKEND" and value == "triton_fp8" and torch.cuda.is_available():
+        pytest.skip("triton_fp8 may run on this node")
+    monkeypatch.setenv(name, value)
+    fused_quant.reset()  # settings are read once per runtime state
+    before = _tables(fresh)
+    try:
+        plugin.register()
+        assert not plugin.status()["active"] and reason in plugin.status()["reason"]
+        assert _tables(fresh) == before
+        report = plugin.describe()
+        assert not report["would_register"] and reason in report["reason"] and "rows" not in report
+    finally:
+        monkeypatch.delenv(name)
+        fused_quant.reset()
+
+
+def test_a_changed_vllm_registers_nothing(fresh, monkeypatch):
+    """A vLLM internal with another signature (TypeError) is a missing internal; a table change that fails half
+    way puts every table back."""
+    before = _tables(fresh)
+
+    def drifted(key):
+        raise TypeError("QuantKey.__init__() takes from 3 to 4 positional arguments but 5 were given")
+
+    monkeypatch.setattr(plugin, "to_vllm_key", drifted)
     plugin.register()
-    assert not plugin.status()["active"] and "FUSED_QUANT_VLLM_KERNEL" in plugin.status()["reason"]
+    assert not plugin.status()["active"] and "missing or changed: TypeError" in plugin.status()["reason"]
+    assert _tables(fresh) == before
+    monkeypatch.undo()
+    monkeypatch.setitem(plugin._state, "done", False)
+    monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", "first")
+    platform = next(iter(fresh.platforms.values()))
+    monkeypatch.setattr(plugin, "_kernel_chains", lambda placement: {platform: 42})  # not a list: fails late
+    plugin.register()
+    assert not plugin.status()["active"] and "could not be changed" in plugin.status()["reason"]
+    assert _tables(fresh) == before  # the producer rows added before the failure are gone again
+
+
+def test_the_kernel_says_once_why_it_declines_a_layer(caplog):
+    cls = plugin.kernel_class()
+    plugin._DECLINED.clear()
+    with caplog.at_level(logging.WARNING, logger="fused_quant"):
+        for _ in range(3):
+            cls.can_implement(_config(static=True))
+            cls.can_implement(_config(symmetric=False))
+        cls.can_implement(_config())
+    lines = [r.getMessage() for r in caplog.records if "declines a layer" in r.getMessage()]
+    assert len(lines) == 2 and "static activation scales" in lines[0] and "asymmetric" in lines[1]
 
 
 @pytest.mark.parametrize("act", ["silu_and_mul", "relu2"])
