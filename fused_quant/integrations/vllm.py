@@ -36,6 +36,7 @@ logger = logging.getLogger("fused_quant")
 
 TESTED_VLLM = ">=0.32.0,<0.33"
 KERNEL_NAME = "FusedQuantInt8ScaledMMLinearKernel"
+ENTRY_POINT = "vllm.general_plugins: fused_quant"  # pyproject's [project.entry-points]
 # (vLLM activation class name, our activation) x our keys: the rows the plugin may add
 ROW_ACTIVATIONS = (("SiluAndMul", "silu_and_mul"), ("ReLUSquaredActivation", "relu2"))
 ROW_KEYS = (K.kInt8DynamicTokenSym, K.kFp8DynamicTokenSym, K.kFp8StaticTensorSym)
@@ -328,13 +329,34 @@ def status() -> dict[str, object]:
     return dict(_state)
 
 
+def _loaded_by_vllm() -> tuple[bool, str]:
+    """Whether vLLM will call ``register()``: the entry point is installed (a checkout on PYTHONPATH has none) and
+    VLLM_PLUGINS, where set, names it (vLLM's own reading of it)."""
+    import importlib.metadata
+
+    name = ENTRY_POINT.split(":")[1].strip()
+    if not any(ep.name == name for ep in importlib.metadata.entry_points(group="vllm.general_plugins")):
+        return False, (f"no '{ENTRY_POINT}' entry point is installed (fused-quant imported from a checkout?): "
+                       "pip install it where vLLM runs, or vLLM never loads the plugin")
+    import vllm.envs
+
+    allowed = vllm.envs.VLLM_PLUGINS
+    if allowed is not None and name not in allowed:
+        return False, f"VLLM_PLUGINS={','.join(allowed)!r} does not name {name}: vLLM will not load the plugin"
+    return True, ""
+
+
 def describe() -> dict[str, object]:
     """What the plugin would register here, without registering (``fused-quant probe --vllm``)."""
     version, why = _vllm_version()
     ok, reason = version_supported(version) if version else (False, why)
     report: dict[str, object] = {"vllm": version, "tested": TESTED_VLLM, "would_register": ok,
-                                 "reason": reason, "entry_point": "vllm.general_plugins: fused_quant"}
+                                 "reason": reason, "entry_point": ENTRY_POINT}
     if not ok:
+        return report
+    loaded, why = _loaded_by_vllm()
+    if not loaded:
+        report.update(would_register=False, reason=why)
         return report
     try:
         placement, fusion = _settings()

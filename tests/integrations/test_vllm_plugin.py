@@ -241,3 +241,21 @@ def test_fusion_off_hides_the_key(monkeypatch):
     _, kernel = _layer()
     monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", "off")
     assert kernel.input_quant_key() is None
+
+
+def test_probe_says_when_vllm_would_not_load_the_plugin(monkeypatch):
+    """describe() (``fused-quant probe --vllm``) checks what makes vLLM call register() at all: VLLM_PLUGINS, where
+    set, must name the plugin, and the entry point must be installed."""
+    import importlib.metadata
+
+    assert plugin.describe()["would_register"]
+    monkeypatch.setenv("VLLM_PLUGINS", "some_other_plugin")
+    report = plugin.describe()
+    assert not report["would_register"] and "VLLM_PLUGINS='some_other_plugin' does not name fused_quant" in \
+        report["reason"]
+    monkeypatch.setenv("VLLM_PLUGINS", "some_other_plugin,fused_quant")
+    assert plugin.describe()["would_register"]
+    monkeypatch.delenv("VLLM_PLUGINS")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: [])
+    report = plugin.describe()
+    assert not report["would_register"] and "entry point is installed" in report["reason"]
