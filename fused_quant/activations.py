@@ -7,7 +7,6 @@ package (validation's names, the kernels' codes, output shapes) is derived from 
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import torch
@@ -58,7 +57,6 @@ ALIASES = {
 }
 
 
-@functools.lru_cache(maxsize=1024)  # a pure function of the type: a class's forward is fixed once defined
 def name_of_type(act_type: type) -> str | None:
     """The activation a module type computes, or None. A subclass counts only if it computes the
     same thing: one that overrides ``forward`` (a clamped SwiGLU, say) is another activation."""
