@@ -25,7 +25,8 @@ VARIABLES: dict[str, tuple[str, str]] = {
     ),
     "FUSED_QUANT_NUMERICS": (
         "default",
-        "default | hcu: numerics profile used by maybe_fused_act_quant and QuantLinear",
+        "default | hcu: numerics profile of maybe_fused_act_quant (linear_act_quant, the fused MLPs), "
+        "FusedSiluAndMulAndQuant and the vLLM producers",
     ),
     "FUSED_QUANT_DISABLED_GEMMS": (
         "",

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _nn_module
 
-from fused_quant import envs, runtime
+from fused_quant import runtime
 from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (their long-standing import path)
 from fused_quant.contract import (QuantizedActivation, as_quantized_activation, expose_input_quant_key,
@@ -53,7 +53,7 @@ class FusedSiluAndMulAndQuant(nn.Module):
         self.numerics = numerics
 
     def forward(self, x: torch.Tensor, quant_dtype: torch.dtype = torch.int8) -> tuple[torch.Tensor, torch.Tensor]:
-        from fused_quant.registry import fused_act_quant, platform_fp8_dtype
+        from fused_quant.registry import _env_numerics, fused_act_quant, platform_fp8_dtype
 
         if quant_dtype == torch.int8:
             key = K.kInt8DynamicTokenSym
@@ -62,7 +62,7 @@ class FusedSiluAndMulAndQuant(nn.Module):
         else:
             raise QuantDTypeError(f"quant_dtype must be torch.int8 or this node's FP8 dtype "
                                   f"{platform_fp8_dtype()}, got {quant_dtype}")
-        qa = fused_act_quant("silu_and_mul", x, key, numerics=self.numerics or envs.numerics())
+        qa = fused_act_quant("silu_and_mul", x, key, numerics=self.numerics or _env_numerics())
         return qa.data, qa.scale
 
 

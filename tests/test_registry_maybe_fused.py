@@ -140,6 +140,27 @@ def test_maybe_fused_numerics_profile(how, monkeypatch):
     assert not torch.equal(default.data, qa.data)  # the profiles differ on this input
 
 
+def test_every_reader_of_the_numerics_variable_reads_it_once_per_runtime_state(monkeypatch):
+    """maybe_fused_act_quant and FusedSiluAndMulAndQuant take FUSED_QUANT_NUMERICS as the runtime state read it: a
+    change (a bad value here) counts from the next reset() on, for both alike (the module read it every call)."""
+    import fused_quant
+    from fused_quant import FusedSiluAndMulAndQuant, NumericsProfileError
+
+    layer = QuantLinear.from_float(nn.Linear(32, 8), K.kInt8DynamicTokenSym)
+    x, module = _input("silu_and_mul"), FusedSiluAndMulAndQuant()
+    maybe_fused_act_quant(SiluAndMul(), x, layer)
+    module(x)
+    monkeypatch.setenv("FUSED_QUANT_NUMERICS", "bogus")
+    maybe_fused_act_quant(SiluAndMul(), x, layer)
+    module(x)
+    fused_quant.reset()
+    for call in (lambda: maybe_fused_act_quant(SiluAndMul(), x, layer), lambda: module(x)):
+        with pytest.raises(NumericsProfileError, match="FUSED_QUANT_NUMERICS='bogus'"):
+            call()
+    monkeypatch.delenv("FUSED_QUANT_NUMERICS")
+    fused_quant.reset()
+
+
 def test_maybe_fused_with_a_key_no_producer_handles_falls_back():
     # vLLM's kFp8Dynamic128Sym: FP8, dynamic, group (1, 128). A vLLM linear may expose it; model code
     # calls maybe_fused_act_quant unconditionally, so the contract's "otherwise act_fn(x)" applies.
