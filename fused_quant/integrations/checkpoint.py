@@ -190,12 +190,13 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
     if K.is_fp8(group.key):
         w, ws = to_platform_fp8(w, ws, fp8_dtype)
     scale = _pop(tensors, name, "input_scale", group) if K.is_static(group.key) else None
-    if scale is not None and scale.numel() != 1:
-        raise ScaleError(f"{name}.input_scale: a static per-tensor scale has 1 value, got shape {list(scale.shape)}")
-    if scale is not None and not scale.is_floating_point():
-        raise QuantDTypeError(f"{name}.input_scale: a static scale is float (float32 in compressed-tensors "
-                              f"checkpoints), got {scale.dtype}")
     if scale is not None:
+        if scale.numel() != 1:
+            raise ScaleError(f"{name}.input_scale: a static per-tensor scale has 1 value, got shape "
+                             f"{list(scale.shape)}")
+        if not scale.is_floating_point():
+            raise QuantDTypeError(f"{name}.input_scale: a static scale is float (float32 in compressed-tensors "
+                                  f"checkpoints), got {scale.dtype}")
         scale = scale.to(torch.float32)
     bias = tensors.pop(f"{name}.bias", None)
     if (bias is None) != (linear.bias is None):

@@ -372,10 +372,6 @@ class _RefuseSave:
                                "fused_quant.integrations.transformers.save_pretrained(model, path)")
 
 
-def _fused_quant_modules(model: nn.Module) -> list[str]:
-    return [n for n, m in model.named_modules() if isinstance(m, (QuantLinear, QuantGatedMLP, QuantMLP))]
-
-
 def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
     model.save_pretrained = _RefuseSave()  # this instance only: the class keeps its method
     model.fused_quant_report = report
@@ -405,7 +401,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
         get_profile(numerics)  # an unknown profile fails here, not at the first forward
     if isinstance(ignore, str):  # one pattern, not its characters
         ignore = (ignore,)
-    done = _fused_quant_modules(model)
+    done = [n for n, m in model.named_modules() if isinstance(m, (QuantLinear, QuantGatedMLP, QuantMLP))]
     if done:
         raise UnsupportedError(f"quantize_model: the model holds fused-quant layers already ({len(done)}, e.g. "
                                f"{done[:3]}); quantize a float model once (targets='all' converts the MLPs and the "
@@ -422,7 +418,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                 continue
             model.set_submodule(name, QuantLinear.from_float(module, key, name=name))
             report.entries.append(ConversionEntry(name, "linear", "quantized"))
-    if not _fused_quant_modules(model):  # still a float model: transformers' save_pretrained stays its own
+    if all(e.status == "skipped" for e in report.entries):  # still a float model: its own save_pretrained stays
         model.fused_quant_report = report
         if report.entries:
             why = f"the {len(report.entries)} modules it considered were all skipped (the report says why)"
@@ -570,13 +566,13 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         else:
             continue
         covered.add(name)
-    tensors, layers = {}, []
-    for part, layer, rows in _steps(parts, "save quantized layers", progress, "layer"):
-        layers.append((part, layer))
-        tensors.update(ckpt.layer_tensors(part, layer, rows))
-    if not layers:
+    if not parts:
         raise UnsupportedError("save_pretrained: the model has no fused-quant layers; use transformers' "
                                "model.save_pretrained")
+    tensors = {}
+    for part, layer, rows in _steps(parts, "save quantized layers", progress, "layer"):
+        tensors.update(ckpt.layer_tensors(part, layer, rows))
+    layers = [(part, layer) for part, layer, _ in parts]
     seen = set()
     for k, v in model.state_dict().items():
         if _covered(k, covered) or v.data_ptr() in seen:  # a tied weight is written once (tie_weights restores it)
