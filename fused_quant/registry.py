@@ -320,22 +320,17 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
         raise TypeError(f"maybe_fused_act_quant: act_fn must be the model's activation module (e.g. "
                         f"fused_quant.SiluAndMul()), got {type(act_fn).__name__} {act_fn!r}; "
                         "fused_act_quant takes activation names")
-    backend = current_backend_name()
-    prod = lookup(type(act_fn), key, backend)
-    if prod is None:
-        if _act_name_or_none(type(act_fn)) is None:
-            _debug("fused-quant: %s is not a known activation (%s); running it unfused", type(act_fn).__qualname__,
-                   ", ".join(activations.NAMES))
-        else:
-            _debug("fused-quant: %s has no producer for %s -> %s; running it unfused", backend,
-                   _act_name_or_none(type(act_fn)), key)
+    act, name = _act_name_or_none(type(act_fn)), K.key_name_or_none(key)
+    if act is None or name is None:
+        _debug("fused-quant: %s is not a known activation (%s); running it unfused", type(act_fn).__qualname__,
+               ", ".join(activations.NAMES))
         return act_fn(x)
-    check_activation_input(x, prod.act)  # malformed input raises; unsupported input falls back
-    _check_inference(x, prod.act, key, scale)
+    check_activation_input(x, act)  # malformed input raises; unsupported input falls back
+    _check_inference(x, act, key, scale)
     why = _scale_problem(key, scale, x)
-    ok, reason = (False, why) if why else prod.check(x, scale)
-    if not ok:
-        _debug("fused-quant: %s -> %s on %s falls back to the plain activation: %s", prod.act, key, backend, reason)
+    prod, reason = (None, why) if why else _producer_for(act, name, x, scale)
+    if prod is None:
+        _debug("fused-quant: %s -> %s runs as the plain activation: %s", act, name, reason)
         return act_fn(x)
     return _run(prod, x, scale, get_profile(numerics), sig, key)
 
@@ -401,6 +396,23 @@ def _check_inference(x: torch.Tensor, act: str, key: K.QuantKey, scale: object) 
                                    f"torch.no_grad() / torch.inference_mode(), or detach the {what}")
 
 
+def _producer_for(act: str, name: str, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[Producer | None, str]:
+    """The current backend's producer of ``act -> name`` for this input or, where it has none or declines the
+    input (a CPU tensor on a GPU node, strides its kernels cannot read), the torch backend's: the same bits, and
+    a producer still (a plain activation left to the consumer's quantizer is one launch more, and torch.compile
+    would fuse it with its own rounding). ``(None, why)`` where neither accepts it: the torch backend's answer
+    counts too, so nothing runs an input it declines."""
+    chosen = current_backend_name()
+    prod = _lookup_names(act, name, chosen)
+    ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act} -> {name}")
+    if ok or chosen == selection.FALLBACK:
+        return (prod if ok else None), reason
+    _debug("fused-quant: %s; computing with the torch backend", reason)
+    fallback = _lookup_names(act, name, selection.FALLBACK)
+    ok, why = fallback.check(x, scale) if fallback else (False, f"no producer for {act} -> {name}")
+    return (fallback, "") if ok else (None, f"{reason}; {selection.FALLBACK}: {why}")
+
+
 def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, NumericsProfile]:
     """Every check of ``fused_act_quant`` and the producer that runs it."""
     if isinstance(act, type):
@@ -417,17 +429,9 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
         raise ScaleError(f"{name} computes its scale per token; pass scale=None")
     profile = get_profile(numerics)
     if backend is None:
-        chosen = current_backend_name()
-        prod = _lookup_names(act_name, name, chosen)
-        ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act_name} -> {name}")
-        if not ok:
-            _debug("fused-quant: %s; computing with the torch backend", reason)
-            fallback = _lookup_names(act_name, name, selection.FALLBACK)
-            ok, why = fallback.check(x, scale) if fallback else (False, f"no producer for {act_name} -> {name}")
-            if not ok:  # the torch backend's own answer counts too: nothing may run an input it declines
-                raise BackendUnavailableError(f"no producer accepts {act_name} -> {name} for this input: "
-                                              f"{reason}; {selection.FALLBACK}: {why}")
-            prod = fallback
+        prod, reason = _producer_for(act_name, name, x, scale)
+        if prod is None:
+            raise BackendUnavailableError(f"no producer accepts {act_name} -> {name} for this input: {reason}")
     else:
         selection.get_backend(backend)
         prod = _lookup_names(act_name, name, backend)

@@ -72,3 +72,24 @@ def test_compile_through_producers_whose_functions_are_partials(backend_env, mon
     ours = [str(w.message) for w in seen if "fused_quant" in str(w.message) or "registry.py" in str(w.message)
             or "fused_quant" in (w.filename or "")]
     assert not ours, ours
+
+
+@pytest.mark.parametrize("key_name", ["int8_dynamic_token", "fp8_static_tensor"])
+def test_cpu_model_on_a_gpu_node_compiles_bitwise(key_name, monkeypatch):
+    """A CPU model where a GPU backend is selected (its producers decline CPU tensors): the torch backend's
+    producer computes the activation, so the compiled MLP keeps eager's bits. With the plain activation left to
+    the consumer's quantizer, Inductor fused silu and mul without eager's bf16 rounding between them (one code
+    apart in the output)."""
+    from fused_quant import fusion_counts, reset_fusion_counts, selection
+
+    monkeypatch.setattr(selection, "select_backend", lambda info, env="auto": ("triton_fp8", "a GPU node"))
+    key = K.KEYS[key_name]
+    mlp = MLP(key, 0.05 if K.is_static(key) else None)
+    compiled = torch.compile(mlp, fullgraph=True)
+    for m in (1, 7):
+        x = torch.randn(2, m, 64).to(torch.bfloat16)
+        assert_bits_equal(compiled(x), mlp(x), f"M={m}")
+    assert selection.current_backend_name() == "triton_fp8"
+    reset_fusion_counts()
+    mlp(torch.randn(3, 64).to(torch.bfloat16))
+    assert ("torch", "silu_and_mul", key_name) in fusion_counts(), fusion_counts()

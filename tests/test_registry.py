@@ -94,8 +94,8 @@ def test_register_producer(fake_backend):
                       "relu2", x, K.kInt8DynamicTokenSym, None, numerics="hcu")
     assert calls == [((16, 64), "default", registry.platform_fp8_dtype()),
                      ((16, 64), "hcu", registry.platform_fp8_dtype())]
-    # no producer for silu_and_mul on this backend: plain activation / the torch backend computes it
-    _assert_plain(maybe_fused_act_quant(SiluAndMul(), x, layer), SiluAndMul(), x)
+    # no producer for silu_and_mul on this backend: the torch backend computes it, in either form
+    _assert_qa_is_ref(maybe_fused_act_quant(SiluAndMul(), x, layer), "silu_and_mul", x, K.kInt8DynamicTokenSym, None)
     _assert_qa_is_ref(fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym), "silu_and_mul", x,
                       K.kInt8DynamicTokenSym, None)
     assert len(calls) == 2
@@ -122,10 +122,11 @@ def test_support_predicate_declines_and_the_input_falls_back(fake_backend):
 
     register_producer(SiluAndMul, K.kFp8StaticTensorSym, backend=fake_backend, supported=supported)(produce)
     layer = QuantLinear.from_float(nn.Linear(32, 8), K.kFp8StaticTensorSym, input_scale=0.02)
-    x = _input("silu_and_mul")  # width 64: declined
-    _assert_plain(maybe_fused_act_quant(SiluAndMul(), x, layer), SiluAndMul(), x)
+    x = _input("silu_and_mul")  # width 64: declined, and the torch backend computes the same bits instead
+    _assert_qa_is_ref(maybe_fused_act_quant(SiluAndMul(), x, layer), "silu_and_mul", x, K.kFp8StaticTensorSym,
+                      layer.input_scale)
     assert seen == [layer.input_scale]  # the predicate saw the layer's static scale
-    # the functional form computes the same bits with the torch backend instead
+    # as does the functional form
     scale = torch.tensor([0.02])
     _assert_qa_is_ref(fused_act_quant(SiluAndMul(), x, K.kFp8StaticTensorSym, scale),
                       "silu_and_mul", x, K.kFp8StaticTensorSym, scale)
@@ -134,18 +135,34 @@ def test_support_predicate_declines_and_the_input_falls_back(fake_backend):
         fused_act_quant(SiluAndMul(), x, K.kFp8StaticTensorSym, scale, backend=fake_backend)
 
 
+def test_input_every_producer_declines_runs_plain(fake_backend, monkeypatch):
+    """Where the current backend's producer and the torch backend's both decline an input, maybe_fused returns
+    the plain activation and fused_act_quant names both reasons."""
+    register_producer(SiluAndMul, K.kInt8DynamicTokenSym, backend=fake_backend,
+                      supported=lambda x, s: (False, "ours declines"))(lambda *a, **k: None)
+    torch_prod = registry._lookup_names("silu_and_mul", "int8_dynamic_token", "torch")
+    monkeypatch.setitem(registry._PRODUCERS, "torch", {**registry._PRODUCERS["torch"], (
+        "silu_and_mul", "int8_dynamic_token"): torch_prod._replace(supported=lambda x, s: (False, "torch declines"))})
+    layer = QuantLinear.from_float(nn.Linear(32, 8), K.kInt8DynamicTokenSym)
+    x = _input("silu_and_mul")
+    _assert_plain(maybe_fused_act_quant(SiluAndMul(), x, layer), SiluAndMul(), x)
+    with pytest.raises(BackendUnavailableError, match="ours declines; torch: torch declines"):
+        fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym)
+
+
 def test_gpu_backend_on_cpu_tensors_falls_back(monkeypatch):
-    """The triton_fp8 producers decline CPU tensors: maybe_fused returns the plain activation and
-    fused_act_quant computes the same bits with the torch backend (counted as torch)."""
+    """The triton_fp8 producers decline CPU tensors (a CPU model on a GPU node): maybe_fused and
+    fused_act_quant compute the same bits with the torch backend (counted as torch). maybe_fused returned the
+    plain activation, which torch.compile fused with its own rounding (tests/test_compile.py)."""
     monkeypatch.setattr(registry, "current_backend_name", lambda: "triton_fp8")
     monkeypatch.setattr(registry, "_CALLS", runtime.Cache("calls"))
     reset_fusion_counts()
     layer = QuantLinear.from_float(nn.Linear(32, 8), K.kInt8DynamicTokenSym)
     x = _input("silu_and_mul")
-    _assert_plain(maybe_fused_act_quant(SiluAndMul(), x, layer), SiluAndMul(), x)
+    _assert_qa_is_ref(maybe_fused_act_quant(SiluAndMul(), x, layer), "silu_and_mul", x, K.kInt8DynamicTokenSym, None)
     _assert_qa_is_ref(fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym), "silu_and_mul", x,
                       K.kInt8DynamicTokenSym, None)
-    assert fusion_counts() == {("torch", "silu_and_mul", "int8_dynamic_token"): 1}
+    assert fusion_counts() == {("torch", "silu_and_mul", "int8_dynamic_token"): 2}
     with pytest.raises(BackendUnavailableError, match="Triton kernels run on GPU tensors; input is on cpu"):
         fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym, backend="triton_fp8")
 
