@@ -320,25 +320,25 @@ def plot_mlp(result: dict, path: str) -> bool:
     return save_figure(fig, axes[0], path)
 
 
-def host_calls(keys=MLP_KEYS, m: int = 1) -> tuple[dict, dict]:
+def host_calls(keys=MLP_KEYS, m: int = 1, *, d: int = 4096, h: int = 14336,
+               device: str = "cuda") -> tuple[dict, dict]:
     """The decode calls whose host cost ``bench_host`` times (at M = 1) and ``benchmarks/profile_host.py``
-    profiles, at M tokens with Llama-3-8B's MLP shapes: ``({"bf16" | key name: {call name: fn}},
-    {key name: (gate_up, down)})``. Per key: each producer call, each QuantLinear call (given a
-    QuantizedActivation, and given the bf16 tensor: quantizer + GEMM), the whole MLP, and the same
-    QuantLinear calls through the checked path (nothing bound: every check every call)."""
+    profiles, at M tokens with Llama-3-8B's MLP shapes (``d``, ``h``; other shapes and ``device`` for tests):
+    ``({"bf16" | key name: {call name: fn}}, {key name: (gate_up, down)})``. Per key: each producer call, each
+    QuantLinear call (given a QuantizedActivation, and given the bf16 tensor: quantizer + GEMM), the whole MLP,
+    and the same QuantLinear calls through the checked path (nothing bound: every check every call)."""
     from torch import nn
 
     from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
 
-    d, h = 4096, 14336
     act = SiluAndMul()
     torch.manual_seed(0)
-    gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
-    down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
+    gate_up = nn.Linear(d, 2 * h, bias=False, device=device, dtype=torch.bfloat16)
+    down = nn.Linear(h, d, bias=False, device=device, dtype=torch.bfloat16)
     # held as a server holds them: no timed call records autograd (bf16's neither), and the producers refuse an
     # input that requires grad
     gate_up.requires_grad_(False), down.requires_grad_(False)
-    x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(m, d, device=device, dtype=torch.bfloat16)
     hx = gate_up(x)
     calls = {"bf16": {"linear gate_up": lambda: gate_up(x), "mlp": lambda: down(act(gate_up(x)))}}
     layers = {}

@@ -282,3 +282,20 @@ def test_trace_plot_draws_a_bar_per_row(tmp_path):
     assert plot(result, str(tmp_path / "trace.png"))
     assert (tmp_path / "trace.png").stat().st_size > 1000
     assert not plot({"versions": {}, "rows": [result["rows"][1]]}, str(tmp_path / "none.png"))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.triton_fp8])])
+def test_bench_host_calls_run_as_timed(device, backend_env):
+    """Every call ``fused-quant bench host`` times and ``benchmarks/profile_host.py`` profiles runs as built and
+    records no autograd (its bf16 layers' output required grad, and the producers refused every timed call): on
+    this machine at small shapes with the torch backend, on a GPU at Llama-3-8B's with triton_fp8."""
+    from benchmarks.decode import MLP_KEYS, host_calls
+
+    backend_env("torch" if device == "cpu" else "triton_fp8")
+    calls, _ = host_calls(MLP_KEYS, **({"d": 64, "h": 96, "device": "cpu"} if device == "cpu" else {}))
+    assert set(calls) == {"bf16", *MLP_KEYS}
+    for name, fns in calls.items():
+        for call, fn in fns.items():
+            out = fn()
+            out = out if isinstance(out, torch.Tensor) else out.data
+            assert out.device.type == device and not out.requires_grad, (name, call)

@@ -238,18 +238,3 @@ def test_linear_act_quant_mlp_is_the_two_calls_bit_for_bit(backend, key_name, ba
         for _ in range(3):
             got = compiled(x_new).clone()
         assert_bits_equal(got, two(x_new), f"{key_name} torch.compile reduce-overhead M={m}")
-
-
-@pytest.mark.triton_fp8
-def test_bench_host_calls_run_as_timed(backend_env):
-    """Every call ``fused-quant bench host`` times and ``benchmarks/profile_host.py`` profiles runs as built (a
-    bf16 ``nn.Linear``'s output that required grad made the producers refuse them) and records no autograd."""
-    from benchmarks.decode import MLP_KEYS, host_calls
-
-    backend_env("triton_fp8")
-    calls, _ = host_calls(MLP_KEYS)
-    for name, fns in calls.items():
-        for call, fn in fns.items():
-            out = fn()
-            out = out if isinstance(out, torch.Tensor) else out.data
-            assert out.is_cuda and not out.requires_grad, (name, call)
