@@ -305,8 +305,9 @@ def _scale_problem(key: K.QuantKey, scale: object, x: torch.Tensor) -> str:
 
 def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module | None,
                           *, numerics: str | NumericsProfile | None = None) -> torch.Tensor | QuantizedActivation:
-    """``QuantizedActivation`` when the current backend has a producer for (type(act_fn), linear's key)
-    that accepts ``x``; otherwise ``act_fn(x)``. Model code calls it unconditionally."""
+    """``QuantizedActivation`` when a producer for (type(act_fn), linear's key) accepts ``x``: the current
+    backend's, or where it has none or declines ``x``, the torch backend's (``_producer_for``); otherwise
+    ``act_fn(x)``. Model code calls it unconditionally."""
     key = get_input_quant_key(linear)
     if key is None:
         return act_fn(x)
