@@ -20,14 +20,15 @@ from pathlib import Path
 
 import torch
 
-# kernel-name fragments -> the label a row shows, first match wins (the package's Triton kernels; the rest keep
-# a prefix of their own name: cuBLAS, torch's elementwise kernels)
+# kernel-name fragments -> the label a row shows, first match wins (the package's Triton kernels, cuBLAS's and
+# torch's kernels of the bf16 MLP as named on the H100 in round 30; any other keeps a prefix of its own name)
 LABELS = (("small_m_gemm", "small-M GEMM"), ("split_k_epilogue", "split-K epilogue"),
           ("split_absmax", "per-token absmax"), ("token_split", "per-token quantize (split rows)"),
           ("token_chunks", "per-token quantize (chunks)"), ("token_2pass", "per-token quantize (2 sweeps)"),
           ("token_persistent", "per-token quantize (persistent)"), ("token_kernel", "per-token quantize"),
           ("static_flat", "static quantize"), ("static_kernel", "static quantize"), ("int8_gemm", "int8 GEMM"),
-          ("epilogue", "epilogue"), ("nvjet", "cuBLAS GEMM"), ("gemm", "cuBLAS GEMM"), ("gemv", "cuBLAS GEMV"))
+          ("epilogue", "epilogue"), ("nvjet", "cuBLAS GEMM"), ("gemm", "cuBLAS GEMM"), ("gemv", "cuBLAS GEMV"),
+          ("splitkreduce", "cuBLAS split-K reduce"), ("silu_kernel", "torch silu"), ("mulfunctor", "torch mul"))
 
 
 def label(kernel: str) -> str:

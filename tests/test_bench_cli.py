@@ -253,6 +253,21 @@ def test_trace_critical_path_shares_add_up_to_the_call_and_overlaps_are_negative
         critical_path(records, 1)
 
 
+def test_trace_labels_of_the_kernels_seen_on_a_gpu():
+    """The kernel names of round 30's traces (H100, torch 2.11) get short labels; another keeps its name's start."""
+    from benchmarks.trace_mlp import label
+
+    seen = {"nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT": "cuBLAS GEMM",
+            "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>": "cuBLAS split-K reduce",
+            "void at::native::vectorized_elementwise_kernel<8, at::native::(anonymous namespace)::silu_kernel("
+            "at::TensorIteratorBase&)": "torch silu",
+            "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor"
+            "<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor": "torch mul",
+            "act_quant_token_split_absmax_kernel": "per-token absmax", "split_k_epilogue_kernel": "split-K epilogue",
+            "some_other_kernel_with_a_long_name_here": "some_other_kernel_with_a_long_na"}
+    assert {name: label(name) for name in seen} == seen
+
+
 @pytest.mark.parametrize("argv,message", [(["--m", "0"], "--m takes token counts of at least 1"),
                                           (["--m", "1,x"], "--m takes comma-separated token counts"),
                                           (["--calls", "1"], "--calls needs at least 2")])
