@@ -138,11 +138,36 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
         code = 2
     report["producers"] = _producer_table()
     report["gemm_providers"] = _gemm_table()
+    report["small_m_table"] = _small_m_table(info)
     if vllm:
         from fused_quant.integrations.vllm import describe
 
         report["vllm_plugin"] = describe()
     return report, code
+
+
+def _small_m_table(info) -> dict[str, object]:
+    """What the small-M GEMM's committed table holds for this node's GPU: its arch's rows were swept on which GPU
+    (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch."""
+    from fused_quant.kernels.gemm_launch import table_metas
+
+    metas = table_metas()
+    swept = {arch: f"{m.get('device', '?')}, {m.get('date', '?')}" for arch, m in metas.items()}
+    out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept}
+    if info.arch is None:
+        out["line"] = f"rows for {', '.join(f'{a} ({w})' for a, w in swept.items()) or 'no arch'}; no GPU here"
+    elif info.arch not in metas:
+        out["line"] = (f"no rows for {info.arch}: the chain keeps torch._scaled_mm, torch._int_mm and the Triton int8 "
+                       f"GEMM; {_SWEEP} measures them on this GPU")
+    elif metas[info.arch].get("device") == info.device_name:
+        out["line"] = f"{info.arch} rows swept on this GPU model ({swept[info.arch]})"
+    else:
+        out["line"] = (f"{info.arch} rows swept on {swept[info.arch]}, not on this {info.device_name}: the "
+                       f"provider choices were measured there; {_SWEEP} measures them here")
+    return out
+
+
+_SWEEP = "python -m benchmarks.sweep_small_m_gemm --out DIR --install"
 
 
 def render_probe(report: dict[str, object]) -> str:
@@ -168,6 +193,7 @@ def render_probe(report: dict[str, object]) -> str:
                                     for row in _grouped(rows)], hang=width + 4)
     lines += _section("gemms", [f"{backend:<{width}}  {', '.join(rows) or '(none)'}"
                                 for backend, rows in report["gemm_providers"].items()], hang=width + 4)
+    lines += _section("small-M", [report["small_m_table"]["line"]])
     if "vllm_plugin" in report:
         v = report["vllm_plugin"]
         lines += _section("vllm", [f"{v['vllm'] or 'not installed'} (tested {v['tested']}); would register: "

@@ -6,6 +6,7 @@ On fake nodes (the probe's ``_probe_now`` replaced) and for real on this machine
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -156,8 +157,9 @@ def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
     node(CPU)
     report = json.loads(_probe(capsys, "--json")[1])
     assert set(report) == {"version", "platform", "env", "backend", "backends", "env_errors", "env_warnings",
-                           "producers", "gemm_providers"}
+                           "producers", "gemm_providers", "small_m_table"}
     assert set(report["backend"]) == {"name", "reason", "requested"}
+    assert set(report["small_m_table"]) == {"arch", "device", "swept", "line"}
     assert report["env"] == {name: None for name in envs.VARIABLES}
     assert report["platform"]["summary"] == "no GPU found" and report["platform"]["vendor"] == "cpu"
 
@@ -182,3 +184,33 @@ def test_env_errors_lists_only_bad_values(monkeypatch):
     monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", " OFF ")  # readers strip and lower-case
     monkeypatch.setenv("FUSED_QUANT_NUMERICS", "fast")
     assert envs.errors() == {"FUSED_QUANT_NUMERICS": "FUSED_QUANT_NUMERICS='fast' is not one of default, hcu"}
+
+
+# --- the small-M GEMM's table -------------------------------------------------------------------
+
+
+def test_small_m_table_line_says_where_this_gpus_rows_were_swept(node, capsys):
+    """The committed table's sm_90 rows were swept on an H200: probe says so on an H200, says that an H100 (same
+    arch) was not swept, that an arch without rows keeps the torch providers, and what a CPU node has."""
+    from fused_quant.kernels.gemm_launch import table_metas
+
+    meta = table_metas()["sm_90"]
+    swept = f"{meta['device']}, {meta['date']}"
+    h100 = dataclasses.replace(H200, device_name="NVIDIA H100 80GB HBM3")
+    mi300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
+                         "amdsmi: 8 x MI300X", "3.5.1")
+    want = {H200: f"sm_90 rows swept on this GPU model ({swept})" if meta["device"] == H200.device_name else None,
+            h100: f"sm_90 rows swept on {swept}, not on this NVIDIA H100 80GB HBM3",
+            mi300: "no rows for gfx942: the chain keeps torch._scaled_mm, torch._int_mm and the Triton int8 GEMM",
+            CPU: f"rows for sm_90 ({swept}); no GPU here"}
+    assert want[H200] is not None, meta  # the table's sm_90 rows come from an H200
+    for info, line in want.items():
+        node(info)
+        code, out = _probe(capsys, "--json")
+        got = json.loads(out)["small_m_table"]
+        assert got["line"].startswith(line) and got["arch"] == info.arch, (info.device_name, got)
+        text = " ".join(_probe(capsys)[1].split())  # the text form, its wrapping undone
+        assert f"small-M : {line}" in text, text
+    node(h100)
+    assert "python -m benchmarks.sweep_small_m_gemm --out DIR --install measures them here" in " ".join(
+        _probe(capsys)[1].split())

@@ -329,17 +329,24 @@ def m_bucket(m: int) -> int | None:
 
 
 def config_table(path: Path) -> dict:
-    """``{(arch, kind): {(n, k): {m_bucket: row}}}`` from the sweep's committed output (read once per
-    runtime generation)."""
+    """``{(arch, kind): {(n, k): {m_bucket: row}}, "metas": {arch: meta}}`` from the sweep's committed output
+    (read once per runtime generation)."""
     return runtime.once(f"small_m_configs:{path}", lambda: _read_table(path))
+
+
+def table_metas(path: Path = SMALL_M_CONFIG_FILE) -> dict[str, dict]:
+    """``{arch: what its rows were swept on}`` (the GPU's name, versions, date) from the same output."""
+    return config_table(path).get("metas", {})
 
 
 def _read_table(path: Path) -> dict:
     table: dict = {}
     if not path.is_file():
         return table
-    for row in json.loads(path.read_text())["rows"]:
+    data = json.loads(path.read_text())
+    for row in data["rows"]:
         table.setdefault((row["arch"], row["kind"]), {}).setdefault((row["n"], row["k"]), {})[row["m"]] = row
+    table["metas"] = data.get("metas", {})
     return table
 
 
