@@ -154,16 +154,19 @@ def _small_m_table(info) -> dict[str, object]:
     metas = table_metas()
     swept = {arch: f"{m.get('device', '?')}, {m.get('date', '?')}" for arch, m in metas.items()}
     out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept}
-    if info.arch is None:
-        out["line"] = f"rows for {', '.join(f'{a} ({w})' for a, w in swept.items()) or 'no arch'}; no GPU here"
+    rows = f"rows for {', '.join(f'{a} ({w})' for a, w in swept.items()) or 'no arch'}"
+    if info.device_count == 0:
+        out["line"] = f"{rows}; no GPU here"
+    elif info.arch is None:
+        out["line"] = f"{rows}; the probe did not read this GPU's arch (see probed: above)"
     elif info.arch not in metas:
         out["line"] = (f"no rows for {info.arch}: the chain keeps torch._scaled_mm, torch._int_mm and the Triton int8 "
                        f"GEMM; {_SWEEP} measures them on this GPU")
     elif metas[info.arch].get("device") == info.device_name:
         out["line"] = f"{info.arch} rows swept on this GPU model ({swept[info.arch]})"
     else:
-        out["line"] = (f"{info.arch} rows swept on {swept[info.arch]}, not on this {info.device_name}: the "
-                       f"provider choices were measured there; {_SWEEP} measures them here")
+        out["line"] = (f"{info.arch} rows swept on {swept[info.arch]}, not on this {info.device_name or 'GPU'}: "
+                       f"the provider choices were measured there; {_SWEEP} measures them here")
     return out
 
 

@@ -322,18 +322,21 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
                         f"fused_quant.SiluAndMul()), got {type(act_fn).__name__} {act_fn!r}; "
                         "fused_act_quant takes activation names")
     act, name = _act_name_or_none(type(act_fn)), K.key_name_or_none(key)
-    if act is None or name is None:
+    if act is None:
         _debug("fused-quant: %s is not a known activation (%s); running it unfused", type(act_fn).__qualname__,
                ", ".join(activations.NAMES))
+        return act_fn(x)
+    if name is None:
+        _debug("fused-quant: no producer makes %s's key %s; running %s unfused", type(linear).__name__, key, act)
         return act_fn(x)
     check_activation_input(x, act)  # malformed input raises; unsupported input falls back
     _check_inference(x, act, key, scale)
     why = _scale_problem(key, scale, x)
-    prod, reason = (None, why) if why else _producer_for(act, name, x, scale)
+    prod, reason, keep = (None, why, False) if why else _producer_for(act, name, x, scale)
     if prod is None:
         _debug("fused-quant: %s -> %s runs as the plain activation: %s", act, name, reason)
         return act_fn(x)
-    return _run(prod, x, scale, get_profile(numerics), sig, key)
+    return _run(prod, x, scale, get_profile(numerics), sig if keep else None, key)
 
 
 def bound_maybe_call(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module | None,
@@ -369,20 +372,21 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     sig, call = _checked_call("fused", act_id, key, numerics, backend, x, scale)
     if call is not None:
         return call(x, scale)
-    prod, profile = _resolve_fused(act, x, key, scale, numerics, backend)
-    return _run(prod, x, scale, profile, sig, key)
+    prod, profile, keep = _resolve_fused(act, x, key, scale, numerics, backend)
+    return _run(prod, x, scale, profile, sig if keep else None, key)
 
 
 def bind_fused_act_quant(act: str, x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,
                          numerics: str | NumericsProfile | None = "default") -> _BoundCall | None:
     """``fused_act_quant(act, x, key, scale)``'s checks run once, without running it: its bound call for
     every input with ``x``'s and ``scale``'s metadata (a layer's fast path), or None when the producer
-    that would run has no ``bind`` or a tensor requires grad (then call ``fused_act_quant``: its checks run)."""
+    that would run has no ``bind``, a tensor requires grad, or a producer without ``bind`` declined the input
+    (then call ``fused_act_quant``: its checks run)."""
     sig, call = _checked_call("fused", act, key, numerics, None, x, scale)
     if call is not None or sig is None:
         return call
-    prod, profile = _resolve_fused(act, x, key, scale, numerics, None)
-    return _bind(prod, x, scale, profile, sig, key)
+    prod, profile, keep = _resolve_fused(act, x, key, scale, numerics, None)
+    return _bind(prod, x, scale, profile, sig, key) if keep else None
 
 
 def _check_inference(x: torch.Tensor, act: str, key: K.QuantKey, scale: object) -> None:
@@ -397,25 +401,32 @@ def _check_inference(x: torch.Tensor, act: str, key: K.QuantKey, scale: object) 
                                    f"torch.no_grad() / torch.inference_mode(), or detach the {what}")
 
 
-def _producer_for(act: str, name: str, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[Producer | None, str]:
-    """The current backend's producer of ``act -> name`` for this input or, where it has none or declines the
-    input (a CPU tensor on a GPU node, strides its kernels cannot read), the torch backend's: the same bits, and
-    a producer still (a plain activation left to the consumer's quantizer is one launch more, and torch.compile
-    would fuse it with its own rounding). ``(None, why)`` where neither accepts it: the torch backend's answer
-    counts too, so nothing runs an input it declines."""
+def _producer_for(act: str, name: str, x: torch.Tensor,
+                  scale: torch.Tensor | None) -> tuple[Producer | None, str, bool]:
+    """``(producer, "", keep)``: the current backend's producer of ``act -> name`` for this input or, where it has
+    none or declines the input (a CPU tensor on a GPU node, strides its kernels cannot read), the torch backend's:
+    the same bits, and a producer still (a plain activation left to the consumer's quantizer would be fused by
+    torch.compile with its own rounding; on a GPU the torch backend's ops are slower than the kernels).
+    ``(None, why, False)`` where neither accepts it: the torch backend's answer counts too, so nothing runs an
+    input it declines. ``keep``: the answer holds for every input with x's and scale's metadata, so a call may
+    be filed under its signature; not where a producer without ``bind`` declined (its predicate may read
+    values: ``register_producer``)."""
     chosen = current_backend_name()
     prod = _lookup_names(act, name, chosen)
     ok, reason = prod.check(x, scale) if prod else (False, f"{chosen} has no {act} -> {name}")
     if ok or chosen == selection.FALLBACK:
-        return (prod if ok else None), reason
+        return (prod if ok else None), reason, ok
     _debug("fused-quant: %s; computing with the torch backend", reason)
     fallback = _lookup_names(act, name, selection.FALLBACK)
     ok, why = fallback.check(x, scale) if fallback else (False, f"no producer for {act} -> {name}")
-    return (fallback, "") if ok else (None, f"{reason}; {selection.FALLBACK}: {why}")
+    if not ok:
+        return None, f"{reason}; {selection.FALLBACK}: {why}", False
+    return fallback, "", prod is None or prod.bind is not None
 
 
-def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, NumericsProfile]:
-    """Every check of ``fused_act_quant`` and the producer that runs it."""
+def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, NumericsProfile, bool]:
+    """Every check of ``fused_act_quant``, the producer that runs it and whether its call may be filed under its
+    signature (``_producer_for``'s ``keep``)."""
     if isinstance(act, type):
         raise TypeError(f"fused_act_quant: act must be an activation name ({', '.join(activations.NAMES)}) or "
                         f"module instance, got the class {act.__name__}; pass {act.__name__}()")
@@ -430,7 +441,7 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
         raise ScaleError(f"{name} computes its scale per token; pass scale=None")
     profile = get_profile(numerics)
     if backend is None:
-        prod, reason = _producer_for(act_name, name, x, scale)
+        prod, reason, keep = _producer_for(act_name, name, x, scale)
         if prod is None:
             raise BackendUnavailableError(f"no producer accepts {act_name} -> {name} for this input: {reason}")
     else:
@@ -439,7 +450,8 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
         ok, reason = prod.check(x, scale) if prod else (False, f"no producer registered for {act_name} -> {name}")
         if not ok:
             raise BackendUnavailableError(f"backend {backend} cannot run {act_name} -> {name}: {reason}")
-    return prod, profile
+        keep = True
+    return prod, profile, keep
 
 
 def quantize(x: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = None, *,

@@ -306,11 +306,18 @@ def test_bench_host_calls_run_as_timed(device, backend_env):
     this machine at small shapes with the torch backend, on a GPU at Llama-3-8B's with triton_fp8."""
     from benchmarks.decode import MLP_KEYS, host_calls
 
-    backend_env("torch" if device == "cpu" else "triton_fp8")
+    from fused_quant import QuantizedActivation, fusion_counts, reset_fusion_counts
+
+    backend = "torch" if device == "cpu" else "triton_fp8"
+    backend_env(backend)
     calls, _ = host_calls(MLP_KEYS, **({"d": 64, "h": 96, "device": "cpu"} if device == "cpu" else {}))
     assert set(calls) == {"bf16", *MLP_KEYS}
+    reset_fusion_counts()
     for name, fns in calls.items():
         for call, fn in fns.items():
             out = fn()
-            out = out if isinstance(out, torch.Tensor) else out.data
+            if call.startswith("producer"):  # the backend's own producer, not a fallback
+                assert type(out) is QuantizedActivation, (name, call, type(out))
+                out = out.data
             assert out.device.type == device and not out.requires_grad, (name, call)
+    assert {b for b, act, _ in fusion_counts() if act == "silu_and_mul"} == {backend}, fusion_counts()

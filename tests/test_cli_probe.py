@@ -199,7 +199,10 @@ def test_small_m_table_line_says_where_this_gpus_rows_were_swept(node, capsys):
     h100 = dataclasses.replace(H200, device_name="NVIDIA H100 80GB HBM3")
     mi300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
                          "amdsmi: 8 x MI300X", "3.5.1")
+    procfs = PlatformInfo("nvidia", None, "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
+                          "/proc/driver/nvidia/gpus: 8 x NVIDIA H200; compute capability needs NVML", "3.5.1")
     want = {H200: f"sm_90 rows swept on this GPU model ({swept})" if meta["device"] == H200.device_name else None,
+            procfs: f"rows for sm_90 ({swept}); the probe did not read this GPU's arch",
             h100: f"sm_90 rows swept on {swept}, not on this NVIDIA H100 80GB HBM3",
             mi300: "no rows for gfx942: the chain keeps torch._scaled_mm, torch._int_mm and the Triton int8 GEMM",
             CPU: f"rows for sm_90 ({swept}); no GPU here"}

@@ -150,6 +150,33 @@ def test_input_every_producer_declines_runs_plain(fake_backend, monkeypatch):
         fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym)
 
 
+def test_a_decline_by_values_is_asked_again_at_the_next_call(fake_backend):
+    """A producer without ``bind`` may decline by an input's values: the torch backend's call that ran instead is
+    not filed under the input's signature, so the next input with the same metadata is asked again (both forms)."""
+    asked = []
+
+    def supported(x, scale):
+        asked.append(1)
+        return bool(x[0, 0] >= 0), "a negative first value"
+
+    def produce(x, scale, *, numerics, fp8_dtype):
+        return act_quant_ref("silu_and_mul", x, K.kInt8DynamicTokenSym, scale, numerics=numerics, fp8_dtype=fp8_dtype)
+
+    register_producer(SiluAndMul, K.kInt8DynamicTokenSym, backend=fake_backend, supported=supported)(produce)
+    layer = QuantLinear.from_float(nn.Linear(32, 8), K.kInt8DynamicTokenSym)
+    x = _input("silu_and_mul")
+    declined, accepted = x.clone(), x.clone()
+    declined[0, 0], accepted[0, 0] = -1.0, 1.0
+    for call in (lambda t: maybe_fused_act_quant(SiluAndMul(), t, layer),
+                 lambda t: fused_act_quant("silu_and_mul", t, K.kInt8DynamicTokenSym)):
+        reset_fusion_counts()
+        _assert_qa_is_ref(call(declined), "silu_and_mul", declined, K.kInt8DynamicTokenSym, None)
+        _assert_qa_is_ref(call(accepted), "silu_and_mul", accepted, K.kInt8DynamicTokenSym, None)
+        assert fusion_counts() == {("torch", "silu_and_mul", "int8_dynamic_token"): 1,
+                                   (fake_backend, "silu_and_mul", "int8_dynamic_token"): 1}
+    assert len(asked) == 4
+
+
 def test_gpu_backend_on_cpu_tensors_falls_back(monkeypatch):
     """The triton_fp8 producers decline CPU tensors (a CPU model on a GPU node): maybe_fused and
     fused_act_quant compute the same bits with the torch backend (counted as torch). maybe_fused returned the

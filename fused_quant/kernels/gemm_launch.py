@@ -334,9 +334,10 @@ def config_table(path: Path) -> dict:
     return runtime.once(f"small_m_configs:{path}", lambda: _read_table(path))
 
 
-def table_metas(path: Path = SMALL_M_CONFIG_FILE) -> dict[str, dict]:
-    """``{arch: what its rows were swept on}`` (the GPU's name, versions, date) from the same output."""
-    return config_table(path).get("metas", {})
+def table_metas(path: Path | None = None) -> dict[str, dict]:
+    """``{arch: what its rows were swept on}`` (the GPU's name, versions, date) from the same output (by default
+    ``SMALL_M_CONFIG_FILE``, read when called)."""
+    return config_table(SMALL_M_CONFIG_FILE if path is None else path).get("metas", {})
 
 
 def _read_table(path: Path) -> dict:
