@@ -14,13 +14,14 @@ of the same weights (``mlp_sqnr``).
 from __future__ import annotations
 
 import math
+import statistics
 
 import torch
 import torch.nn.functional as F
 
 from fused_quant import keys as K
 
-from benchmarks.timing import copy_ceiling, graph_us, host_us, loop_us, pyplot, save_figure, versions
+from benchmarks.timing import copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, versions
 
 SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192, 256)  # the small-M table's token counts (gemm_launch.M_BUCKETS)
@@ -362,16 +363,26 @@ def host_calls(keys=MLP_KEYS, m: int = 1, *, d: int = 4096, h: int = 14336,
 
 
 def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
-    """Host cost per call at M = 1 of each of ``host_calls``, and bf16's."""
+    """Host cost per call at M = 1 of each of ``host_calls``, and bf16's: the mean over chunks of 100 calls
+    (``us_per_call``, as the issue defines it) and the chunks' median (``us_per_call_chunk_median``); a line shows
+    the median too where the mean is over 1.2 times it (a noisy host while that call was timed)."""
     n = 300 if quick else 1000
     calls, layers = host_calls(keys)
-    rows = {}
+    rows, medians = {}, {}
     for name, fns in calls.items():
-        rows[name] = t = {call: host_us(fn, n) for call, fn in fns.items()}
+        rows[name], medians[name], shown = {}, {}, []
+        for call, fn in fns.items():
+            chunks = host_chunks(fn, n)
+            rows[name][call], medians[name][call] = sum(chunks) / len(chunks), statistics.median(chunks)
+            shown.append(f"{call} {_host_figure(rows[name][call], medians[name][call])}")
+        providers = ""
         if name in layers:
-            t["providers"] = {layer.name: next(iter(layer._bound.values())).gemm.provider.name
-                              for layer in layers[name]}
-            print(f"host M=1 {name}: " + "  ".join(f"{k_} {v:.1f}" for k_, v in t.items() if k_ != "providers")
-                  + f"  us/call  {t['providers']}", flush=True)
-    print("host M=1 bf16: " + "  ".join(f"{k_} {v:.1f}" for k_, v in rows["bf16"].items()) + " us/call", flush=True)
-    return {"versions": versions(), "calls": n, "M": 1, "us_per_call": rows}
+            rows[name]["providers"] = {layer.name: next(iter(layer._bound.values())).gemm.provider.name
+                                       for layer in layers[name]}
+            providers = f"  {rows[name]['providers']}"
+        print(f"host M=1 {name}: " + "  ".join(shown) + f" us/call{providers}", flush=True)
+    return {"versions": versions(), "calls": n, "M": 1, "us_per_call": rows, "us_per_call_chunk_median": medians}
+
+
+def _host_figure(mean: float, median: float) -> str:
+    return f"{mean:.1f}" + (f" (chunk median {median:.1f})" if mean > 1.2 * median else "")

@@ -125,17 +125,23 @@ def loop_us(fns: dict, target_ms: float = 40.0, rounds: int = 7) -> dict[str, fl
 
 
 def host_us(fn, calls: int = 1000, chunk: int = 100) -> float:
-    """Host microseconds per call to enqueue ``calls`` back-to-back calls: timed in chunks of ``chunk``
-    calls with a sync between chunks (outside the timing), so the launch queue never fills and the
-    GPU is never what is timed."""
+    """Host microseconds per call to enqueue ``calls`` back-to-back calls (``host_chunks``' mean)."""
+    chunks = host_chunks(fn, calls, chunk)
+    return sum(chunks) / len(chunks)
+
+
+def host_chunks(fn, calls: int = 1000, chunk: int = 100) -> list[float]:
+    """Host microseconds per call of each chunk of ``chunk`` back-to-back calls, ``calls // chunk`` chunks: a sync
+    between chunks (outside the timing), so the launch queue never fills and the GPU is never what is timed. A
+    chunk far above the others' median is the host's noise (another process), not the call's cost."""
     for _ in range(20):
         fn()
     torch.cuda.synchronize()
-    total = 0.0
-    for _ in range(calls // chunk):
+    out = []
+    for _ in range(max(calls // chunk, 1)):
         t0 = time.perf_counter()
         for _ in range(chunk):
             fn()
-        total += time.perf_counter() - t0
+        out.append((time.perf_counter() - t0) / chunk * 1e6)
         torch.cuda.synchronize()
-    return total / calls * 1e6
+    return out

@@ -321,3 +321,35 @@ def test_bench_host_calls_run_as_timed(device, backend_env):
                 out = out.data
             assert out.device.type == device and not out.requires_grad, (name, call)
     assert {b for b, act, _ in fusion_counts() if act == "silu_and_mul"} == {backend}, fusion_counts()
+
+
+def test_host_chunks_time_each_chunk_and_bench_host_shows_a_noisy_mean(monkeypatch, capsys):
+    """``host_chunks``: us per call of each chunk, the sync outside the timing; ``bench_host`` keeps the mean as
+    ``us_per_call`` and shows the chunks' median where one slow chunk (the host's noise) lifts the mean."""
+    from benchmarks import decode, timing
+
+    clock = [0.0]
+    syncs = []
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(timing.torch.cuda, "synchronize", lambda: syncs.append(clock[0]))
+    costs = iter([10e-6] * 20 + [10e-6] * 200 + [1e-3] + [10e-6] * 99 + [20e-6] * 100)  # warm-up, 4 chunks
+
+    def fn():
+        clock[0] += next(costs)
+
+    chunks = timing.host_chunks(fn, 400, 100)
+    assert chunks == pytest.approx([10.0, 10.0, (1e3 + 99 * 10) / 100, 20.0])
+    assert len(syncs) == 5  # after the warm-up and after each chunk
+    assert timing.host_us(lambda: None, 200, 100) == pytest.approx(0.0)
+
+    def fake_chunks(fn, n):
+        return fn()
+
+    monkeypatch.setattr(decode, "host_chunks", fake_chunks)
+    monkeypatch.setattr(decode, "versions", lambda: {"device": "test"})
+    monkeypatch.setattr(decode, "host_calls", lambda keys: ({"bf16": {"quiet": lambda: [10.0, 11.0, 12.0],
+                                                                       "noisy": lambda: [10.0, 10.0, 100.0]}}, {}))
+    res = decode.bench_host()
+    assert res["us_per_call"]["bf16"] == pytest.approx({"quiet": 11.0, "noisy": 40.0})
+    assert res["us_per_call_chunk_median"]["bf16"] == pytest.approx({"quiet": 11.0, "noisy": 10.0})
+    assert "host M=1 bf16: quiet 11.0  noisy 40.0 (chunk median 10.0) us/call" in capsys.readouterr().out
