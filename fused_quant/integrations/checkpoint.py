@@ -117,14 +117,22 @@ def quantization_config(layers: list[tuple[str, QuantLinear]], float_linears: li
     return cfg.model_dump(exclude_none=True, mode="json") | {"quant_method": "compressed-tensors"}
 
 
+INDEX = "model.safetensors.index.json"  # a sharded checkpoint's index: tensor name -> shard file
+
+
+def index_shards(index: Path) -> list[str]:
+    """The shard files a sharded checkpoint's index lists, each once, sorted."""
+    return sorted(set(json.loads(index.read_text())["weight_map"].values()))
+
+
 def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[str, torch.Tensor]:
     """Every tensor of ``model.safetensors`` or of the shards ``model.safetensors.index.json`` lists (read in the
     order ``steps(files)`` yields them: a progress bar's)."""
     from safetensors.torch import load_file
 
-    index = path / "model.safetensors.index.json"
+    index = path / INDEX
     if index.exists():
-        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        files = index_shards(index)
     elif (path / "model.safetensors").exists():
         files = ["model.safetensors"]
     else:

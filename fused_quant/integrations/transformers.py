@@ -595,15 +595,17 @@ def _drop_stale_shards(path: Path) -> None:
     """An earlier sharded checkpoint in ``path`` (its index and the shards it lists) would be read instead of the
     ``model.safetensors`` just written (by from_pretrained, and by loaders that take every ``*.safetensors``):
     removed, as transformers' own save_pretrained removes the shards it no longer writes."""
-    index = path / "model.safetensors.index.json"
+    from fused_quant.integrations import checkpoint as ckpt
+
+    index = path / ckpt.INDEX
     if not index.is_file():
         return
     try:
-        shards = set(json.loads(index.read_text())["weight_map"].values())
+        shards = ckpt.index_shards(index)
     except (ValueError, KeyError, TypeError, AttributeError):
-        shards = set()
+        shards = []
     root = path.resolve()
-    for shard in sorted(shards - {"model.safetensors"}):
+    for shard in [s for s in shards if s != "model.safetensors"]:
         f = (path / shard).resolve()
         if f.parent == root and f.is_file() and f.suffix == ".safetensors":  # only the folder's own files
             f.unlink()
