@@ -27,7 +27,7 @@ import logging
 
 import torch
 
-from fused_quant import envs
+from fused_quant import envs, runtime
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
 from fused_quant.validation import ACT_DTYPES, QuantDTypeError, QuantKeyMismatchError
@@ -239,15 +239,11 @@ def kernel_class() -> type:
     return FusedQuantInt8ScaledMMLinearKernel
 
 
-_DECLINED: set[str] = set()
-
-
 def _declined(why: str) -> None:
-    """One log line per reason the kernel declines a layer (vLLM then takes its own kernel, and says no more)."""
-    if why not in _DECLINED:
-        _DECLINED.add(why)
-        logger.warning("fused-quant vLLM plugin: %s declines a layer, vLLM's own int8 kernel runs it: %s",
-                       KERNEL_NAME, why)
+    """One log line per reason the kernel declines a layer (vLLM then takes its own kernel, and says no more), per
+    runtime generation (``runtime.once``)."""
+    runtime.once(f"vllm_declined:{why}", lambda: logger.warning(
+        "fused-quant vLLM plugin: %s declines a layer, vLLM's own int8 kernel runs it: %s", KERNEL_NAME, why))
 
 
 def _kernel_chains(placement: str) -> dict:
