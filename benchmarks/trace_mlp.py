@@ -20,8 +20,6 @@ from pathlib import Path
 
 import torch
 
-from fused_quant.cli import _token_counts  # fused-quant bench's --m: the same token-count lists
-
 # kernel-name fragments -> the label a row shows, first match wins (the package's Triton kernels, cuBLAS's and
 # torch's kernels of the bf16 MLP as named on the H100 in round 30; any other keeps a prefix of its own name)
 LABELS = (("small_m_gemm", "small-M GEMM"), ("split_k_epilogue", "split-K epilogue"),
@@ -145,18 +143,23 @@ def plot(result: dict, path: str) -> bool:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--m", default=(1, 16, 64), type=_token_counts, metavar="M[,M...]",
-                    help="token counts, comma-separated (default: 1,16,64)")
+    ap.add_argument("--m", default="1,16,64", help="token counts, comma-separated (default: 1,16,64)")
     ap.add_argument("--calls", type=int, default=8, help="MLP calls per captured graph (default: 8, at least 2)")
     ap.add_argument("--out", default=".", help="folder for trace.json and trace.png (default: here)")
     args = ap.parse_args(argv)
+    try:
+        ms = [int(m) for m in args.m.split(",")]
+    except ValueError:
+        ap.error(f"--m takes comma-separated token counts, got {args.m!r}")
+    if any(m < 1 for m in ms):
+        ap.error(f"--m takes token counts of at least 1, got {args.m!r}")
     if args.calls < 2:
         ap.error(f"--calls needs at least 2 (the first call has no previous kernel), got {args.calls}")
     if not torch.cuda.is_available():
         ap.exit(2, "trace_mlp: needs a GPU (torch.cuda.is_available() is False)\n")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = trace(args.m, args.calls)
+    result = trace(ms, args.calls)
     (out / "trace.json").write_text(json.dumps(result, indent=1) + "\n")
     drawn = plot(result, str(out / "trace.png"))
     print(f"trace_mlp: {out / 'trace.json'}" + (f", {out / 'trace.png'}" if drawn else " (no matplotlib: no plot)"))

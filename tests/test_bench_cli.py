@@ -268,10 +268,8 @@ def test_trace_labels_of_the_kernels_seen_on_a_gpu():
     assert {name: label(name) for name in seen} == seen
 
 
-@pytest.mark.parametrize("argv,message", [(["--m", "0"], "argument --m: expected token counts >= 1 separated by "
-                                                           "commas (like 1,16,224), got '0' in '0'"),
-                                          (["--m", "1,x"], "argument --m: expected token counts >= 1 separated by "
-                                                           "commas (like 1,16,224), got 'x' in '1,x'"),
+@pytest.mark.parametrize("argv,message", [(["--m", "0"], "--m takes token counts of at least 1"),
+                                          (["--m", "1,x"], "--m takes comma-separated token counts"),
                                           (["--calls", "1"], "--calls needs at least 2")])
 def test_trace_refuses_bad_arguments_and_a_missing_gpu(argv, message, capsys, monkeypatch, tmp_path):
     from benchmarks import trace_mlp
