@@ -767,12 +767,28 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     x_quant = quantizer_of(quantizer, p)
     if x_quant is None:
         return None
-    cfg, _ = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())  # the row's, as bound
+    arch = _device_arch(p.device)
+    cfg, _ = small_m_config(arch, p.kind, p.n, p.k, p.m, ())  # the row's, as bound
     if cfg is None or not quantizes_float_input(cfg, p.m, p.kind):
         return None
+    cfg = quantizing_config(p, cfg, arch)
     call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
     call.under_capture = quantizing_under_capture(p, cfg)
     return call
+
+
+def quantizing_config(p: GemmProblem, cfg: dict, arch: str | None) -> dict:
+    """The config of ``bind_small_m_from_producer``'s call for the table's row ``cfg`` (one that quantizes a float
+    input): the row's own, except an int8 per-token key's one-token row (a few weight rows a program), which gives way
+    to the table's row at 2 tokens where that row quantizes ``p.m`` tokens in one MMA block. Each program sweeps its
+    tokens' rows for their absmax before the weight streams; the MMA row has far fewer programs (Llama-3-8B's
+    gate_up: 112 where there were 14336), and int8's integer sums make its bits the one-token row's. Measured on an
+    H100 (benchmarks/RESULTS.md, thirty-first round, runs 4-5): 9.5 us less GPU time per int8 per-token MLP at one
+    token, the same MLP outputs in eager calls and replays."""
+    if not (p.per_token and p.kind == "int8" and cfg["BLOCK_M"] == 1):
+        return cfg
+    wide, _ = small_m_config(arch, p.kind, p.n, p.k, 2, ())
+    return wide if wide is not None and wide["BLOCK_M"] > 1 and quantizes_float_input(wide, p.m, p.kind) else cfg
 
 
 def quantizer_of(bound: object, p: GemmProblem) -> tuple | None:

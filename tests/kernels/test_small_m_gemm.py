@@ -872,6 +872,64 @@ def test_a_table_row_quantizes_a_float_input_in_one_token_block_of_16(monkeypatc
     assert (call is not None) is quantizes
 
 
+ONE_TOKEN_ROW = dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=32, splits=1, num_warps=1, num_stages=1)
+MMA_ROW = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+
+
+@pytest.mark.parametrize("key_name,row_at_2,bound", [
+    ("int8_dynamic_token", MMA_ROW, MMA_ROW),  # the 2-token row's MMA block: fewer programs sweep the row
+    ("int8_dynamic_token", None, ONE_TOKEN_ROW),  # no 2-token row (torch measured faster there): the row's own
+    ("int8_dynamic_token", dict(MMA_ROW, BLOCK_M=32), ONE_TOKEN_ROW),  # no block the kernel quantizes in
+    ("int8_dynamic_token", ONE_TOKEN_ROW, ONE_TOKEN_ROW),
+    ("int8_static_tensor", MMA_ROW, ONE_TOKEN_ROW)])  # a per-tensor key has no sweep: its row as is
+def test_int8_per_token_quantizing_call_takes_the_2_token_row_for_a_one_token_row(monkeypatch, key_name, row_at_2,
+                                                                                  bound):
+    """``quantizing_config``: at one token an int8 per-token key's quantizing call runs in the table's 2-token MMA
+    row instead of its one-token row (each program sweeps the token's row for its absmax; far fewer programs), where
+    that row has one block of at most 16 tokens; other keys and rows keep the row they were bound for."""
+    pytest.importorskip("triton")
+    from fused_quant.kernels import launch
+
+    rows = {1: ONE_TOKEN_ROW, 2: row_at_2}
+    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None: (
+        None if rows[m] is None else dict(rows[m]), ""))
+    configs = []
+    real = g._small_m_call
+    monkeypatch.setattr(g, "_small_m_call", lambda p, key, *rest: (configs.append(dict(key)), real(p, key, *rest))[1])
+    x = torch.randn(1, 64, dtype=torch.bfloat16)
+    per_token = key_name.endswith("token")
+    producer = launch.bind_rows(x, x, "identity", key_name, False, FP8, None)
+    p = GemmProblem(1, 32, 64, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), per_token, True, False)
+    call = g.bind_small_m_from_producer(p, torch.zeros(32, 64, dtype=torch.int8), torch.ones(32, 1), None, producer)
+    assert call is not None and configs == [bound]
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("device,m,n,k", [
+    pytest.param("cpu", 1, 33, 70, marks=pytest.mark.interpreter),
+    pytest.param("cuda", 1, 28672, 4096, marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("adversarial", [False, True])
+def test_int8_per_token_quantizing_call_in_an_mma_row_has_the_one_token_rows_bits(device, m, n, k, adversarial):
+    """What ``quantizing_config`` relies on: at one token the int8 per-token quantizing call in an MMA row gives the
+    bits of the producer then the plain GEMM in the one-token row (integer sums are exact in any order)."""
+    from fused_quant import keys as K
+    from fused_quant.reference import quant_ref
+
+    dev = torch.device(device)
+    _, _, w, ws = _operands("int8", m, n, k, dev, seed=n)
+    x = _float_input(m, k, torch.bfloat16, dev, seed=k, adversarial=adversarial)
+    q, s = quant_ref(x.cpu(), K.kInt8DynamicTokenSym, None)
+    q, xs = q.to(dev), s.reshape(m, 1).to(dev)
+    # the operands' device: a problem's device has its index (``_problem_of``), which the launches are keyed on
+    p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, w.device, True, True, False)
+    one_token = dict(ONE_TOKEN_ROW, BLOCK_K=32 if device == "cpu" else 512)
+    mma = dict(MMA_ROW) if device == "cpu" else dict(BLOCK_N=256, BLOCK_M=16, BLOCK_K=128, splits=1, num_warps=8,
+                                                      num_stages=4)
+    fused = g.bind_small_m_quantizing(p, w, ws, None, ("int8_dynamic_token", torch.bfloat16), mma)(x, None)
+    unfused = g.bind_small_m(p, w, ws, None, one_token)(q, xs)
+    assert_bits_equal(fused, unfused, f"int8 per-token {m}x{n}x{k}: quantizing in {mma} vs {one_token}")
+
+
 @pytest.mark.parametrize("key_name,per_token,kind", [
     ("fp8_dynamic_token", False, "fp8"),  # per-token scales the kernel would store for a per-tensor problem
     ("fp8_static_tensor", True, "fp8"),
