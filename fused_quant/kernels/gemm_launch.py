@@ -251,6 +251,17 @@ class KernelCall:
                 and dl._current_device() == self.index):
             self.direct = dl.direct_of(compiled, self.plan.grid, self.index)
 
+    def fits(self, dtypes: tuple, scalars: tuple) -> bool:
+        """Whether the kernel, compiled now for 16-byte aligned operands of ``dtypes`` (the pointer arguments'
+        dtypes) and ``scalars``, takes no more shared memory than a block of its device may. Triton compiles a
+        kernel at its first launch and refuses one that does not fit there, deep in a call; a bind asks here
+        first. The first call finds the kernel compiled. True in the interpreter (no shared memory)."""
+        if self.index < 0:
+            return True
+        plan = self.plan
+        compiled = plan.kernel.warmup(*dtypes, *scalars, grid=plan.grid, **plan.kwargs)
+        return compiled.metadata.shared <= launch.max_shared_memory(self.index)
+
 
 def _scale_flags(p: GemmProblem) -> dict:
     # a one-element scale is read as a scalar unless it is the single row / column it stands for
@@ -689,6 +700,17 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
                 (xp, wp, xsp, wsp, bp, op, pp, cp, wsp) if aligned and not cp & 15 else None)
         return out
 
+    def fits(x_dtype: torch.dtype) -> bool:
+        """Whether the kernel an eager call of ``x_dtype`` rows launches fits a block's shared memory
+        (``KernelCall.fits``; its operands' dtypes as ``call`` passes them, a static scale's fp32)."""
+        xs_dtype = ws.dtype if own_scales else torch.float32
+        if c.reduce is None:
+            return c.main.fits((x_dtype, w.dtype, xs_dtype, ws.dtype, bias_arg.dtype, out_dtype, out_dtype, ws.dtype,
+                                ws.dtype), scalars)
+        return c.fused.fits((x_dtype, w.dtype, xs_dtype, ws.dtype, bias_arg.dtype, out_dtype, c.acc_dtype,
+                             torch.int32, ws.dtype), scalars)
+
+    call.fits = fits
     return call
 
 
@@ -771,10 +793,16 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     cfg, _ = small_m_config(arch, p.kind, p.n, p.k, p.m, ())  # the row's, as bound
     if cfg is None or not quantizes_float_input(cfg, p.m, p.kind):
         return None
-    cfg = quantizing_config(p, cfg, arch)
-    call = bind_small_m_quantizing(p, w, ws, bias, x_quant, cfg)
-    call.under_capture = quantizing_under_capture(p, cfg)
-    return call
+    wide = quantizing_config(p, cfg, arch)
+    for config in (wide, cfg) if wide is not cfg else (cfg,):
+        call = bind_small_m_quantizing(p, w, ws, bias, x_quant, config)
+        # the sweep compiled its rows for quantized tiles: a float tile takes 2-4 times their bytes per pipeline
+        # stage (on an H100 Llama-3-8B o's 2-token row, a small model's nearest, quantizing fp32 rows at one token
+        # took 237568 bytes of 232448)
+        if call.fits(x_quant[1]):
+            call.under_capture = quantizing_under_capture(p, config)
+            return call
+    return None
 
 
 def quantizing_config(p: GemmProblem, cfg: dict, arch: str | None) -> dict:
@@ -852,6 +880,10 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     shape, strides, device, q_dtype = (p.m, h), (h, 1), w.device, producer.q_dtype
     scalars = (*gemm_scalars(p, w)[:-1], h)  # q's row stride: N / 2
     own_scales = c.own_scales
+    x_dtype = p.x_dtype if x_quant is None else x_quant[1]
+    if not c.main.fits((x_dtype, w.dtype, ws.dtype if own_scales else torch.float32, ws.dtype, bias_arg.dtype, q_dtype,
+                        q_dtype, ws.dtype, torch.float32), scalars):  # the sweep compiled the row without this epilogue
+        return None
 
     def call(x, xs, scale):
         if own_scales:  # a per-token key's float x: the kernel works out the scales (one split: none stored)

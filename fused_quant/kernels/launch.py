@@ -425,5 +425,13 @@ def _num_sms(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+@functools.cache
+def max_shared_memory(device_index: int) -> int:
+    """The shared memory bytes a block may take on a device, as Triton's launch checks them."""
+    import triton
+
+    return triton.runtime.driver.active.utils.get_device_properties(device_index)["max_shared_mem"]
+
+
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)

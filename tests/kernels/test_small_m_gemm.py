@@ -904,6 +904,37 @@ def test_int8_per_token_quantizing_call_takes_the_2_token_row_for_a_one_token_ro
     assert call is not None and configs == [bound]
 
 
+@pytest.mark.parametrize("fitting,bound", [
+    ((1, 16), [MMA_ROW]),  # the 2-token row's kernel fits a block's shared memory
+    ((1,), [MMA_ROW, ONE_TOKEN_ROW]),  # it does not: the one-token row's, as bound before
+    ((), [MMA_ROW, ONE_TOKEN_ROW, None])])  # neither: no quantizing call (the producer, then the GEMM)
+def test_a_quantizing_call_whose_kernel_does_not_fit_shared_memory_gives_way(monkeypatch, fitting, bound):
+    """The sweep compiled its rows for quantized tiles; a float tile takes 2-4 times their bytes per pipeline stage,
+    and Triton refuses a kernel over a block's shared memory at its first launch. ``bind_small_m_from_producer``
+    asks first (``KernelCall.fits``, on the eager call's operand dtypes) and takes the next config, or none."""
+    pytest.importorskip("triton")
+    from fused_quant.kernels import launch
+
+    rows = {1: ONE_TOKEN_ROW, 2: MMA_ROW}
+    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None: (dict(rows[m]), ""))
+    asked = []
+
+    def fits(self, dtypes, scalars):
+        asked.append((self.plan.kwargs["BLOCK_M"], dtypes))
+        return self.plan.kwargs["BLOCK_M"] in fitting
+
+    monkeypatch.setattr(g.KernelCall, "fits", fits)
+    x = torch.randn(1, 64, dtype=torch.float32)
+    producer = launch.bind_rows(x, x, "identity", "int8_dynamic_token", False, FP8, None)
+    p = GemmProblem(1, 32, 64, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    call = g.bind_small_m_from_producer(p, torch.zeros(32, 64, dtype=torch.int8), torch.ones(32, 1), None, producer)
+    assert [block_m for block_m, _ in asked] == [r["BLOCK_M"] for r in bound if r is not None]
+    # the eager call's operands: fp32 rows, int8 weight, the weight scale standing in for the scales it works out
+    assert {dtypes for _, dtypes in asked} == {(torch.float32, torch.int8, torch.float32, torch.float32, torch.float32,
+                                                torch.bfloat16, torch.bfloat16, torch.float32, torch.float32)}
+    assert (call is None) is (bound[-1] is None)
+
+
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 @pytest.mark.parametrize("device,m,n,k", [
     pytest.param("cpu", 1, 33, 70, marks=pytest.mark.interpreter),
@@ -928,6 +959,40 @@ def test_int8_per_token_quantizing_call_in_an_mma_row_has_the_one_token_rows_bit
     fused = g.bind_small_m_quantizing(p, w, ws, None, ("int8_dynamic_token", torch.bfloat16), mma)(x, None)
     unfused = g.bind_small_m(p, w, ws, None, one_token)(q, xs)
     assert_bits_equal(fused, unfused, f"int8 per-token {m}x{n}x{k}: quantizing in {mma} vs {one_token}")
+
+
+@pytest.mark.gpu
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("x_dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n,k", [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)])  # Llama-3-8B's linears
+def test_int8_per_token_quantizing_call_at_one_token_fits_and_has_the_producers_bits(n, k, x_dtype):
+    """The table's int8 per-token quantizing call at one token, for each of the four shapes' rows and each float
+    input: it binds, runs (no kernel over a block's shared memory) and gives the bits of the producer then the plain
+    GEMM. Where ``KernelCall.fits`` turned the 2-token MMA row down (``quantizing_config``), that row's kernel is
+    refused at its launch: the check reads what Triton enforces."""
+    import triton
+
+    from fused_quant.kernels import launch
+
+    _, _, w, ws = _operands("int8", 1, n, k, torch.device("cuda"), seed=n)
+    x = _float_input(1, k, x_dtype, w.device, seed=k, adversarial=False)
+    producer = launch.bind_rows(x, x, "identity", "int8_dynamic_token", False, FP8, None)
+    p = GemmProblem(1, n, k, "int8", torch.int8, torch.bfloat16, w.device, True, True, False)
+    call = g.bind_small_m_from_producer(p, w, ws, None, producer)
+    assert call is not None  # the one-token row's call at least
+    q, xs = producer(x, None)
+    want = g.bind_small_m(p, w, ws, None)(q, xs)
+    assert_bits_equal(call(x, None), want, f"int8 per-token 1x{n}x{k} from {x_dtype}")
+    arch = g._device_arch(w.device)
+    row = g.small_m_config(arch, "int8", n, k, 1, ())[0]
+    wide = g.quantizing_config(p, row, arch)
+    if wide is not row:
+        mma = g.bind_small_m_quantizing(p, w, ws, None, ("int8_dynamic_token", x_dtype), wide)
+        if mma.fits(x_dtype):
+            assert_bits_equal(mma(x, None), want, f"int8 per-token 1x{n}x{k} from {x_dtype} in {wide}")
+        else:
+            with pytest.raises(triton.runtime.errors.OutOfResources, match="shared memory"):
+                mma(x, None)
 
 
 @pytest.mark.parametrize("key_name,per_token,kind", [
@@ -1554,9 +1619,10 @@ def test_producing_takes_a_float_input_from_a_table_row_of_one_token_block(monke
     monkeypatch.setattr(g, "producing_of", lambda producer, p: (("QUANT", 0),))
     monkeypatch.setattr(g, "quantizer_of", lambda quantizer, p: ("int8_static_tensor", torch.bfloat16))
     monkeypatch.setattr(g, "small_m_config", lambda *a: (dict(cfg), ""))
-    bound = []
+    bound, fits = [], [True]
+    main = types.SimpleNamespace(fits=lambda dtypes, scalars: fits[0])
     monkeypatch.setattr(g, "_small_m_call", lambda p, key, x_quant, y_quant: bound.append((p.m, x_quant))
-                        or types.SimpleNamespace(own_scales=False))
+                        or types.SimpleNamespace(own_scales=False, main=main))
     p = GemmProblem(64, 64, 256, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), False, True, False)
     w, ws = torch.zeros(64, 256, dtype=torch.int8), torch.ones(64, 1)
     producer = types.SimpleNamespace(q_dtype=torch.int8)
@@ -1567,6 +1633,8 @@ def test_producing_takes_a_float_input_from_a_table_row_of_one_token_block(monke
     assert g.bind_small_m_producing(p, w, ws, None, producer, object(), config=dict(cfg)) is not None
     x_quant = ("int8_static_tensor", torch.bfloat16)
     assert bound == [(64, None), (16, x_quant), (64, x_quant)]
+    fits[0] = False  # a kernel over a block's shared memory (``KernelCall.fits``): the GEMM, then the producer
+    assert g.bind_small_m_producing(dataclasses.replace(p, m=16), w, ws, None, producer, object()) is None
 
 
 def test_producing_only_at_the_measured_buckets(monkeypatch):
