@@ -256,7 +256,7 @@ class KernelCall:
         dtypes) and ``scalars``, takes no more shared memory than a block of its device may. Triton compiles a
         kernel at its first launch and refuses one that does not fit there, deep in a call; a bind asks here
         first. The first call finds the kernel compiled. True in the interpreter (no shared memory)."""
-        if self.index < 0:
+        if self.index < 0 or launch._interpreting():
             return True
         plan = self.plan
         compiled = plan.kernel.warmup(*dtypes, *scalars, grid=plan.grid, **plan.kwargs)
