@@ -964,35 +964,46 @@ def test_int8_per_token_quantizing_call_in_an_mma_row_has_the_one_token_rows_bit
 @pytest.mark.gpu
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 @pytest.mark.parametrize("x_dtype", [torch.float32, torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("n,k", [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)])  # Llama-3-8B's linears
-def test_int8_per_token_quantizing_call_at_one_token_fits_and_has_the_producers_bits(n, k, x_dtype):
-    """The table's int8 per-token quantizing call at one token, for each of the four shapes' rows and each float
-    input: it binds, runs (no kernel over a block's shared memory) and gives the bits of the producer then the plain
-    GEMM. Where ``KernelCall.fits`` turned the 2-token MMA row down (``quantizing_config``), that row's kernel is
-    refused at its launch: the check reads what Triton enforces."""
+@pytest.mark.parametrize("key_name,m,n,k", [  # Llama-3-8B's linears
+    ("int8_dynamic_token", 1, 6144, 4096), ("int8_dynamic_token", 1, 4096, 4096),  # quantizing_config's rows
+    ("int8_dynamic_token", 1, 28672, 4096), ("int8_dynamic_token", 1, 4096, 14336),
+    # rows of 64 weight rows x 16 tokens x 512 K in 4 stages (Triton compiling for sm_90: 237568 bytes with fp32 rows)
+    ("int8_static_tensor", 2, 4096, 4096), ("int8_dynamic_token", 4, 4096, 14336),
+    ("fp8_dynamic_token", 16, 4096, 14336), ("fp8_static_tensor", 16, 4096, 14336)])
+def test_a_quantizing_call_from_the_table_fits_and_has_the_producers_bits(key_name, m, n, k, x_dtype):
+    """The table's quantizing call for float rows of each dtype: it binds where its kernel fits a block's shared
+    memory (``KernelCall.fits``), else the next config or none, and gives the bits of the producer then the plain
+    GEMM. A config ``fits`` turns down is refused at its launch: the check reads what Triton enforces."""
     import triton
 
+    from fused_quant import keys as K
     from fused_quant.kernels import launch
 
-    _, _, w, ws = _operands("int8", 1, n, k, torch.device("cuda"), seed=n)
-    x = _float_input(1, k, x_dtype, w.device, seed=k, adversarial=False)
-    producer = launch.bind_rows(x, x, "identity", "int8_dynamic_token", False, FP8, None)
-    p = GemmProblem(1, n, k, "int8", torch.int8, torch.bfloat16, w.device, True, True, False)
+    key = K.KEYS[key_name]
+    kind, per_token = ("fp8" if K.is_fp8(key) else "int8"), K.is_per_token(key)
+    _, _, w, ws = _operands(kind, m, n, k, torch.device("cuda"), seed=n)
+    x = _float_input(m, k, x_dtype, w.device, seed=k, adversarial=False)
+    scale = None if per_token else torch.tensor([0.02 if kind == "fp8" else 0.03], device=w.device)
+    producer = launch.bind_rows(x, x, "identity", key_name, False, FP8, None)
+    p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, w.device, per_token, True, False)
     call = g.bind_small_m_from_producer(p, w, ws, None, producer)
-    assert call is not None  # the one-token row's call at least
-    q, xs = producer(x, None)
+    q, xs = producer(x, scale)
     want = g.bind_small_m(p, w, ws, None)(q, xs)
-    assert_bits_equal(call(x, None), want, f"int8 per-token 1x{n}x{k} from {x_dtype}")
     arch = g._device_arch(w.device)
-    row = g.small_m_config(arch, "int8", n, k, 1, ())[0]
-    wide = g.quantizing_config(p, row, arch)
-    if wide is not row:
-        mma = g.bind_small_m_quantizing(p, w, ws, None, ("int8_dynamic_token", x_dtype), wide)
-        if mma.fits(x_dtype):
-            assert_bits_equal(mma(x, None), want, f"int8 per-token 1x{n}x{k} from {x_dtype} in {wide}")
-        else:
-            with pytest.raises(triton.runtime.errors.OutOfResources, match="shared memory"):
-                mma(x, None)
+    row = g.small_m_config(arch, kind, n, k, m, ())[0]
+    assert row is not None and g.quantizes_float_input(row, m, kind)
+    picked = g.quantizing_config(p, row, arch)
+    tried = g.bind_small_m_quantizing(p, w, ws, None, (key_name, x_dtype), picked)
+    fits = tried.fits(x_dtype)
+    what = f"{key_name} {m}x{n}x{k} from {x_dtype}"
+    if fits:
+        assert_bits_equal(tried(x, scale), want, f"{what} in {picked}")
+    else:
+        with pytest.raises(triton.runtime.errors.OutOfResources, match="shared memory"):
+            tried(x, scale)
+    assert (call is None) is (not fits and picked is row)  # the table's own row after quantizing_config's, else none
+    if call is not None:
+        assert_bits_equal(call(x, scale), want, what)
 
 
 @pytest.mark.parametrize("key_name,per_token,kind", [
