@@ -970,7 +970,8 @@ def test_int8_per_token_quantizing_call_in_an_mma_row_has_the_one_token_rows_bit
     # rows of 64 weight rows x 16 tokens x 512 K in 4 stages (Triton compiling for sm_90: 237568 bytes with fp32 rows)
     ("int8_static_tensor", 2, 4096, 4096), ("int8_dynamic_token", 4, 4096, 14336),
     ("fp8_dynamic_token", 16, 4096, 14336), ("fp8_static_tensor", 16, 4096, 14336)])
-def test_a_quantizing_call_from_the_table_fits_and_has_the_producers_bits(key_name, m, n, k, x_dtype):
+@pytest.mark.parametrize("adversarial", [False, True])
+def test_a_quantizing_call_from_the_table_fits_and_has_the_producers_bits(key_name, m, n, k, x_dtype, adversarial):
     """The table's quantizing call for float rows of each dtype: it binds where its kernel fits a block's shared
     memory (``KernelCall.fits``), else the next config or none, and gives the bits of the producer then the plain
     GEMM. A config ``fits`` turns down is refused at its launch: the check reads what Triton enforces."""
@@ -982,7 +983,7 @@ def test_a_quantizing_call_from_the_table_fits_and_has_the_producers_bits(key_na
     key = K.KEYS[key_name]
     kind, per_token = ("fp8" if K.is_fp8(key) else "int8"), K.is_per_token(key)
     _, _, w, ws = _operands(kind, m, n, k, torch.device("cuda"), seed=n)
-    x = _float_input(m, k, x_dtype, w.device, seed=k, adversarial=False)
+    x = _float_input(m, k, x_dtype, w.device, seed=k, adversarial=adversarial)
     scale = None if per_token else torch.tensor([0.02 if kind == "fp8" else 0.03], device=w.device)
     producer = launch.bind_rows(x, x, "identity", key_name, False, FP8, None)
     p = GemmProblem(m, n, k, kind, w.dtype, torch.bfloat16, w.device, per_token, True, False)
@@ -995,7 +996,7 @@ def test_a_quantizing_call_from_the_table_fits_and_has_the_producers_bits(key_na
     picked = g.quantizing_config(p, row, arch)
     tried = g.bind_small_m_quantizing(p, w, ws, None, (key_name, x_dtype), picked)
     fits = tried.fits(x_dtype)
-    what = f"{key_name} {m}x{n}x{k} from {x_dtype}"
+    what = f"{key_name} {m}x{n}x{k} from {x_dtype} adversarial={adversarial}"
     if fits:
         assert_bits_equal(tried(x, scale), want, f"{what} in {picked}")
     else:
