@@ -10,7 +10,7 @@ timeout 200 python3 benchmarks/results/round32/run2_ab.py 3 $R/run2_ab.json > $R
 timeout 220 python3 -m fused_quant bench mlp --out $R/mlp > $R/run2_bench_mlp.txt 2>&1; echo "bench mlp rc $?" >> $R/run2_rcs.txt
 timeout 100 python3 -m fused_quant bench host --out $R/host > $R/run2_bench_host.txt 2>&1; echo "bench host rc $?" >> $R/run2_rcs.txt
 tar czf $OUT/run2.tgz -C /tmp run2
-cp $R/mlp.json $R/mlp.png $OUT/ 2>/dev/null
+cp $R/mlp/mlp.json $R/mlp/mlp.png $OUT/
 cat $R/run2_device.txt $R/run2_rcs.txt
 grep "^bits" $R/run2_ab.txt | grep -c equal
 sed -n "/^median over turns/,\$p" $R/run2_ab.txt; grep "^mlp M=" $R/run2_bench_mlp.txt | cut -c1-330
