@@ -49,6 +49,8 @@ FP8_IMPRECISE_ACC = 32
 # With PDL, a small-M GEMM asks L2 for about this many bytes of its weight (its programs' first lines)
 # before its grid dependency wait, while the kernel before still runs
 PREFETCH_BYTES = 4 << 20
+# A per-token quantizing call's absmax sweep loads this many floats a thread per step (``sweep_width``)
+SWEEP_LANE_FLOATS = 64
 # The ways ``bind_scaled_mm`` runs ``torch._scaled_mm``, by the names the sweep records their times under:
 # one scale each; row-wise scales; an fp32 product with the scales and the bias applied by the Triton
 # epilogue kernel (the split-K reduction's, over one split). On the H200 row-wise took 1.28-1.74x the fp32
@@ -520,6 +522,14 @@ def _act_constexprs(y_quant: tuple | None) -> dict:
     return {name: c[theirs] for name, theirs in _ACT_Q_FROM}
 
 
+def sweep_width(cfg: dict, k: int) -> int:
+    """The K width of a per-token quantizing call's absmax sweep tile ``[BLOCK_M, SWEEP_K]``: 64 floats a thread of
+    the config's warps, at least BLOCK_K, at most K's next power of two. Each program sweeps before its weight
+    streams, one dependent step per tile; in BLOCK_K tiles Llama-3-8B's gate_up took 32 steps at a 16-token block."""
+    wide = SWEEP_LANE_FLOATS * 32 * cfg["num_warps"] // cfg["BLOCK_M"]
+    return max(cfg["BLOCK_K"], min(wide, 1 << (k - 1).bit_length()))
+
+
 def one_split(cfg: dict, k: int) -> int:
     """The K splits a config runs with at K (no more than K has blocks)."""
     return max(1, min(cfg["splits"], -(-k // cfg["BLOCK_K"])))
@@ -559,6 +569,7 @@ class SmallMCall:
         kwargs = dict(flags, INT8=int8, SPLIT=splits > 1, LAST_REDUCES=False, EVEN_K=p.k % bk == 0,
                       BLOCK_N=bn, BLOCK_M=bm, BLOCK_K=bk, IMPRECISE=0 if int8 else min(FP8_IMPRECISE_ACC, bk),
                       **_quantizer_constexprs(x_quant, p, index), **_act_constexprs(y_quant),
+                      SWEEP_K=sweep_width(cfg, p.k) if x_quant is not None and p.per_token else bk,
                       PREFETCH=prefetch, EVICT_W=weight_eviction(m_blocks) if prefetch else "", TOKENS_FIRST=first,
                       num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl)
         self.main = KernelCall(launch.make_plan(kernels.small_m_gemm_kernel, grid, kwargs, "small_m"), index)

@@ -1100,6 +1100,46 @@ def test_quantizing_kernel_is_the_producer_then_the_gemm(key_name, device, case,
                       bias=n % 3 != 1, out_dtype=(torch.bfloat16, torch.float16)[(m + n) % 2])
 
 
+@pytest.mark.parametrize("cfg,k,width", [
+    (dict(BLOCK_N=256, BLOCK_M=16, BLOCK_K=128, num_warps=8), 4096, 1024),  # gate_up's 2-token row: 4 steps, not 32
+    (dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, num_warps=4), 4096, 512),
+    (dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=512, num_warps=1), 14336, 2048),
+    (dict(BLOCK_N=64, BLOCK_M=64, BLOCK_K=256, num_warps=4), 4096, 256),  # never narrower than BLOCK_K
+    (dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=32, num_warps=4), 100, 128),  # K's next power of two
+    (dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=128, num_warps=4), 70, 128)])
+def test_sweep_width_is_64_floats_a_thread_within_block_k_and_k(cfg, k, width):
+    """A per-token quantizing call sweeps its tokens' rows for their absmax in ``[BLOCK_M, sweep_width]`` tiles:
+    64 floats a thread, no narrower than BLOCK_K, no wider than K's next power of two; the launch passes it on
+    (``SWEEP_K``), and a per-tensor key, which has no sweep, its BLOCK_K."""
+    pytest.importorskip("triton")
+    assert g.sweep_width(cfg, k) == width
+    cfg = dict(cfg, splits=1, num_stages=2)
+    for per_token, key_name, want in ((True, "int8_dynamic_token", width), (False, "int8_static_tensor", None)):
+        p = GemmProblem(16, 64, k, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), per_token, True, False)
+        kwargs = g.SmallMCall(p, cfg, (key_name, torch.bfloat16)).main.plan.kwargs
+        assert kwargs["SWEEP_K"] == (want or cfg["BLOCK_K"])
+
+
+@pytest.mark.interpreter
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("key_name", ["int8_dynamic_token", "fp8_dynamic_token"])
+@pytest.mark.parametrize("x_dtype", X_DTYPES)
+def test_interpreted_absmax_sweep_over_several_tiles_and_a_tail(key_name, x_dtype):
+    """The sweep over K = 1100 in three 512-wide tiles, the last a tail of 76: each row's absmax sits in another
+    tile (a NaN in the tail only, -Inf in the first, the dtype's max in the second, a subnormal row); the call
+    has the bits of the producer then the GEMM."""
+    cfg = dict(BLOCK_N=16, BLOCK_M=16, BLOCK_K=32, splits=1, num_warps=4, num_stages=2)
+    m, n, k = 5, 24, 1100
+    assert g.sweep_width(cfg, k) == 512
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(7))
+    x[0, 1090] = float("nan")
+    x[1, 3] = -float("inf")
+    x[2, 700] = torch.finfo(x_dtype).max
+    x[3] = torch.finfo(x_dtype).tiny / 8
+    x[4, 1099] = -50.0
+    _check_quantizing(key_name, m, n, k, cfg, x_dtype, torch.device("cpu"), False, seed=11, x=x.to(x_dtype))
+
+
 def _splits(case) -> int:
     """The splits a case runs with (no more than its K blocks)."""
     return min(case[3]["splits"], -(-case[2] // case[3]["BLOCK_K"]))

@@ -44,7 +44,7 @@ Epilogue (docs/NUMERICS.md, consumer GEMMs; the order of ``gemm.dequant_epilogue
 import triton
 import triton.language as tl
 
-from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, canonical_nan, max_nan, quantized,
+from fused_quant.kernels.triton.act_quant import (FP8_TOKEN, INT8_TOKEN, canonical_nan, quantized,
                                                   row_absmax, silu, static_quantized, static_scale, token_scale)
 from fused_quant.kernels.triton.pdl import pdl_prologue, prefetch_l2
 
@@ -142,17 +142,19 @@ def _token_rows(rm, M):
 
 
 @triton.jit
-def _rows_absmax(x_ptr, rows, m_in, stride_xm, K, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+def _rows_absmax(x_ptr, rows, m_in, stride_xm, K, BLOCK_M: tl.constexpr, SWEEP_K: tl.constexpr):
     """max |x| over each of ``rows``' K floats (fp32, NaN propagating; rows not ``m_in`` are not read and
-    give 0), as the identity producer reduces a row."""
-    rk = tl.arange(0, BLOCK_K)[None, :]
+    give 0), as the identity producer reduces a row: the largest bit pattern of |x| (``row_absmax``), over
+    ``[BLOCK_M, SWEEP_K]`` tiles, each reduced as it comes. The sweep stands between a program's start and its
+    weight stream, so its tiles are as wide as the launch sizes them (``gemm_launch.sweep_width``): few steps."""
+    rk = tl.arange(0, SWEEP_K)[None, :]
     ptrs = x_ptr + rows[:, None] * stride_xm + rk
-    amax = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
-    for k0 in tl.range(0, K, BLOCK_K, num_stages=SWEEP_STAGES):  # pipelined: loads in flight, not one at a time
-        x = tl.load(ptrs, mask=m_in & (rk < K - k0), other=0.0)
-        amax = max_nan(amax, tl.abs(x.to(tl.float32)))  # masked lanes hold 0
-        ptrs += BLOCK_K
-    return row_absmax(amax)
+    amax = tl.zeros((BLOCK_M,), dtype=tl.int32)
+    for k0 in tl.range(0, K, SWEEP_K, num_stages=SWEEP_STAGES):  # pipelined: loads in flight, not one at a time
+        x = tl.load(ptrs, mask=m_in & (rk < K - k0), other=0.0)  # masked lanes hold 0
+        amax = tl.maximum(amax, row_absmax(x.to(tl.float32)).to(tl.int32, bitcast=True))
+        ptrs += SWEEP_K
+    return amax.to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -183,7 +185,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
                         OUT: tl.constexpr, INT8: tl.constexpr, SPLIT: tl.constexpr, LAST_REDUCES: tl.constexpr,
                         EVEN_K: tl.constexpr,
                         BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-                        IMPRECISE: tl.constexpr, XQ: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
+                        IMPRECISE: tl.constexpr, XQ: tl.constexpr, SWEEP_K: tl.constexpr, M8: tl.constexpr, FP8: tl.constexpr,
                         NAN_CODE: tl.constexpr, SATFINITE: tl.constexpr, FAST_DIV: tl.constexpr,
                         MIN_SCALE: tl.constexpr, ACT_Q: tl.constexpr, ROUND_PRODUCT: tl.constexpr,
                         FAST_SILU: tl.constexpr, Y_M8: tl.constexpr, Y_FP8: tl.constexpr, Y_NAN_CODE: tl.constexpr,
@@ -219,7 +221,7 @@ def small_m_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, part_pt
         x_s = xs
         x_r = xs
     elif (XQ == FP8_TOKEN) | (XQ == INT8_TOKEN):  # float x, a scale per token: the producer's, from its absmax
-        s, r = token_scale(_rows_absmax(x_ptr, rm_safe, m_in, stride_xm, K, BLOCK_M, BLOCK_K), XQ, M8, MIN_SCALE)
+        s, r = token_scale(_rows_absmax(x_ptr, rm_safe, m_in, stride_xm, K, BLOCK_M, SWEEP_K), XQ, M8, MIN_SCALE)
         x_s = s[:, None]
         x_r = r[:, None]
         xs = canonical_nan(s)  # the bits the producer stores, as the epilogue multiplies them in
