@@ -1,0 +1,169 @@
+"""Time the small-M GEMM's per-token quantizing calls, config by config, against the producer then the GEMM.
+
+An eager ``QuantLinear`` given a float input at 1-16 tokens lets the small-M GEMM quantize it (one launch fewer for
+the host). For a per-token key each program first sweeps its tokens' rows for their absmax, GPU time the config
+table never saw: it was swept for quantized inputs (``sweep_small_m_gemm``). For Llama-3-8B's linears, int8 and FP8
+per-token keys and M in 1, 2, 4, 8, 16, this times (GPU us per call, replayed from a CUDA graph cycling through
+weight copies that exceed L2, as the config sweep times):
+
+- ``producer + GEMM``: the identity producer, then the table's row as a plain call (what a captured call runs);
+- the quantizing call in each candidate config (``candidates``): the table's rows at every bucket up to 16 whose
+  token block takes M tokens (``gemm_launch.quantizes_float_input``), and for int8 at one token one-token rows of
+  8-32 weight rows a program (the table's has 1-2: every program sweeps the row, thousands of programs);
+
+each call's output against the producer's then the GEMM's, bit for bit (a difference stops the run). The row
+``gemm_launch.quantizing_config`` binds is marked ``*``. Writes ``quantizing_calls.json``, ``.txt`` and ``.png``
+to ``--out``. GPU only; ``candidates`` runs anywhere.
+
+``python -m benchmarks.quantizing_calls --out DIR [--kinds int8,fp8] [--shapes gate_up,...] [--ms 1,16]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from fused_quant.gemm import GemmProblem
+from fused_quant.kernels import gemm_launch as g
+
+from benchmarks.decode import SHAPES, _weights, copies_for
+from benchmarks.timing import graph_us, pyplot, save_figure, versions
+
+MS = (1, 2, 4, 8, 16)
+# int8 one-token rows with more weight rows a program than the table's (BLOCK_N, BLOCK_K, num_warps): fewer programs
+# sweep the row; each keeps BLOCK_N x BLOCK_K lane sums, 64 a thread
+ONE_TOKEN_WIDER = ((8, 1024, 4), (16, 512, 4), (32, 256, 4))
+BASELINE = "producer + GEMM"
+
+
+def candidates(arch: str | None, kind: str, n: int, k: int, m: int) -> list[tuple[str, dict]]:
+    """(label, config) of the quantizing calls timed for a problem, without repeats: the table's rows at each bucket
+    up to 16 that quantize ``m`` float tokens, then (int8 at one token) ``ONE_TOKEN_WIDER``."""
+    out: list[tuple[str, dict]] = []
+    for bucket in (b for b in g.M_BUCKETS if b <= 16):
+        cfg, _ = g.small_m_config(arch, kind, n, k, bucket, ())
+        if cfg is not None and g.quantizes_float_input(cfg, m, kind) and cfg not in [c for _, c in out]:
+            out.append((f"table's {bucket}-token row", cfg))
+    if kind == "int8" and m == 1:
+        for bn, bk, warps in ONE_TOKEN_WIDER:
+            cfg = dict(BLOCK_N=bn, BLOCK_M=1, BLOCK_K=bk, splits=1, num_warps=warps, num_stages=1)
+            if cfg not in [c for _, c in out]:
+                out.append((f"one-token row of {bn}", cfg))
+    return out
+
+
+def _label(cfg: dict) -> str:
+    return "x".join(str(cfg[f]) for f in ("BLOCK_N", "BLOCK_M", "BLOCK_K")) + \
+        f" s{cfg['splits']} w{cfg['num_warps']} st{cfg['num_stages']}"
+
+
+def run(kinds, shapes: dict, ms, log) -> list[dict]:
+    """One row per (kind, shape, M, variant): its GPU us per call and the baseline's."""
+    from fused_quant import keys as K
+    from fused_quant.kernels import launch
+
+    arch = launch._cuda_arch(torch.cuda.current_device())
+    rows = []
+    for label, (n, k) in shapes.items():
+        for kind in kinds:
+            key_name = f"{kind}_dynamic_token"
+            key = K.key_from_name(key_name)
+            weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
+            for m in ms:
+                table, _ = g.small_m_config(arch, kind, n, k, m, ())
+                if table is None:  # a torch provider is faster there: no quantizing call is bound
+                    log(f"{kind:4s} {label:7s} M={m:3d}: no small-M row, nothing to time")
+                    continue
+                torch.manual_seed(m)
+                x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16) * 3
+                p = GemmProblem(m, n, k, kind, weights[0][0].dtype, torch.bfloat16, x.device, True, True, False)
+                plain = [g.bind_small_m(p, w, ws, None, table) for w, ws in weights]
+
+                def two(c, x=x):
+                    q, s = launch.launch_act_quant(x, "identity", key, None, False, torch.float8_e4m3fn)
+                    return c(q, s.reshape(-1, 1))
+
+                want = two(plain[0])
+                base = graph_us([lambda c=c: two(c) for c in plain])
+                picked = g.quantizing_config(p, table, arch) if g.quantizes_float_input(table, m, kind) else None
+                rows.append(dict(kind=kind, shape=label, m=m, variant=BASELINE, config=table, us=round(base, 2),
+                                 baseline_us=round(base, 2), picked=False))
+                log(f"{kind:4s} {label:7s} M={m:3d} {BASELINE:26s} {base:7.2f} us  {_label(table)}")
+                for name, cfg in candidates(arch, kind, n, k, m):
+                    calls = [g.bind_small_m_quantizing(p, w, ws, None, (key_name, x.dtype), cfg) for w, ws in weights]
+                    if not calls[0].fits(x.dtype):
+                        log(f"  {name}: over a block's shared memory, not timed")
+                        continue
+                    got = calls[0](x, None)
+                    if not torch.equal(got, want):
+                        raise RuntimeError(f"{kind} {label} M={m}: {name} {cfg} quantizing differs from the producer "
+                                           "then the GEMM")
+                    us = graph_us([lambda c=c: c(x, None) for c in calls])
+                    mark = cfg == picked
+                    rows.append(dict(kind=kind, shape=label, m=m, variant=name, config=cfg, us=round(us, 2),
+                                     baseline_us=round(base, 2), picked=mark))
+                    log(f"{kind:4s} {label:7s} M={m:3d} {name:26s} {us:7.2f} us  x{base / us:.2f} of the baseline"
+                        f"  {_label(cfg)}{'  *' if mark else ''}")
+            del weights
+            torch.cuda.empty_cache()
+    return rows
+
+
+def plot(rows: list[dict], path: Path) -> bool:
+    """GPU us per call against M for each (kind, shape): the baseline, the bound pick and the fastest variant."""
+    plt = pyplot()
+    panels = sorted({(r["kind"], r["shape"]) for r in rows})
+    if plt is None or not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, (kind, shape) in zip(axes[0], panels):
+        sel = [r for r in rows if (r["kind"], r["shape"]) == (kind, shape)]
+        ms = sorted({r["m"] for r in sel})
+        lines = {BASELINE: [], "bound (*)": [], "fastest quantizing": []}
+        for m in ms:
+            at = [r for r in sel if r["m"] == m]
+            lines[BASELINE].append(at[0]["baseline_us"])
+            picked = [r["us"] for r in at if r["picked"]]
+            lines["bound (*)"].append(picked[0] if picked else float("nan"))
+            quantizing = [r["us"] for r in at if r["variant"] != BASELINE]
+            lines["fastest quantizing"].append(min(quantizing) if quantizing else float("nan"))
+        for (name, ys), style in zip(lines.items(), ("k-o", "C0-s", "C1--^")):
+            ax.plot(ms, ys, style, label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("tokens")
+        ax.set_title(f"{kind} per-token, {shape}", fontsize=10)
+    return save_figure(fig, axes[0][0], path, ylabel="GPU us per call")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="folder for quantizing_calls.json, .txt and .png")
+    ap.add_argument("--kinds", default="int8,fp8")
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--ms", default=",".join(map(str, MS)))
+    a = ap.parse_args(argv)
+    shapes = {s: SHAPES[s] for s in a.shapes.split(",")}
+    ms = [int(m) for m in a.ms.split(",")]
+    if not torch.cuda.is_available():
+        print("quantizing_calls: needs a GPU", file=sys.stderr)
+        return 2
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "quantizing_calls.txt", "w") as text:
+        def log(line: str) -> None:
+            print(line, flush=True)
+            text.write(line + "\n")
+
+        rows = run(a.kinds.split(","), shapes, ms, log)
+    with open(out / "quantizing_calls.json", "w") as f:
+        json.dump({"versions": versions(), "rows": rows}, f, indent=1)
+    plot(rows, out / "quantizing_calls.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""``benchmarks/quantizing_calls.py``: which quantizing calls it times (every one a config the small-M kernel
+quantizes the problem's tokens in, no repeats, the bound pick among them), that it stops cleanly without a GPU, and on
+the GPU one small run whose every variant has the bits of the producer then the GEMM."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fused_quant.kernels import gemm_launch as g
+from fused_quant.gemm import GemmProblem
+
+from benchmarks import quantizing_calls as qc
+from benchmarks.decode import SHAPES
+
+
+@pytest.mark.parametrize("kind", ["int8", "fp8"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("m", [1, 2, 5, 16])
+def test_candidates_quantize_the_problems_tokens_without_repeats(kind, shape, m):
+    pytest.importorskip("triton")
+    n, k = SHAPES[shape]
+    got = qc.candidates("sm_90", kind, n, k, m)
+    configs = [cfg for _, cfg in got]
+    assert configs, "the sm_90 table has rows that quantize up to 16 tokens"
+    assert all(g.quantizes_float_input(cfg, m, kind) for cfg in configs)
+    assert all(configs.count(cfg) == 1 for cfg in configs)
+    wider = [cfg for label, cfg in got if label.startswith("one-token row of")]
+    assert len(wider) == (len(qc.ONE_TOKEN_WIDER) if (kind, m) == ("int8", 1) else 0)
+    table, _ = g.small_m_config("sm_90", kind, n, k, m, ())
+    if table is not None and g.quantizes_float_input(table, m, kind):  # what the package binds is timed
+        p = GemmProblem(m, n, k, kind, torch.int8, torch.bfloat16, torch.device("cpu"), True, True, False)
+        assert g.quantizing_config(p, table, "sm_90") in configs
+
+
+def test_one_token_rows_keep_64_lane_sums_a_thread():
+    for bn, bk, warps in qc.ONE_TOKEN_WIDER:
+        assert bn * bk == 64 * 32 * warps
+
+
+def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "out"
+    assert qc.main(["--out", str(out)]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.gpu
+def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path):
+    """int8 per-token o at one token: the baseline, every candidate that fits (a difference in bits raises), the
+    bound pick marked once; the JSON, table and picture written."""
+    assert qc.main(["--out", str(tmp_path), "--kinds", "int8", "--shapes", "o", "--ms", "1"]) == 0
+    import json
+
+    rows = json.loads((tmp_path / "quantizing_calls.json").read_text())["rows"]
+    assert rows[0]["variant"] == qc.BASELINE and len(rows) >= 2
+    assert all(r["us"] > 0 for r in rows)
+    assert sum(r["picked"] for r in rows) == 1
+    assert (tmp_path / "quantizing_calls.txt").read_text().count("M=  1") == len(rows)
+    assert (tmp_path / "quantizing_calls.png").stat().st_size > 0
+
+
+def test_plot_draws_the_baseline_the_pick_and_the_fastest(tmp_path):
+    if qc.pyplot() is None:
+        pytest.skip("matplotlib is not installed")
+    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4, num_stages=4)
+    rows = []
+    for m in (1, 16):
+        rows.append(dict(kind="int8", shape="o", m=m, variant=qc.BASELINE, config=cfg, us=20.0, baseline_us=20.0,
+                         picked=False))
+        rows.append(dict(kind="int8", shape="o", m=m, variant="table's 2-token row", config=cfg, us=22.0,
+                         baseline_us=20.0, picked=True))
+    assert qc.plot(rows, tmp_path / "p.png") and (tmp_path / "p.png").stat().st_size > 0
+    assert qc.plot([], tmp_path / "none.png") is False
