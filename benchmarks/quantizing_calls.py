@@ -11,11 +11,15 @@ weight copies that exceed L2, as the config sweep times):
   token block takes M tokens (``gemm_launch.quantizes_float_input``), and for int8 at one token one-token rows of
   8-32 weight rows a program (the table's has 1-2: every program sweeps the row, thousands of programs);
 
-each call's output against the producer's then the GEMM's, bit for bit (a difference stops the run). The row
-``gemm_launch.quantizing_config`` binds is marked ``*``. Writes ``quantizing_calls.json``, ``.txt`` and ``.png``
-to ``--out``. GPU only; ``candidates`` runs anywhere.
+each call's output against the producer's then the plain GEMM's in the same config, and for int8 in the table's
+row too, bit for bit (a difference stops the run; FP8's fp32 sums are added in another order in another split count or a one-token block, so only the
+same config promises the same bits). The row ``gemm_launch.quantizing_config`` binds is marked ``*``. Writes
+``quantizing_calls.json``, ``.txt`` and ``.png`` to ``--out``; with ``--install`` also the int8 rows' fastest
+quantizing configs, ``small_m_quantizing_configs.json`` (what ``quantizing_config`` reads: int8's integer sums give
+every config the same bits), merged into the package's as the sweep installs its table. GPU only; ``candidates``
+runs anywhere.
 
-``python -m benchmarks.quantizing_calls --out DIR [--kinds int8,fp8] [--shapes gate_up,...] [--ms 1,16]``
+``python -m benchmarks.quantizing_calls --out DIR [--kinds int8,fp8] [--shapes gate_up,...] [--ms 1,16] [--install]``
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -36,7 +41,7 @@ from benchmarks.timing import graph_us, pyplot, save_figure, versions
 MS = (1, 2, 4, 8, 16)
 # int8 one-token rows with more weight rows a program than the table's (BLOCK_N, BLOCK_K, num_warps): fewer programs
 # sweep the row; each keeps BLOCK_N x BLOCK_K lane sums, 64 a thread
-ONE_TOKEN_WIDER = ((8, 1024, 4), (16, 512, 4), (32, 256, 4))
+ONE_TOKEN_WIDER = ((4, 2048, 4), (8, 1024, 4), (16, 512, 4), (32, 256, 4), (64, 128, 4))
 BASELINE = "producer + GEMM"
 
 
@@ -87,7 +92,7 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
                     q, s = launch.launch_act_quant(x, "identity", key, None, False, torch.float8_e4m3fn)
                     return c(q, s.reshape(-1, 1))
 
-                want = two(plain[0])
+                in_table = two(plain[0])  # int8: what every config gives (exact integer sums)
                 base = graph_us([lambda c=c: two(c) for c in plain])
                 picked = g.quantizing_config(p, table, arch) if g.quantizes_float_input(table, m, kind) else None
                 rows.append(dict(kind=kind, shape=label, m=m, variant=BASELINE, config=table, us=round(base, 2),
@@ -98,10 +103,10 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
                     if not calls[0].fits(x.dtype):
                         log(f"  {name}: over a block's shared memory, not timed")
                         continue
-                    got = calls[0](x, None)
-                    if not torch.equal(got, want):
+                    got, want = calls[0](x, None), two(g.bind_small_m(p, *weights[0], None, cfg))
+                    if not torch.equal(got, want) or (kind == "int8" and not torch.equal(got, in_table)):
                         raise RuntimeError(f"{kind} {label} M={m}: {name} {cfg} quantizing differs from the producer "
-                                           "then the GEMM")
+                                           f"then the GEMM in {'that config' if not torch.equal(got, want) else table}")
                     us = graph_us([lambda c=c: c(x, None) for c in calls])
                     mark = cfg == picked
                     rows.append(dict(kind=kind, shape=label, m=m, variant=name, config=cfg, us=round(us, 2),
@@ -139,12 +144,33 @@ def plot(rows: list[dict], path: Path) -> bool:
     return save_figure(fig, axes[0][0], path, ylabel="GPU us per call")
 
 
+def fastest(rows: list[dict], arch: str, meta: dict) -> dict:
+    """``--install``'s table (the sweep's format): for each int8 (shape, M) measured, the quantizing config timed
+    fastest, with its time, the producer then the GEMM's and the table row's own quantizing call's (None where that
+    did not fit a block's shared memory)."""
+    out = []
+    for base in (r for r in rows if r["kind"] == "int8" and r["variant"] == BASELINE):
+        at = (base["kind"], base["shape"], base["m"])
+        timed = [r for r in rows if (r["kind"], r["shape"], r["m"]) == at and r["variant"] != BASELINE]
+        if not timed:
+            continue
+        best = min(timed, key=lambda r: r["us"])
+        own = [r["us"] for r in timed if r["config"] == base["config"]]
+        n, k = SHAPES[base["shape"]]
+        out.append(dict(arch=arch, kind="int8", shape=base["shape"], n=n, k=k, m=base["m"],
+                        **{f: best["config"][f] for f in g.CONFIG_FIELDS}, us=best["us"], baseline_us=base["us"],
+                        row_us=own[0] if own else None, variant=best["variant"]))
+    return {"meta": meta, "rows": out}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for quantizing_calls.json, .txt and .png")
     ap.add_argument("--kinds", default="int8,fp8")
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--ms", default=",".join(map(str, MS)))
+    ap.add_argument("--install", action="store_true",
+                    help="also merge the int8 rows' fastest configs into fused_quant/kernels/small_m_quantizing_configs.json")
     a = ap.parse_args(argv)
     shapes = {s: SHAPES[s] for s in a.shapes.split(",")}
     ms = [int(m) for m in a.ms.split(",")]
@@ -162,6 +188,20 @@ def main(argv=None) -> int:
     with open(out / "quantizing_calls.json", "w") as f:
         json.dump({"versions": versions(), "rows": rows}, f, indent=1)
     plot(rows, out / "quantizing_calls.png")
+    if a.install:
+        import triton
+
+        from benchmarks.sweep_small_m_gemm import install
+        from fused_quant.kernels import launch
+
+        meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+                "cuda": str(torch.version.cuda), "date": time.strftime("%Y-%m-%d"),
+                "script": "benchmarks/quantizing_calls.py"}
+        table = fastest(rows, launch._cuda_arch(torch.cuda.current_device()), meta)
+        path = out / g.SMALL_M_QUANTIZING_FILE.name
+        path.write_text(json.dumps(table, indent=1) + "\n")
+        install(path, g.SMALL_M_QUANTIZING_FILE)
+        print(f"installed {len(table['rows'])} rows into {g.SMALL_M_QUANTIZING_FILE}")
     return 0
 
 

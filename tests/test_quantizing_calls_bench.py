@@ -47,17 +47,23 @@ def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys, monkeypat
 
 
 @pytest.mark.gpu
-def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path):
+def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path, monkeypatch):
     """int8 per-token o at one token: the baseline, every candidate that fits (a difference in bits raises), the
-    bound pick marked once; the JSON, table and picture written."""
-    assert qc.main(["--out", str(tmp_path), "--kinds", "int8", "--shapes", "o", "--ms", "1"]) == 0
+    bound pick marked once; the JSON, table and picture written; ``--install`` merges the fastest into the table."""
     import json
+
+    table = tmp_path / "installed.json"
+    monkeypatch.setattr(g, "SMALL_M_QUANTIZING_FILE", table)
+    assert qc.main(["--out", str(tmp_path), "--kinds", "int8", "--shapes", "o", "--ms", "1", "--install"]) == 0
 
     rows = json.loads((tmp_path / "quantizing_calls.json").read_text())["rows"]
     assert rows[0]["variant"] == qc.BASELINE and len(rows) >= 2
     assert all(r["us"] > 0 for r in rows)
     assert sum(r["picked"] for r in rows) == 1
     assert (tmp_path / "quantizing_calls.txt").read_text().count("M=  1") == len(rows)
+    installed = json.loads(table.read_text())["rows"]
+    quickest = min((r for r in rows if r["variant"] != qc.BASELINE), key=lambda r: r["us"])
+    assert [(r["shape"], r["m"], r["us"]) for r in installed] == [("o", 1, quickest["us"])]
     assert (tmp_path / "quantizing_calls.png").stat().st_size > 0
 
 
@@ -73,3 +79,20 @@ def test_plot_draws_the_baseline_the_pick_and_the_fastest(tmp_path):
                          baseline_us=20.0, picked=True))
     assert qc.plot(rows, tmp_path / "p.png") and (tmp_path / "p.png").stat().st_size > 0
     assert qc.plot([], tmp_path / "none.png") is False
+
+
+def test_install_keeps_the_fastest_int8_config_of_each_shape_and_m():
+    """``fastest``: per int8 (shape, M) the quickest quantizing variant, with the baseline's and the table row's own
+    times; FP8 rows are not installed (other configs add their fp32 sums in another order)."""
+    one, two = dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=4, num_stages=1), \
+        dict(BLOCK_N=256, BLOCK_M=16, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)
+    rows = [dict(kind="int8", shape="down", m=1, variant=qc.BASELINE, config=one, us=23.1, baseline_us=23.1),
+            dict(kind="int8", shape="down", m=1, variant="table's 1-token row", config=one, us=49.4, baseline_us=23.1),
+            dict(kind="int8", shape="down", m=1, variant="one-token row of 8", config=one, us=23.7, baseline_us=23.1),
+            dict(kind="int8", shape="down", m=1, variant="table's 2-token row", config=two, us=38.8, baseline_us=23.1),
+            dict(kind="fp8", shape="down", m=16, variant="table's 16-token row", config=two, us=1.0, baseline_us=2.0),
+            dict(kind="int8", shape="o", m=16, variant=qc.BASELINE, config=two, us=9.0, baseline_us=9.0)]
+    table = qc.fastest(rows, "sm_90", {"device": "d"})
+    assert table["meta"] == {"device": "d"}
+    assert table["rows"] == [dict(arch="sm_90", kind="int8", shape="down", n=4096, k=14336, m=1, **one, us=23.7,
+                                  baseline_us=23.1, row_us=49.4, variant="one-token row of 8")]

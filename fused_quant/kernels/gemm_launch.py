@@ -38,6 +38,9 @@ INT8_GEMM_CONFIGS = (
     (1 << 62, 128, 256, 128, 16, 8, 3),
 )
 SMALL_M_CONFIG_FILE = Path(__file__).with_name("small_m_gemm_configs.json")
+# The int8 per-token quantizing calls' configs, per arch and (M bucket, shape), as benchmarks/quantizing_calls.py
+# measured them fastest (``quantizing_config``); the same format as the sweep's table
+SMALL_M_QUANTIZING_FILE = Path(__file__).with_name("small_m_quantizing_configs.json")
 # the token counts the small-M table is swept at; a problem takes the next one up. 160 and 192: above 128
 # tokens torch._scaled_mm's row-wise FP8 kernel and the Triton int8 GEMM measured otherwise than at 256
 # (benchmarks/RESULTS.md, nineteenth round: FP8 gate_up row-wise 81.5 us at M = 136, the fp32 way 47.9)
@@ -409,12 +412,14 @@ def torch_peers(p: GemmProblem, backend: str | None = None) -> tuple[str, ...] |
 _ASKING = threading.local()
 
 
-def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int) -> tuple[dict | None, str]:
-    """(the sweep's row for the nearest swept (N, K) at M's bucket on ``arch``, "") or (None, why none)."""
+def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int,
+               path: Path | None = None) -> tuple[dict | None, str]:
+    """(the sweep's row for the nearest swept (N, K) at M's bucket on ``arch``, "") or (None, why none), from the
+    table at ``path`` (by default ``SMALL_M_CONFIG_FILE``)."""
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
-    shapes = config_table(SMALL_M_CONFIG_FILE).get((arch, kind))
+    shapes = config_table(SMALL_M_CONFIG_FILE if path is None else path).get((arch, kind))
     if not shapes:
         return None, (f"no measured {kind} small-M configs for {arch} "
                       "(run benchmarks/sweep_small_m_gemm.py on this arch)")
@@ -818,13 +823,22 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
 
 def quantizing_config(p: GemmProblem, cfg: dict, arch: str | None) -> dict:
     """The config of ``bind_small_m_from_producer``'s call for the table's row ``cfg`` (one that quantizes a float
-    input): the row's own, except an int8 per-token key's one-token row (a few weight rows a program), which gives way
-    to the table's row at 2 tokens where that row quantizes ``p.m`` tokens in one MMA block. Each program sweeps its
-    tokens' rows for their absmax before the weight streams; the MMA row has far fewer programs (Llama-3-8B's
-    gate_up: 112 where there were 14336), and int8's integer sums make its bits the one-token row's. Measured on an
-    H100 (benchmarks/RESULTS.md, thirty-first round, runs 4-5): 9.5 us less GPU time per int8 per-token MLP at one
-    token, the same MLP outputs in eager calls and replays."""
-    if not (p.per_token and p.kind == "int8" and cfg["BLOCK_M"] == 1):
+    input): the row's own, except for an int8 per-token key, whose integer sums give every config the row's bits.
+    Each program of such a call sweeps its tokens' rows for their absmax before its weight streams, time the sweep's
+    table never saw. It takes the config ``benchmarks/quantizing_calls.py`` measured fastest for the nearest shape at
+    the problem's M bucket (``SMALL_M_QUANTIZING_FILE``; on an H100 int8 down at one token 23.7 us in a one-token row
+    of 8 weight rows a program against 38.8 in the previous pick, benchmarks/RESULTS.md, thirty-fourth round); where
+    that table has no row, a one-token row gives way to the table's row at 2 tokens where that row quantizes ``p.m``
+    tokens in one MMA block (far fewer programs sweep: 9.5 us less GPU time per int8 per-token MLP at one token than
+    the one-token row of 1-2 weight rows, H100, thirty-first round)."""
+    if not (p.per_token and p.kind == "int8"):
+        return cfg
+    row, _ = _swept_row(arch, p.kind, p.n, p.k, p.m, SMALL_M_QUANTIZING_FILE)
+    if row is not None:
+        measured = {f: row[f] for f in CONFIG_FIELDS}
+        if quantizes_float_input(measured, p.m, p.kind):
+            return cfg if measured == cfg else measured  # the row itself where they agree: one bind to try
+    if cfg["BLOCK_M"] != 1:
         return cfg
     wide, _ = small_m_config(arch, p.kind, p.n, p.k, 2, ())
     return wide if wide is not None and wide["BLOCK_M"] > 1 and quantizes_float_input(wide, p.m, p.kind) else cfg

@@ -904,6 +904,54 @@ def test_int8_per_token_quantizing_call_takes_the_2_token_row_for_a_one_token_ro
     assert call is not None and configs == [bound]
 
 
+def _quantizing_table(path, rows):
+    """A quantizing table (``quantizing_calls --install``'s format) of ``rows`` = [(arch, kind, n, k, m, config)]."""
+    path.write_text(json.dumps({"metas": {}, "rows": [dict(arch=a, kind=kind, shape="s", n=n, k=k, m=m, **cfg, us=1.0)
+                                                      for a, kind, n, k, m, cfg in rows]}))
+    return path
+
+
+WIDE_ONE_TOKEN = dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=256, splits=1, num_warps=4, num_stages=1)
+
+
+@pytest.mark.parametrize("kind,per_token,m,row,measured,want", [
+    ("int8", True, 1, ONE_TOKEN_ROW, WIDE_ONE_TOKEN, WIDE_ONE_TOKEN),  # the measured config, not the 2-token row
+    ("int8", True, 4, MMA_ROW, dict(MMA_ROW, BLOCK_N=64, splits=2), dict(MMA_ROW, BLOCK_N=64, splits=2)),
+    ("int8", True, 2, MMA_ROW, WIDE_ONE_TOKEN, MMA_ROW),  # a one-token block cannot take 2 tokens: the row's own
+    ("int8", True, 1, ONE_TOKEN_ROW, dict(MMA_ROW, BLOCK_M=32), MMA_ROW),  # nor a 32-token block: the 2-token rule
+    ("int8", True, 1, ONE_TOKEN_ROW, None, MMA_ROW),  # no measured row on this arch: the 2-token rule
+    ("int8", False, 1, ONE_TOKEN_ROW, WIDE_ONE_TOKEN, ONE_TOKEN_ROW),  # per-tensor: no sweep, the row as is
+    ("fp8", True, 4, MMA_ROW, dict(MMA_ROW, BLOCK_N=64, splits=2), MMA_ROW)])  # FP8: other configs, other fp32 sums
+def test_quantizing_config_takes_the_measured_int8_config(monkeypatch, tmp_path, kind, per_token, m, row, measured,
+                                                          want):
+    """``quantizing_config`` reads ``SMALL_M_QUANTIZING_FILE`` for an int8 per-token key (the nearest measured shape
+    at M's bucket), where that config quantizes M tokens in one block; else the table's row, or at one token the
+    2-token MMA row."""
+    rows = {1: ONE_TOKEN_ROW, 2: MMA_ROW}
+    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None: (dict(rows[m]), ""))
+    table = [] if measured is None else [("sm_90", kind, 4096, 4096, g.m_bucket(m), measured),
+                                         ("sm_90", kind, 28672, 4096, g.m_bucket(m), ONE_TOKEN_ROW)]
+    table.append(("sm_80", kind, 4096, 4096, g.m_bucket(m), dict(MMA_ROW, BLOCK_N=128)))  # another arch's: not read
+    monkeypatch.setattr(g, "SMALL_M_QUANTIZING_FILE", _quantizing_table(tmp_path / "q.json", table))
+    p = GemmProblem(m, 4000, 4100, kind, torch.int8 if kind == "int8" else FP8, torch.bfloat16, torch.device("cpu"),
+                    per_token, True, False)
+    assert g.quantizing_config(p, dict(row), "sm_90") == want
+
+
+def test_the_installed_quantizing_table_quantizes_its_tokens_in_int8():
+    """Each committed row of ``SMALL_M_QUANTIZING_FILE``: int8, an arch the GEMM table has, M a bucket of at most 16
+    tokens that its config quantizes in one block, a config the small-M kernel takes."""
+    data = json.loads(g.SMALL_M_QUANTIZING_FILE.read_text())
+    assert data["rows"] and set(data["metas"]) == {r["arch"] for r in data["rows"]}
+    archs = g.table_metas()
+    for r in data["rows"]:
+        cfg = {f: r[f] for f in g.CONFIG_FIELDS}
+        assert r["kind"] == "int8" and r["arch"] in archs and r["m"] in g.M_BUCKETS and r["m"] <= 16, r
+        assert g.quantizes_float_input(cfg, r["m"], "int8"), r
+        assert all(type(v) is int and v >= 1 for v in cfg.values()), r
+        assert r["row_us"] is None or r["us"] <= r["row_us"], r  # the fastest, the table row's call among those timed
+
+
 @pytest.mark.parametrize("fitting,bound", [
     ((1, 16), [MMA_ROW]),  # the 2-token row's kernel fits a block's shared memory
     ((1,), [MMA_ROW, ONE_TOKEN_ROW]),  # it does not: the one-token row's, as bound before
