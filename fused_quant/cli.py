@@ -147,13 +147,23 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
 
 
 def _small_m_table(info) -> dict[str, object]:
-    """What the small-M GEMM's committed table holds for this node's GPU: its arch's rows were swept on which GPU
-    (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch."""
-    from fused_quant.kernels.gemm_launch import table_metas
+    """What the small-M GEMM's committed tables hold for this node's GPU: its arch's rows were swept on which GPU
+    (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch; and where
+    the int8 per-token quantizing calls' configs were measured (``quantizing_line``)."""
+    from fused_quant.kernels.gemm_launch import SMALL_M_QUANTIZING_FILE, table_metas
 
     metas = table_metas()
     swept = {arch: f"{m.get('device', '?')}, {m.get('date', '?')}" for arch, m in metas.items()}
-    out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept}
+    measured = {arch: f"{m.get('device', '?')}, {m.get('date', '?')}"
+                for arch, m in table_metas(SMALL_M_QUANTIZING_FILE).items()}
+    out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept, "quantizing": measured}
+    if info.arch in measured:
+        out["quantizing_line"] = f"int8 per-token quantizing calls: {info.arch} configs measured on {measured[info.arch]}"
+    else:
+        out["quantizing_line"] = (f"int8 per-token quantizing calls: configs measured for "
+                                  f"{', '.join(f'{a} ({w})' for a, w in measured.items()) or 'no arch'}"
+                                  + (f", none for {info.arch}: the table's rows ({_QUANTIZING} measures them)"
+                                     if info.arch is not None else ""))
     rows = f"rows for {', '.join(f'{a} ({w})' for a, w in swept.items()) or 'no arch'}"
     if info.device_count == 0:
         out["line"] = f"{rows}; no GPU here"
@@ -171,6 +181,7 @@ def _small_m_table(info) -> dict[str, object]:
 
 
 _SWEEP = "python -m benchmarks.sweep_small_m_gemm --out DIR --install"
+_QUANTIZING = "python -m benchmarks.quantizing_calls --out DIR --install"
 
 
 def render_probe(report: dict[str, object]) -> str:
@@ -196,7 +207,7 @@ def render_probe(report: dict[str, object]) -> str:
                                     for row in _grouped(rows)], hang=width + 4)
     lines += _section("gemms", [f"{backend:<{width}}  {', '.join(rows) or '(none)'}"
                                 for backend, rows in report["gemm_providers"].items()], hang=width + 4)
-    lines += _section("small-M", [report["small_m_table"]["line"]])
+    lines += _section("small-M", [report["small_m_table"]["line"], report["small_m_table"]["quantizing_line"]])
     if "vllm_plugin" in report:
         v = report["vllm_plugin"]
         lines += _section("vllm", [f"{v['vllm'] or 'not installed'} (tested {v['tested']}); would register: "

@@ -159,7 +159,7 @@ def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
     assert set(report) == {"version", "platform", "env", "backend", "backends", "env_errors", "env_warnings",
                            "producers", "gemm_providers", "small_m_table"}
     assert set(report["backend"]) == {"name", "reason", "requested"}
-    assert set(report["small_m_table"]) == {"arch", "device", "swept", "line"}
+    assert set(report["small_m_table"]) == {"arch", "device", "swept", "line", "quantizing", "quantizing_line"}
     assert report["env"] == {name: None for name in envs.VARIABLES}
     assert report["platform"]["summary"] == "no GPU found" and report["platform"]["vendor"] == "cpu"
 
@@ -217,3 +217,23 @@ def test_small_m_table_line_says_where_this_gpus_rows_were_swept(node, capsys):
     node(h100)
     assert "python -m benchmarks.sweep_small_m_gemm --out DIR --install measures them here" in " ".join(
         _probe(capsys)[1].split())
+
+
+def test_small_m_section_says_where_the_quantizing_configs_were_measured(node, capsys):
+    """The int8 per-token quantizing calls' committed configs (``SMALL_M_QUANTIZING_FILE``): measured on which GPU for
+    this node's arch, or none for it (the table's rows then) and how to measure them."""
+    from fused_quant.kernels.gemm_launch import SMALL_M_QUANTIZING_FILE, table_metas
+
+    meta = table_metas(SMALL_M_QUANTIZING_FILE)["sm_90"]
+    where = f"{meta['device']}, {meta['date']}"
+    mi300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
+                         "amdsmi: 8 x MI300X", "3.5.1")
+    want = {H200: f"int8 per-token quantizing calls: sm_90 configs measured on {where}",
+            mi300: f"int8 per-token quantizing calls: configs measured for sm_90 ({where}), none for gfx942: the "
+                   "table's rows (python -m benchmarks.quantizing_calls --out DIR --install measures them)",
+            CPU: f"int8 per-token quantizing calls: configs measured for sm_90 ({where})"}
+    for info, line in want.items():
+        node(info)
+        got = json.loads(_probe(capsys, "--json")[1])["small_m_table"]
+        assert got["quantizing_line"] == line and got["quantizing"] == {"sm_90": where}, (info.device_name, got)
+        assert line in " ".join(_probe(capsys)[1].split())

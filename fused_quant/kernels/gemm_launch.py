@@ -826,8 +826,8 @@ def quantizing_config(p: GemmProblem, cfg: dict, arch: str | None) -> dict:
     input): the row's own, except for an int8 per-token key, whose integer sums give every config the row's bits.
     Each program of such a call sweeps its tokens' rows for their absmax before its weight streams, time the sweep's
     table never saw. It takes the config ``benchmarks/quantizing_calls.py`` measured fastest for the nearest shape at
-    the problem's M bucket (``SMALL_M_QUANTIZING_FILE``; on an H100 int8 down at one token 23.7 us in a one-token row
-    of 8 weight rows a program against 38.8 in the previous pick, benchmarks/RESULTS.md, thirty-fourth round); where
+    the problem's M bucket (``SMALL_M_QUANTIZING_FILE``; on an H100 int8 down at one token 23.9 us in a one-token row
+    of 8 weight rows a program against 39.1 in the previous pick, benchmarks/RESULTS.md, thirty-fourth round); where
     that table has no row, a one-token row gives way to the table's row at 2 tokens where that row quantizes ``p.m``
     tokens in one MMA block (far fewer programs sweep: 9.5 us less GPU time per int8 per-token MLP at one token than
     the one-token row of 1-2 weight rows, H100, thirty-first round)."""
