@@ -9,12 +9,12 @@ weight copies that exceed L2, as the config sweep times):
 - ``producer + GEMM``: the identity producer, then the table's row as a plain call (what a captured call runs);
 - the quantizing call in each candidate config (``candidates``): the table's rows at every bucket up to 16 whose
   token block takes M tokens (``gemm_launch.quantizes_float_input``), and for int8 at one token one-token rows of
-  8-32 weight rows a program (the table's has 1-2: every program sweeps the row, thousands of programs);
+  4-64 weight rows a program (the table's has 1-2: every program sweeps the row, thousands of programs);
 
 each call's output against the producer's then the plain GEMM's in the same config, and for int8 in the table's
-row too, bit for bit (a difference stops the run; FP8's fp32 sums are added in another order in another split count or a one-token block, so only the
-same config promises the same bits). The row ``gemm_launch.quantizing_config`` binds is marked ``*``. Writes
-``quantizing_calls.json``, ``.txt`` and ``.png`` to ``--out``; with ``--install`` also the int8 rows' fastest
+row too, bit for bit (a difference stops the run; FP8 adds its fp32 sums in another order in another split count,
+so only the same config promises the same bits). The row ``gemm_launch.quantizing_config`` binds is marked ``*``.
+Writes ``quantizing_calls.json``, ``.txt`` and ``.png`` to ``--out``; with ``--install`` also the int8 rows' fastest
 quantizing configs, ``small_m_quantizing_configs.json`` (what ``quantizing_config`` reads: int8's integer sums give
 every config the same bits), merged into the package's as the sweep installs its table. GPU only; ``candidates``
 runs anywhere.
@@ -170,7 +170,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--ms", default=",".join(map(str, MS)))
     ap.add_argument("--install", action="store_true",
-                    help="also merge the int8 rows' fastest configs into fused_quant/kernels/small_m_quantizing_configs.json")
+                    help="also merge the int8 rows' fastest configs into the package's "
+                         "fused_quant/kernels/small_m_quantizing_configs.json")
     a = ap.parse_args(argv)
     shapes = {s: SHAPES[s] for s in a.shapes.split(",")}
     ms = [int(m) for m in a.ms.split(",")]

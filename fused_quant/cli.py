@@ -158,7 +158,8 @@ def _small_m_table(info) -> dict[str, object]:
                 for arch, m in table_metas(SMALL_M_QUANTIZING_FILE).items()}
     out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept, "quantizing": measured}
     if info.arch in measured:
-        out["quantizing_line"] = f"int8 per-token quantizing calls: {info.arch} configs measured on {measured[info.arch]}"
+        out["quantizing_line"] = (f"int8 per-token quantizing calls: {info.arch} configs measured on "
+                                  f"{measured[info.arch]}")
     else:
         out["quantizing_line"] = (f"int8 per-token quantizing calls: configs measured for "
                                   f"{', '.join(f'{a} ({w})' for a, w in measured.items()) or 'no arch'}"
