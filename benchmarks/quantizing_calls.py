@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -190,14 +189,10 @@ def main(argv=None) -> int:
         json.dump({"versions": versions(), "rows": rows}, f, indent=1)
     plot(rows, out / "quantizing_calls.png")
     if a.install:
-        import triton
-
         from benchmarks.sweep_small_m_gemm import install
         from fused_quant.kernels import launch
 
-        meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                "cuda": str(torch.version.cuda), "date": time.strftime("%Y-%m-%d"),
-                "script": "benchmarks/quantizing_calls.py"}
+        meta = {**versions(), "script": "benchmarks/quantizing_calls.py"}
         table = fastest(rows, launch._cuda_arch(torch.cuda.current_device()), meta)
         path = out / g.SMALL_M_QUANTIZING_FILE.name
         path.write_text(json.dumps(table, indent=1) + "\n")

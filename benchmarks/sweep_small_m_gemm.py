@@ -42,7 +42,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES, copies_for, _weights
-from benchmarks.timing import graph_us, pyplot, save_figure
+from benchmarks.timing import graph_us, pyplot, save_figure, versions
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
@@ -295,15 +295,11 @@ def main(argv=None) -> int:
         print(line, flush=True)
         logf.write(line + "\n")
 
-    import triton
-
     from fused_quant.kernels import launch
 
     t0 = time.time()
     path = out / g.SMALL_M_CONFIG_FILE.name
-    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-            "cuda": str(torch.version.cuda), "date": time.strftime("%Y-%m-%d"),
-            "script": "benchmarks/sweep_small_m_gemm.py",
+    meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py",
             "pdl": bool(launch.pdl_options(torch.cuda.current_device())["PDL"])}
 
     def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured

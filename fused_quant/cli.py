@@ -153,19 +153,16 @@ def _small_m_table(info) -> dict[str, object]:
     from fused_quant.kernels.gemm_launch import SMALL_M_QUANTIZING_FILE, table_metas
 
     metas = table_metas()
-    swept = {arch: f"{m.get('device', '?')}, {m.get('date', '?')}" for arch, m in metas.items()}
-    measured = {arch: f"{m.get('device', '?')}, {m.get('date', '?')}"
-                for arch, m in table_metas(SMALL_M_QUANTIZING_FILE).items()}
+    swept, measured = _measured_on(metas), _measured_on(table_metas(SMALL_M_QUANTIZING_FILE))
     out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept, "quantizing": measured}
     if info.arch in measured:
         out["quantizing_line"] = (f"int8 per-token quantizing calls: {info.arch} configs measured on "
                                   f"{measured[info.arch]}")
     else:
-        out["quantizing_line"] = (f"int8 per-token quantizing calls: configs measured for "
-                                  f"{', '.join(f'{a} ({w})' for a, w in measured.items()) or 'no arch'}"
+        out["quantizing_line"] = (f"int8 per-token quantizing calls: configs measured for {_listed(measured)}"
                                   + (f", none for {info.arch}: the table's rows ({_QUANTIZING} measures them)"
                                      if info.arch is not None else ""))
-    rows = f"rows for {', '.join(f'{a} ({w})' for a, w in swept.items()) or 'no arch'}"
+    rows = f"rows for {_listed(swept)}"
     if info.device_count == 0:
         out["line"] = f"{rows}; no GPU here"
     elif info.arch is None:
@@ -179,6 +176,15 @@ def _small_m_table(info) -> dict[str, object]:
         out["line"] = (f"{info.arch} rows swept on {swept[info.arch]}, not on this {info.device_name or 'GPU'}: "
                        f"the provider choices were measured there; {_SWEEP} measures them here")
     return out
+
+
+def _measured_on(metas: dict[str, dict]) -> dict[str, str]:
+    """``{arch: "GPU, date"}`` of a committed table's metas (``table_metas``)."""
+    return {arch: f"{m.get('device', '?')}, {m.get('date', '?')}" for arch, m in metas.items()}
+
+
+def _listed(measured: dict[str, str]) -> str:
+    return ", ".join(f"{arch} ({where})" for arch, where in measured.items()) or "no arch"
 
 
 _SWEEP = "python -m benchmarks.sweep_small_m_gemm --out DIR --install"

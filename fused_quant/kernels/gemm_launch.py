@@ -719,12 +719,10 @@ def _small_m_caller(p: GemmProblem, c: SmallMCall, w, ws, bias, bound: bool = Tr
     def fits(x_dtype: torch.dtype) -> bool:
         """Whether the kernel an eager call of ``x_dtype`` rows launches fits a block's shared memory
         (``KernelCall.fits``; its operands' dtypes as ``call`` passes them, a static scale's fp32)."""
-        xs_dtype = ws.dtype if own_scales else torch.float32
+        head = (x_dtype, w.dtype, ws.dtype if own_scales else torch.float32, ws.dtype, bias_arg.dtype, out_dtype)
         if c.reduce is None:
-            return c.main.fits((x_dtype, w.dtype, xs_dtype, ws.dtype, bias_arg.dtype, out_dtype, out_dtype, ws.dtype,
-                                ws.dtype), scalars)
-        return c.fused.fits((x_dtype, w.dtype, xs_dtype, ws.dtype, bias_arg.dtype, out_dtype, c.acc_dtype,
-                             torch.int32, ws.dtype), scalars)
+            return c.main.fits((*head, out_dtype, ws.dtype, ws.dtype), scalars)
+        return c.fused.fits((*head, c.acc_dtype, torch.int32, ws.dtype), scalars)
 
     call.fits = fits
     return call
