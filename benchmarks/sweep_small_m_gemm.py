@@ -53,9 +53,9 @@ TILES_WIDE = ((64, 128, 4, 4), (64, 256, 4, 3), (128, 128, 4, 4), (128, 128, 8, 
               (128, 256, 8, 3))
 # one-token blocks (BLOCK_M = 1, the products on the CUDA cores; one token only: at 2-4 tokens both one-token blocks
 # side by side and one program over blocks of 2 / 4 tokens took 1.2-3.6x as long as the installed rows on the H200,
-# benchmarks/RESULTS.md, twenty-eighth round; in narrow tiles of 1-4 rows and 1-2 warps, with dp4a for int8, still
-# 1-45% slower at 2-8 tokens or level at 2, on an H100, thirty-fifth round); blocks of 1-2 weight rows, one warp each,
-# measured fastest at one token
+# benchmarks/RESULTS.md, twenty-eighth round; in narrow tiles of 1-4 rows and 1-2 warps, with dp4a for int8, still up
+# to 1.8x (int8) and 5.3x (FP8) as long at 2-8 tokens, level at best, on an H100, thirty-fifth round); blocks of 1-2
+# weight rows, one warp each, measured fastest at one token
 TILES_ONE = ((1, 256, 1, 1), (1, 1024, 1, 1), (2, 512, 1, 1), (2, 1024, 1, 1), (4, 512, 1, 1), (4, 1024, 2, 1),
              (8, 1024, 4, 1))
 # token blocks of 128 and 256 (the MMA's narrow side holds up to 256): the weight is read once per
