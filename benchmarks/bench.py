@@ -43,7 +43,7 @@ def _eager_chain(act: str, key: K.QuantKey):
     return chain
 
 
-def bench_act_quant(quick: bool = False, ms=MS) -> dict:
+def bench_act_quant(quick: bool = False, ms=MS, h: int = H) -> dict:
     from fused_quant.ops import act_quant
     from fused_quant.registry import fused_act_quant
 
@@ -63,10 +63,10 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
         eager = _eager_chain(act, key)
         compiled = torch.compile(eager, dynamic=False)
         for m in ms:
-            d_in = 2 * H if act == "silu_and_mul" else H
+            d_in = 2 * h if act == "silu_and_mul" else h
             x = torch.randn(m, d_in, device="cuda").to(dtype)
             scale = torch.tensor([0.05], device="cuda") if K.is_static(key) else None
-            nbytes = x.numel() * 2 + m * H + (m * 4 if K.is_per_token(key) else 0)
+            nbytes = x.numel() * 2 + m * h + (m * 4 if K.is_per_token(key) else 0)
             src = torch.empty(nbytes // 4, dtype=torch.int16, device="cuda")  # copy moves 2x its size
             dst = torch.empty_like(src)
             t = {
@@ -86,7 +86,7 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
                 ours_fn = lambda: fused_act_quant(act, x, key, scale, backend="triton_fp8")  # noqa: E731
                 t["ours_graph"] = bench_graph_us(ours_fn)
                 t["compiled_graph"] = bench_graph_us(lambda: compiled(x, scale))
-                xb, sb = x[:, :H].contiguous(), torch.ones(1, device="cuda")  # a [M, H] relu2 -> fp8 launch
+                xb, sb = x[:, :h].contiguous(), torch.ones(1, device="cuda")  # a [M, H] relu2 -> fp8 launch
                 loops = loop_us({"ours": ours_fn,
                                  "ours_op": lambda: act_quant(x, act, key, scale, True, torch.float8_e4m3fn, "triton"),
                                  "compiled": lambda: compiled(x, scale),
@@ -96,7 +96,7 @@ def bench_act_quant(quick: bool = False, ms=MS) -> dict:
                 if "bare_triton" in t:
                     t["bare_triton_graph"] = bench_graph_us(lambda: bare_relu2_fp8_static(x, scale))
             timed = {k: v for k, v in t.items() if not k.endswith("_loop")}
-            row = {"op": label, "M": m, "H": H, "bytes": nbytes, "us": t,
+            row = {"op": label, "M": m, "H": h, "bytes": nbytes, "us": t,
                    "GBps": {k: nbytes / (v * 1e-6) / 1e9 for k, v in timed.items()}}
             row["pct_ceiling"] = {k: 100 * v / ceiling for k, v in row["GBps"].items()}
             row["speedup_vs"] = {k: t[k] / t["ours"] for k in timed if k not in ("ours", "copy")}
@@ -146,13 +146,25 @@ def out_problem(out: Path, force: bool) -> str:
     return ""
 
 
+def _shapes_line(model) -> str:
+    return ", ".join(f"{label} {n}x{k}" for label, (n, k) in model.shapes.items()) + f"; MLP {model.d} x {model.h}"
+
+
 def main(args) -> int:
     """``fused-quant bench``: ``args.which`` in act_quant / gemm / host / mlp / all, ``args.quick``, ``args.out`` (None: a
-    fresh ``default_out()``), ``args.force``, ``args.m`` (None: each benchmark's own token counts). Returns 2, with
-    one line on stderr, when it cannot run."""
+    fresh ``default_out()``), ``args.force``, ``args.m`` (None: each benchmark's own token counts), ``args.model`` /
+    ``args.tp`` (``benchmarks.models``: another decoder's shapes, one GPU's share). Returns 2, with one line on stderr,
+    when it cannot run."""
     if args.m and args.which == "host":
         print("bench: --m names the token counts of act_quant, gemm and mlp; host times M = 1 only "
               "(python -m benchmarks.profile_host --m M profiles the same calls at M tokens)", file=sys.stderr)
+        return 2
+    from benchmarks import decode, models
+
+    try:
+        model = models.from_args(args)
+    except (OSError, ValueError) as exc:
+        print(f"bench: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else default_out()
     problem = out_problem(out, args.force)
@@ -163,26 +175,25 @@ def main(args) -> int:
         print("bench: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
-    print(f"bench: writing to {out}", flush=True)
+    shaped = {} if model == decode.LLAMA_3_8B else {"model": model}  # the benchmarks' own default otherwise
+    print(f"bench: writing to {out}" + (f" ({model.name}: {_shapes_line(model)})" if shaped else ""), flush=True)
     ms = {"ms": args.m} if args.m else {}
     if args.which in ("act_quant", "all"):
-        res = bench_act_quant(args.quick, **ms)
+        res = bench_act_quant(args.quick, **ms, **({"h": model.h} if shaped else {}))
         with open(out / "act_quant.json", "w") as f:
             json.dump(res, f, indent=1)
         plot_act_quant(res, str(out / "act_quant.png"))
-    from benchmarks import decode
-
     if args.which in ("gemm", "all"):
-        res = decode.bench_gemm(args.quick, **ms)
+        res = decode.bench_gemm(args.quick, **ms, **shaped)
         with open(out / "gemm.json", "w") as f:
             json.dump(res, f, indent=1)
         decode.plot_gemm(res, str(out / "gemm.png"))
     if args.which in ("host", "all"):
-        res = decode.bench_host(args.quick)
+        res = decode.bench_host(args.quick, **shaped)
         with open(out / "host.json", "w") as f:
             json.dump(res, f, indent=1)
     if args.which in ("mlp", "all"):
-        res = decode.bench_mlp(args.quick, **ms)
+        res = decode.bench_mlp(args.quick, **ms, **shaped)
         with open(out / "mlp.json", "w") as f:
             json.dump(res, f, indent=1)
         decode.plot_mlp(res, str(out / "mlp.png"))

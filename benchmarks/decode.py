@@ -1,4 +1,5 @@
-"""Decode-size benchmarks (GPU): the W8A8 GEMMs and the Llama-3-8B MLP at M = 1..16384, against their peers.
+"""Decode-size benchmarks (GPU): the W8A8 GEMMs and the Llama-3-8B MLP at M = 1..16384, against their peers (another
+decoder's with ``fused-quant bench --model CONFIG [--tp N]``: ``benchmarks/models.py``).
 
 ``gemm``: every GEMM provider of the chain, the chain's own pick (``QuantLinear``), ``torch._scaled_mm``,
 ``torch._int_mm`` + epilogue and bf16 ``F.linear`` for Llama-3-8B's four linears, FP8 and int8, at
@@ -21,9 +22,11 @@ import torch.nn.functional as F
 
 from fused_quant import keys as K
 
+from benchmarks import models
 from benchmarks.timing import copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, versions
 
-SHAPES = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
+LLAMA_3_8B = models.default()
+SHAPES = LLAMA_3_8B.shapes  # {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192, 256)  # the small-M table's token counts (gemm_launch.M_BUCKETS)
 MLP_MS = (1, 16, 64, 256, 1024, 4096, 16384)
 MLP_KEYS = {"fp8_static": K.kFp8StaticTensorSym, "fp8_token": K.kFp8DynamicTokenSym,
@@ -70,7 +73,8 @@ def picked_name(p) -> str:
     return g.scaled_mm_way(p) if name == "scaled_mm_fp8" else name
 
 
-def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | None = None) -> dict:
+def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B,
+               ceiling: float | None = None) -> dict:
     from fused_quant import QuantLinear
     from fused_quant.contract import QuantizedActivation
     from fused_quant.gemm import GemmProblem
@@ -79,7 +83,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
     ceiling = ceiling or copy_ceiling(quick)
     fp8 = platform_fp8_dtype()
     rows = []
-    for label, (n, k) in shapes.items():
+    for label, (n, k) in model.shapes.items():
         same_bytes = _copy_us_same_bytes(n * k)
         for kind in ("fp8", "int8"):
             key = K.kFp8DynamicTokenSym if kind == "fp8" else K.kInt8DynamicTokenSym
@@ -129,7 +133,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, shapes=SHAPES, ceiling: float | 
         print(f"fit {f['kind']:4s} M={f['M']:4d} {f['peer']:5s}: {f['fixed_us']:5.2f} us + weight bytes at "
               f"{f['stream_TBps']:.2f} TB/s (worst residual {f['worst_residual_us']:.2f} us); {TARGET_TBPS} TB/s "
               + _reach(f['bytes_for_3_6_TBps']), flush=True)
-    return {"ceiling_GBps": ceiling, "versions": versions(), "rows": rows, "fit": fits}
+    return {"ceiling_GBps": ceiling, "versions": versions(), "model": model.name, "rows": rows, "fit": fits}
 
 
 def _reach(nbytes: float | None) -> str:
@@ -214,7 +218,7 @@ def sqnr_db(ref: torch.Tensor, out: torch.Tensor) -> float:
     return -math.inf if signal == 0 else 10 * math.log10(signal / noise)
 
 
-def mlp_sqnr(ms=MLP_MS, keys=MLP_KEYS, d: int = 4096, h: int = 14336) -> dict[int, dict[str, float]]:
+def mlp_sqnr(ms=MLP_MS, keys=MLP_KEYS, d: int = LLAMA_3_8B.d, h: int = LLAMA_3_8B.h) -> dict[int, dict[str, float]]:
     """``{M: {key: dB}}``: the output SQNR of each key's MLP against the bf16 MLP with the same float weights
     (``nn.Linear``'s initialization, seed 1) on a fresh ``randn`` input per M (a generator of another seed:
     inputs drawn from the weights' random stream would repeat their bits). Static keys' input scales are
@@ -253,8 +257,8 @@ def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
     return out
 
 
-def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
-    d, h = 4096, 14336
+def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model = LLAMA_3_8B) -> dict:
+    d, h = model.d, model.h
     torch.manual_seed(0)
     peers = {"bf16": _mlp(None, d, h, 2)}
     for name, key in keys.items():
@@ -275,16 +279,17 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS) -> dict:
               + "  | graph x" + "/".join(f"{v:.2f}" for v in row["graph_vs_bf16"].values())
               + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values())
               + "  SQNR dB " + "/".join(f"{v:.2f}" for v in sqnr[m].values()), flush=True)
-    return {"versions": versions(), "d": d, "h": h, "rows": rows}
+    return {"versions": versions(), "model": model.name, "d": d, "h": h, "rows": rows}
 
 
 def plot_gemm(result: dict, path: str) -> bool:
     plt = pyplot()
     if plt is None:
         return False
-    fig, axes = plt.subplots(2, len(SHAPES), figsize=(5 * len(SHAPES), 8), sharey=True)
+    labels = list(dict.fromkeys(r["shape"] for r in result["rows"])) or list(SHAPES)
+    fig, axes = plt.subplots(2, len(labels), figsize=(5 * len(labels), 8), sharey=True, squeeze=False)
     for row_axes, kind in zip(axes, ("fp8", "int8")):
-        for ax, label in zip(row_axes, SHAPES):
+        for ax, label in zip(row_axes, labels):
             rows = [r for r in result["rows"] if r["shape"] == label and r["kind"] == kind]
             peers = dict.fromkeys(p for r in rows for p in r["weight_TBps"])
             for peer in peers:
@@ -316,12 +321,12 @@ def plot_mlp(result: dict, path: str) -> bool:
             ax.plot([r["M"] for r in rows], [r[f"{mode}_vs_bf16"][peer] for r in rows], marker="o", label=peer)
         ax.axhline(1.0, color="k", ls="--", label="bf16")
         ax.set_xscale("log", base=2)
-        ax.set_title(f"Llama-3-8B MLP, {mode}: speedup vs bf16")
+        ax.set_title(f"{result.get('model', LLAMA_3_8B.name)} MLP, {mode}: speedup vs bf16")
         ax.set_xlabel("M (tokens)")
     return save_figure(fig, axes[0], path)
 
 
-def host_calls(keys=MLP_KEYS, m: int = 1, *, d: int = 4096, h: int = 14336,
+def host_calls(keys=MLP_KEYS, m: int = 1, *, d: int = LLAMA_3_8B.d, h: int = LLAMA_3_8B.h,
                device: str = "cuda") -> tuple[dict, dict]:
     """The decode calls whose host cost ``bench_host`` times (at M = 1) and ``benchmarks/profile_host.py``
     profiles, at M tokens with Llama-3-8B's MLP shapes (``d``, ``h``; other shapes and ``device`` for tests):
@@ -362,12 +367,12 @@ def host_calls(keys=MLP_KEYS, m: int = 1, *, d: int = 4096, h: int = 14336,
     return calls, layers
 
 
-def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
+def bench_host(quick: bool = False, keys=MLP_KEYS, model: models.Model = LLAMA_3_8B) -> dict:
     """Host cost per call at M = 1 of each of ``host_calls``, and bf16's: the mean over chunks of 100 calls
     (``us_per_call``, as the issue defines it) and the chunks' median (``us_per_call_chunk_median``); a line shows
     the median too where the mean is over 1.2 times it (a noisy host while that call was timed)."""
     n = 300 if quick else 1000
-    calls, layers = host_calls(keys)
+    calls, layers = host_calls(keys, d=model.d, h=model.h)
     rows, medians = {}, {}
     for name, fns in calls.items():
         rows[name], medians[name], shown = {}, {}, []
@@ -381,7 +386,8 @@ def bench_host(quick: bool = False, keys=MLP_KEYS) -> dict:
                                        for layer in layers[name]}
             providers = f"  {rows[name]['providers']}"
         print(f"host M=1 {name}: " + "  ".join(shown) + f" us/call{providers}", flush=True)
-    return {"versions": versions(), "calls": n, "M": 1, "us_per_call": rows, "us_per_call_chunk_median": medians}
+    return {"versions": versions(), "model": model.name, "calls": n, "M": 1, "us_per_call": rows,
+            "us_per_call_chunk_median": medians}
 
 
 def _host_figure(mean: float, median: float) -> str:

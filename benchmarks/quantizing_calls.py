@@ -34,6 +34,7 @@ import torch
 from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
+from benchmarks import models
 from benchmarks.decode import SHAPES, _weights, copies_for
 from benchmarks.timing import graph_us, pyplot, save_figure, versions
 
@@ -94,7 +95,7 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
                 in_table = two(plain[0])  # int8: what every config gives (exact integer sums)
                 base = graph_us([lambda c=c: two(c) for c in plain])
                 picked = g.quantizing_config(p, table, arch) if g.quantizes_float_input(table, m, kind) else None
-                rows.append(dict(kind=kind, shape=label, m=m, variant=BASELINE, config=table, us=round(base, 2),
+                rows.append(dict(kind=kind, shape=label, n=n, k=k, m=m, variant=BASELINE, config=table, us=round(base, 2),
                                  baseline_us=round(base, 2), picked=False))
                 log(f"{kind:4s} {label:7s} M={m:3d} {BASELINE:26s} {base:7.2f} us  {_label(table)}")
                 for name, cfg in candidates(arch, kind, n, k, m):
@@ -108,7 +109,7 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
                                            f"then the GEMM in {'that config' if not torch.equal(got, want) else table}")
                     us = graph_us([lambda c=c: c(x, None) for c in calls])
                     mark = cfg == picked
-                    rows.append(dict(kind=kind, shape=label, m=m, variant=name, config=cfg, us=round(us, 2),
+                    rows.append(dict(kind=kind, shape=label, n=n, k=k, m=m, variant=name, config=cfg, us=round(us, 2),
                                      baseline_us=round(base, 2), picked=mark))
                     log(f"{kind:4s} {label:7s} M={m:3d} {name:26s} {us:7.2f} us  x{base / us:.2f} of the baseline"
                         f"  {_label(cfg)}{'  *' if mark else ''}")
@@ -149,14 +150,13 @@ def fastest(rows: list[dict], arch: str, meta: dict) -> dict:
     did not fit a block's shared memory)."""
     out = []
     for base in (r for r in rows if r["kind"] == "int8" and r["variant"] == BASELINE):
-        at = (base["kind"], base["shape"], base["m"])
-        timed = [r for r in rows if (r["kind"], r["shape"], r["m"]) == at and r["variant"] != BASELINE]
+        at = (base["kind"], base["n"], base["k"], base["m"])
+        timed = [r for r in rows if (r["kind"], r["n"], r["k"], r["m"]) == at and r["variant"] != BASELINE]
         if not timed:
             continue
         best = min(timed, key=lambda r: r["us"])
         own = [r["us"] for r in timed if r["config"] == base["config"]]
-        n, k = SHAPES[base["shape"]]
-        out.append(dict(arch=arch, kind="int8", shape=base["shape"], n=n, k=k, m=base["m"],
+        out.append(dict(arch=arch, kind="int8", shape=base["shape"], n=base["n"], k=base["k"], m=base["m"],
                         **{f: best["config"][f] for f in g.CONFIG_FIELDS}, us=best["us"], baseline_us=base["us"],
                         row_us=own[0] if own else None, variant=best["variant"]))
     return {"meta": meta, "rows": out}
@@ -171,8 +171,16 @@ def main(argv=None) -> int:
     ap.add_argument("--install", action="store_true",
                     help="also merge the int8 rows' fastest configs into the package's "
                          "fused_quant/kernels/small_m_quantizing_configs.json")
+    models.add_arguments(ap)
     a = ap.parse_args(argv)
-    shapes = {s: SHAPES[s] for s in a.shapes.split(",")}
+    try:
+        decoder = models.from_args(a)
+    except (OSError, ValueError) as exc:
+        ap.error(str(exc))
+    unknown = [s for s in a.shapes.split(",") if s not in decoder.shapes]
+    if unknown:
+        ap.error(f"--shapes takes names of {', '.join(decoder.shapes)}, got {', '.join(unknown)}")
+    shapes = {s: decoder.shapes[s] for s in a.shapes.split(",")}
     ms = [int(m) for m in a.ms.split(",")]
     if not torch.cuda.is_available():
         print("quantizing_calls: needs a GPU", file=sys.stderr)

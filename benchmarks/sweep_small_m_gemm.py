@@ -41,6 +41,7 @@ import torch
 from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
+from benchmarks import models
 from benchmarks.decode import SHAPES, copies_for, _weights
 from benchmarks.timing import graph_us, pyplot, save_figure, versions
 
@@ -249,8 +250,9 @@ def plot(rows: list[dict], trials: list[dict], path: Path) -> bool:
 
 
 def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], list[int]]:
-    """The options, and the kinds, shapes and token counts to sweep, each once in the order given (a usage
-    error, exit code 2, for a value the sweep would not read)."""
+    """The options (``args.decoder``: the ``models.Model`` of ``--model`` / ``--tp``), and the kinds, shapes and token
+    counts to sweep, each once in the order given (a usage error, exit code 2, for a value the sweep would not
+    read)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for small_m_gemm_configs.json, the log and the picture")
     ap.add_argument("--kinds", default="fp8,int8")
@@ -263,11 +265,16 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
     ap.add_argument("--replot", nargs=2, metavar=("LOG", "TABLE"),
                     help="draw small_m_gemm_sweep.png of a saved sweep's log and table into --out (no GPU)")
+    models.add_arguments(ap)
     args = ap.parse_args(argv)
+    try:
+        args.decoder = models.from_args(args)
+    except (OSError, ValueError) as exc:
+        ap.error(str(exc))
     kinds, shapes = list(dict.fromkeys(args.kinds.split(","))), list(dict.fromkeys(args.shapes.split(",")))
     if any(kind not in ("fp8", "int8") for kind in kinds):
         ap.error(f"--kinds takes fp8 and / or int8, got {args.kinds}")
-    if any(shape not in SHAPES for shape in shapes):
+    if any(shape not in args.decoder.shapes for shape in shapes):
         ap.error(f"--shapes takes names of {', '.join(SHAPES)}, got {args.shapes}")
     ms = list(dict.fromkeys(int(m) if m.isascii() and m.isdigit() else -1 for m in args.ms.split(",")))
     if any(m not in g.M_BUCKETS for m in ms):
@@ -285,7 +292,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
 def main(argv=None) -> int:
     args, kinds, shapes, ms = parse_args(argv)
     if args.replot:
-        return replot(*(Path(p) for p in args.replot), Path(args.out), kinds, shapes, ms)
+        return replot(*(Path(p) for p in args.replot), Path(args.out), kinds,
+                      {s: args.decoder.shapes[s] for s in shapes}, ms)
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
@@ -320,7 +328,7 @@ def main(argv=None) -> int:
         logf.write(trial_line(kind, shape, m, us, cfg) + "\n")
         trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
 
-    rows = sweep(kinds, {s: SHAPES[s] for s in shapes}, ms, log, save, retime, note)
+    rows = sweep(kinds, {s: args.decoder.shapes[s] for s in shapes}, ms, log, save, retime, note)
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
@@ -344,7 +352,8 @@ def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> in
         print(f"sweep: --replot reads a sweep's log and its small_m_gemm_configs.json: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return 2
-    rows = [r for r in rows if r["kind"] in kinds and r.get("shape") in shapes and r["m"] in ms]
+    # by (N, K): the same label names other shapes in another model's rows
+    rows = [r for r in rows if r["kind"] in kinds and (r["n"], r["k"]) in shapes.values() and r["m"] in ms]
     archs = sorted({r["arch"] for r in rows})
     if len(archs) != 1:
         print(f"sweep: --replot draws the rows of one arch; {table_path} has {archs or 'none'} for kinds {kinds}, "

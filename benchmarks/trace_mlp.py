@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import models
+
 # kernel-name fragments -> the label a row shows, first match wins (the package's Triton kernels, cuBLAS's and
 # torch's kernels of the bf16 MLP as named on the H100 in round 30; any other keeps a prefix of its own name)
 LABELS = (("small_m_gemm", "small-M GEMM"), ("split_k_epilogue", "split-K epilogue"),
@@ -83,11 +85,12 @@ def kernel_records(fn, calls: int) -> list[tuple[str, float, float]]:
                   key=lambda r: r[1])
 
 
-def trace(ms, calls: int) -> dict:
-    from benchmarks.decode import MLP_KEYS, _mlp
+def trace(ms, calls: int, model=None) -> dict:
+    from benchmarks.decode import LLAMA_3_8B, MLP_KEYS, _mlp
     from benchmarks.timing import versions
 
-    d, h = 4096, 14336
+    model = model or LLAMA_3_8B
+    d, h = model.d, model.h
     torch.manual_seed(0)
     peers = {"bf16": _mlp(None, d, h, 1)[0], **{name: _mlp(key, d, h, 1)[0] for name, key in MLP_KEYS.items()}}
     rows = []
@@ -101,7 +104,7 @@ def trace(ms, calls: int) -> dict:
                     row = {"error": str(exc)}
                 rows.append({"M": m, "peer": name, **row})
                 print(render_row(rows[-1]), flush=True)
-    return {"versions": versions(), "calls": calls, "D": d, "H": h, "rows": rows}
+    return {"versions": versions(), "model": model.name, "calls": calls, "D": d, "H": h, "rows": rows}
 
 
 def render_row(row: dict) -> str:
@@ -134,7 +137,8 @@ def plot(result: dict, path: str) -> bool:
     ax.set_xlabel("GPU us per MLP call (each kernel's share of the critical path, graph replay)")
     for name in labels:
         ax.barh(0, 0, color=colors[name], label=name)
-    ax.set_title(f"Llama-3-8B MLP under CUDA-graph replay, {result['versions'].get('device', '')}")
+    ax.set_title(f"{result.get('model', 'Llama-3-8B')} MLP under CUDA-graph replay, "
+                 f"{result['versions'].get('device', '')}")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, not over them
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -146,7 +150,12 @@ def main(argv=None) -> None:
     ap.add_argument("--m", default="1,16,64", help="token counts, comma-separated (default: 1,16,64)")
     ap.add_argument("--calls", type=int, default=8, help="MLP calls per captured graph (default: 8, at least 2)")
     ap.add_argument("--out", default=".", help="folder for trace.json and trace.png (default: here)")
+    models.add_arguments(ap)
     args = ap.parse_args(argv)
+    try:
+        model = models.from_args(args)
+    except (OSError, ValueError) as exc:
+        ap.error(str(exc))
     try:
         ms = [int(m) for m in args.m.split(",")]
     except ValueError:
@@ -159,7 +168,7 @@ def main(argv=None) -> None:
         ap.exit(2, "trace_mlp: needs a GPU (torch.cuda.is_available() is False)\n")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = trace(ms, args.calls)
+    result = trace(ms, args.calls, model)
     (out / "trace.json").write_text(json.dumps(result, indent=1) + "\n")
     drawn = plot(result, str(out / "trace.png"))
     print(f"trace_mlp: {out / 'trace.json'}" + (f", {out / 'trace.png'}" if drawn else " (no matplotlib: no plot)"))

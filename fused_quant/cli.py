@@ -29,7 +29,8 @@ examples:
   fused-quant probe --json                    the same, for programs
   fused-quant selftest                        conformance of the selected backend
   fused-quant selftest --backend triton_fp8   conformance of one backend
-  fused-quant bench gemm --quick              the GEMM benchmarks (GPU, source checkout)"""
+  fused-quant bench gemm --quick              the GEMM benchmarks (GPU, source checkout)
+  fused-quant bench mlp --model DIR --tp 2    another decoder's MLP (its config.json), as one of 2 GPUs holds it"""
 
 
 def _wrap(prefix: str, text: str, hang: int = 2) -> str:
@@ -391,6 +392,13 @@ def _token_counts(text: str) -> tuple[int, ...]:
     return tuple(counts)
 
 
+def gpu_count(text: str) -> int:
+    """``--tp``: a whole number of GPUs >= 1."""
+    if not (text.strip().isascii() and text.strip().isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 1, got {text!r}")
+    return int(text)
+
+
 def _environment() -> str:
     lines = ["environment (read when first needed; `fused-quant probe` checks them):"]
     width = max(map(len, envs.VARIABLES))
@@ -438,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="act_quant, GEMM and MLP benchmarks against the peers (GPU, source checkout)",
                        description="The benchmarks of the checkout's benchmarks/ package (GPU): producers, the GEMM "
                                    "providers at M = 1-256, host cost per call, the Llama-3-8B MLP eager and under "
-                                   "CUDA-graph replay; JSON and PNG plots into --out.")
+                                   "CUDA-graph replay (another decoder's with --model); JSON and PNG plots into --out.")
     b.add_argument("which", nargs="?", choices=("act_quant", "gemm", "host", "mlp", "all"), default="all",
                    help="which benchmark to run (default: all)")
     b.add_argument("--out", help="folder for the JSON and PNG output (default: a new bench-out/<UTC timestamp> "
@@ -449,6 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--m", type=_token_counts, metavar="M[,M...]",
                    help="the token counts act_quant, gemm and mlp time (default: each one's own set; host times "
                         "M = 1), e.g. --m 192,224 for a server whose batches fall between the swept sizes")
+    b.add_argument("--model", metavar="CONFIG",
+                   help="a Hugging Face config.json, or a model folder holding one: that dense decoder's linears and "
+                        "MLP instead of Llama-3-8B's")
+    b.add_argument("--tp", type=gpu_count, default=1, metavar="N",
+                   help="tensor-parallel GPUs: time the shapes one of N GPUs holds (default: 1)")
     b.set_defaults(func=cmd_bench)
     return parser
 

@@ -270,7 +270,10 @@ def test_trace_labels_of_the_kernels_seen_on_a_gpu():
 
 @pytest.mark.parametrize("argv,message", [(["--m", "0"], "--m takes token counts of at least 1"),
                                           (["--m", "1,x"], "--m takes comma-separated token counts"),
-                                          (["--calls", "1"], "--calls needs at least 2")])
+                                          (["--calls", "1"], "--calls needs at least 2"),
+                                          (["--model", "no-such-config.json"], "--model no-such-config.json: no "
+                                                                               "such file"),
+                                          (["--tp", "0"], "expected a whole number of GPUs >= 1")])
 def test_trace_refuses_bad_arguments_and_a_missing_gpu(argv, message, capsys, monkeypatch, tmp_path):
     from benchmarks import trace_mlp
 
@@ -347,9 +350,15 @@ def test_host_chunks_time_each_chunk_and_bench_host_shows_a_noisy_mean(monkeypat
 
     monkeypatch.setattr(decode, "host_chunks", fake_chunks)
     monkeypatch.setattr(decode, "versions", lambda: {"device": "test"})
-    monkeypatch.setattr(decode, "host_calls", lambda keys: ({"bf16": {"quiet": lambda: [10.0, 11.0, 12.0],
-                                                                       "noisy": lambda: [10.0, 10.0, 100.0]}}, {}))
+    shapes = []
+
+    def fake_calls(keys, **shape):
+        shapes.append(shape)
+        return {"bf16": {"quiet": lambda: [10.0, 11.0, 12.0], "noisy": lambda: [10.0, 10.0, 100.0]}}, {}
+
+    monkeypatch.setattr(decode, "host_calls", fake_calls)
     res = decode.bench_host()
+    assert shapes == [{"d": 4096, "h": 14336}] and res["model"] == "Llama-3-8B"
     assert res["us_per_call"]["bf16"] == pytest.approx({"quiet": 11.0, "noisy": 40.0})
     assert res["us_per_call_chunk_median"]["bf16"] == pytest.approx({"quiet": 11.0, "noisy": 10.0})
     assert "host M=1 bf16: quiet 11.0  noisy 40.0 (chunk median 10.0) us/call" in capsys.readouterr().out

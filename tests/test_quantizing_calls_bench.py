@@ -86,13 +86,19 @@ def test_install_keeps_the_fastest_int8_config_of_each_shape_and_m():
     times; FP8 rows are not installed (other configs add their fp32 sums in another order)."""
     one, two = dict(BLOCK_N=8, BLOCK_M=1, BLOCK_K=1024, splits=1, num_warps=4, num_stages=1), \
         dict(BLOCK_N=256, BLOCK_M=16, BLOCK_K=128, splits=1, num_warps=8, num_stages=4)
-    rows = [dict(kind="int8", shape="down", m=1, variant=qc.BASELINE, config=one, us=23.1, baseline_us=23.1),
-            dict(kind="int8", shape="down", m=1, variant="table's 1-token row", config=one, us=49.4, baseline_us=23.1),
-            dict(kind="int8", shape="down", m=1, variant="one-token row of 8", config=one, us=23.7, baseline_us=23.1),
-            dict(kind="int8", shape="down", m=1, variant="table's 2-token row", config=two, us=38.8, baseline_us=23.1),
-            dict(kind="fp8", shape="down", m=16, variant="table's 16-token row", config=two, us=1.0, baseline_us=2.0),
-            dict(kind="int8", shape="o", m=16, variant=qc.BASELINE, config=two, us=9.0, baseline_us=9.0)]
+    down, o, other = dict(shape="down", n=4096, k=14336), dict(shape="o", n=4096, k=4096), \
+        dict(shape="down", n=3584, k=18944)  # another model's down: the same label, its own rows
+    rows = [dict(kind="int8", **down, m=1, variant=qc.BASELINE, config=one, us=23.1, baseline_us=23.1),
+            dict(kind="int8", **down, m=1, variant="table's 1-token row", config=one, us=49.4, baseline_us=23.1),
+            dict(kind="int8", **down, m=1, variant="one-token row of 8", config=one, us=23.7, baseline_us=23.1),
+            dict(kind="int8", **down, m=1, variant="table's 2-token row", config=two, us=38.8, baseline_us=23.1),
+            dict(kind="fp8", **down, m=16, variant="table's 16-token row", config=two, us=1.0, baseline_us=2.0),
+            dict(kind="int8", **o, m=16, variant=qc.BASELINE, config=two, us=9.0, baseline_us=9.0),
+            dict(kind="int8", **other, m=1, variant=qc.BASELINE, config=one, us=30.0, baseline_us=30.0),
+            dict(kind="int8", **other, m=1, variant="table's 2-token row", config=two, us=31.0, baseline_us=30.0)]
     table = qc.fastest(rows, "sm_90", {"device": "d"})
     assert table["meta"] == {"device": "d"}
-    assert table["rows"] == [dict(arch="sm_90", kind="int8", shape="down", n=4096, k=14336, m=1, **one, us=23.7,
-                                  baseline_us=23.1, row_us=49.4, variant="one-token row of 8")]
+    assert table["rows"] == [dict(arch="sm_90", kind="int8", **down, m=1, **one, us=23.7, baseline_us=23.1,
+                                  row_us=49.4, variant="one-token row of 8"),
+                             dict(arch="sm_90", kind="int8", **other, m=1, **two, us=31.0, baseline_us=30.0,
+                                  row_us=None, variant="table's 2-token row")]
