@@ -24,8 +24,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from fused_quant.cli import gpu_count
-
 LLAMA_3_8B = {"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
               "head_dim": 128}
 REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads")
@@ -112,15 +110,17 @@ def default(tp: int = 1) -> Model:
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    """``--model`` and ``--tp`` for a benchmark script's parser (``from_args`` reads them)."""
+    """``--model`` and ``--tp`` for a benchmark script's parser (``from_args`` reads and checks them, as for
+    ``fused-quant bench``)."""
     ap.add_argument("--model", metavar="CONFIG",
                     help="a Hugging Face config.json, or a model folder holding one: that decoder's linears and MLP "
                          "instead of Llama-3-8B's")
-    ap.add_argument("--tp", type=gpu_count, default=1, metavar="N",
+    ap.add_argument("--tp", type=int, default=1, metavar="N",
                     help="tensor-parallel GPUs: the shapes one of N GPUs holds (default: 1)")
 
 
 def from_args(args: argparse.Namespace) -> Model:
     """The ``Model`` of ``--model`` / ``--tp`` (Llama-3-8B without ``--model``)."""
-    tp = getattr(args, "tp", 1) or 1
+    tp = getattr(args, "tp", None)
+    tp = 1 if tp is None else tp
     return read(args.model, tp) if getattr(args, "model", None) else default(tp)
