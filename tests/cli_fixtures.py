@@ -1,4 +1,4 @@
-"""Shared by the CLI tests (test_cli*.py): running the command in a subprocess, and fake nodes."""
+"""Shared by the CLI tests (test_cli*.py, test_bench_*.py): running the command in a subprocess, fake nodes, recorded benchmarks."""
 
 from __future__ import annotations
 
@@ -38,3 +38,25 @@ def node(monkeypatch):
         runtime.reset()  # probe again, select again
 
     return on
+
+
+def record_benchmarks(monkeypatch) -> dict:
+    """Replace ``fused-quant bench``'s four benchmarks and plots with recorders, as if a GPU were there: returns the
+    dict that takes each benchmark's name -> the keyword arguments it was called with."""
+    from benchmarks import bench, decode
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    seen = {}
+
+    def recorder(name):
+        def run(quick, **kw):
+            seen[name] = kw
+            return {"rows": []}
+        return run
+
+    for module, name in ((bench, "bench_act_quant"), (decode, "bench_gemm"), (decode, "bench_host"),
+                         (decode, "bench_mlp")):
+        monkeypatch.setattr(module, name, recorder(name))
+    for module, plot in ((bench, "plot_act_quant"), (decode, "plot_gemm"), (decode, "plot_mlp")):
+        monkeypatch.setattr(module, plot, lambda result, path: False)
+    return seen

@@ -16,6 +16,8 @@ import torch
 import fused_quant
 from fused_quant import cli
 
+from tests.cli_fixtures import record_benchmarks
+
 PACKAGE = Path(fused_quant.__file__).resolve().parent
 CHECKOUT = PACKAGE.parent
 
@@ -81,22 +83,7 @@ def test_bench_default_out_is_used_when_out_is_not_given(tmp_path, capsys, monke
 
 
 def test_bench_m_reaches_the_benchmarks_it_names(tmp_path, monkeypatch):
-    from benchmarks import bench, decode
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    seen = {}
-
-    def recorder(name):
-        def run(quick, **kw):
-            seen[name] = kw
-            return {"rows": []}
-        return run
-
-    for module, name in ((bench, "bench_act_quant"), (decode, "bench_gemm"), (decode, "bench_host"),
-                         (decode, "bench_mlp")):
-        monkeypatch.setattr(module, name, recorder(name))
-    for module, plot in ((bench, "plot_act_quant"), (decode, "plot_gemm"), (decode, "plot_mlp")):
-        monkeypatch.setattr(module, plot, lambda result, path: False)
+    seen = record_benchmarks(monkeypatch)
     assert cli.main(["bench", "all", "--quick", "--m", "224, 1,224,16", "--out", str(tmp_path / "a")]) == 0
     ms = {"ms": (224, 1, 16)}  # in the order given, each once; host times M = 1 only
     assert seen == {"bench_act_quant": ms, "bench_gemm": ms, "bench_host": {}, "bench_mlp": ms}

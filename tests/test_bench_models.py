@@ -12,6 +12,7 @@ import torch
 from fused_quant import cli
 
 from benchmarks import models
+from tests.cli_fixtures import record_benchmarks
 
 QWEN_2_5_7B = {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "intermediate_size": 18944,
                "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064}
@@ -91,22 +92,7 @@ def _config(tmp_path, config=QWEN_2_5_7B) -> str:
 
 
 def test_bench_passes_the_model_to_every_benchmark(tmp_path, monkeypatch, capsys):
-    from benchmarks import bench, decode
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    seen = {}
-
-    def recorder(name):
-        def run(quick, **kw):
-            seen[name] = kw
-            return {"rows": []}
-        return run
-
-    for module, name in ((bench, "bench_act_quant"), (decode, "bench_gemm"), (decode, "bench_host"),
-                         (decode, "bench_mlp")):
-        monkeypatch.setattr(module, name, recorder(name))
-    for module, plot in ((bench, "plot_act_quant"), (decode, "plot_gemm"), (decode, "plot_mlp")):
-        monkeypatch.setattr(module, plot, lambda result, path: False)
+    seen = record_benchmarks(monkeypatch)
     assert cli.main(["bench", "all", "--model", _config(tmp_path), "--tp", "2", "--out", str(tmp_path / "a")]) == 0
     qwen = models.of_config(QWEN_2_5_7B, tmp_path.name, 2)
     assert seen == {"bench_act_quant": {"h": 9472}, "bench_gemm": {"model": qwen}, "bench_host": {"model": qwen},
