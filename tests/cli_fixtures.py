@@ -1,4 +1,5 @@
-"""Shared by the CLI tests (test_cli*.py, test_bench_*.py): running the command in a subprocess, fake nodes, recorded benchmarks."""
+"""Shared by the CLI tests (test_cli*.py, test_bench_*.py): the command in a subprocess, fake nodes, benchmarks
+recorded."""
 
 from __future__ import annotations
 
