@@ -414,8 +414,11 @@ _ASKING = threading.local()
 
 def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int,
                path: Path | None = None) -> tuple[dict | None, str]:
-    """(the sweep's row for the nearest swept (N, K) at M's bucket on ``arch``, "") or (None, why none), from the
-    table at ``path`` (by default ``SMALL_M_CONFIG_FILE``)."""
+    """(the sweep's row at M's bucket for the nearest (N, K) swept at that bucket on ``arch``, "") or (None, why
+    none), from the table at ``path`` (by default ``SMALL_M_CONFIG_FILE``). A shape swept at some buckets only
+    (``--ms``) is the nearest at those: at the others a fully swept shape answers (on an H100 the problems at a
+    bucket a partial sweep had skipped otherwise fell to torch providers 1.06-1.51x as slow, benchmarks/RESULTS.md,
+    thirty-fifth round)."""
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
@@ -423,11 +426,10 @@ def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int,
     if not shapes:
         return None, (f"no measured {kind} small-M configs for {arch} "
                       "(run benchmarks/sweep_small_m_gemm.py on this arch)")
-    nk = _nearest(shapes, n, k)
-    row = shapes[nk].get(bucket)
-    if row is None:
-        return None, f"no config swept at M bucket {bucket} for N={nk[0]} K={nk[1]}"
-    return row, ""
+    swept = [nk for nk, rows in shapes.items() if bucket in rows]
+    if not swept:
+        return None, f"no {kind} config swept at M bucket {bucket} on {arch}"
+    return shapes[_nearest(swept, n, k)][bucket], ""
 
 
 def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,

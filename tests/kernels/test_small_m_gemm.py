@@ -195,6 +195,7 @@ def test_config_is_taken_only_where_it_measured_faster(tmp_path, monkeypatch):
                 num_warps=4, num_stages=4, torch="triton_int8")
     rows = [dict(base, m=1, us=8.0, torch_us=14.0, torch_all={"triton_int8": 14.0}),
             dict(base, m=16, us=15.0, torch_us=14.0, torch_all={"triton_int8": 14.0}),
+            dict(base, m=64, us=10.0, torch_us=14.0, BLOCK_M=64, torch_all={"triton_int8": 14.0}),
             dict(base, n=28672, m=1, us=30.0, torch_us=40.0, BLOCK_N=128, torch_all={"triton_int8": 40.0}),
             dict(base, kind="fp8", m=4, us=9.0, torch_us=8.0, torch="scaled_mm_fp8 (tensor-wise)",
                  torch_all={"scaled_mm_fp8 (tensor-wise)": 8.0, "scaled_mm_fp8 (row-wise)": 12.0})]
@@ -206,8 +207,12 @@ def test_config_is_taken_only_where_it_measured_faster(tmp_path, monkeypatch):
     assert cfg is None and "measured faster" in why and "14.0 vs 15.0" in why
     cfg, _ = g.small_m_config("sm_90", "int8", 20000, 4096, 1)  # nearest swept shape: N = 28672
     assert cfg["BLOCK_N"] == 128
+    # N = 28672 was swept at one token only: at 64 tokens the nearest shape swept there answers, not "none"
+    for n in (28672, 20000):
+        cfg, why = g.small_m_config("sm_90", "int8", n, 4096, 64)
+        assert cfg == {f: dict(base, BLOCK_M=64)[f] for f in g.CONFIG_FIELDS} and why == ""
     cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 2)
-    assert cfg is None and "no config swept at M bucket 2" in why
+    assert cfg is None and "no int8 config swept at M bucket 2 on sm_90" in why
     # FP8: only the timings of the problem's torch peers count (a tensor-wise problem's, a per-token one's)
     cfg, why = g.small_m_config("sm_90", "fp8", 4096, 4096, 3, (g.SCALED_MM_TENSOR_WISE,))
     assert cfg is None and "scaled_mm_fp8 (tensor-wise) measured faster" in why
