@@ -73,13 +73,32 @@ def picked_name(p) -> str:
     return g.scaled_mm_way(p) if name == "scaled_mm_fp8" else name
 
 
+def unswept(model: models.Model, arch: str | None, path=None) -> list[str]:
+    """The labels of ``model``'s linears whose (N, K) the small-M table (``path``, by default the package's) holds no
+    row of on ``arch``, for either kind: their problems take the configs and provider choices of the nearest shape
+    swept at their token bucket."""
+    from fused_quant.kernels import gemm_launch as g
+
+    table = g.config_table(g.SMALL_M_CONFIG_FILE if path is None else path)
+    swept = {nk for key, shapes in table.items() if isinstance(key, tuple) and key[0] == arch for nk in shapes}
+    return [label for label, nk in model.shapes.items() if nk not in swept]
+
+
 def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B,
                ceiling: float | None = None) -> dict:
     from fused_quant import QuantLinear
     from fused_quant.contract import QuantizedActivation
     from fused_quant.gemm import GemmProblem
+    from fused_quant.kernels import launch
     from fused_quant.registry import platform_fp8_dtype
 
+    arch = launch._cuda_arch(torch.cuda.current_device())
+    missing = unswept(model, arch)
+    if missing:
+        print(f"note: {', '.join(f'{label} {model.shapes[label][0]}x{model.shapes[label][1]}' for label in missing)} "
+              f"not in the small-M table for {arch}: the nearest swept shapes' configs and provider choices serve "
+              "them (python -m benchmarks.sweep_small_m_gemm --model CONFIG --out DIR --install sweeps them)",
+              flush=True)
     ceiling = ceiling or copy_ceiling(quick)
     fp8 = platform_fp8_dtype()
     rows = []
@@ -133,7 +152,8 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
         print(f"fit {f['kind']:4s} M={f['M']:4d} {f['peer']:5s}: {f['fixed_us']:5.2f} us + weight bytes at "
               f"{f['stream_TBps']:.2f} TB/s (worst residual {f['worst_residual_us']:.2f} us); {TARGET_TBPS} TB/s "
               + _reach(f['bytes_for_3_6_TBps']), flush=True)
-    return {"ceiling_GBps": ceiling, "versions": versions(), "model": model.name, "rows": rows, "fit": fits}
+    return {"ceiling_GBps": ceiling, "versions": versions(), "model": model.name, "unswept": missing, "rows": rows,
+            "fit": fits}
 
 
 def _reach(nbytes: float | None) -> str:

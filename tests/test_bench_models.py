@@ -156,3 +156,18 @@ def test_plot_gemm_draws_the_models_own_shapes(tmp_path):
             for kind in ("fp8", "int8") for m in (1, 16)]
     assert decode.plot_gemm({"ceiling_GBps": 3000.0, "rows": rows}, str(tmp_path / "g.png"))
     assert (tmp_path / "g.png").stat().st_size > 0
+
+
+def test_unswept_names_the_linears_the_table_holds_no_row_of(tmp_path):
+    from benchmarks import decode
+
+    qwen = models.of_config(QWEN_2_5_7B, "qwen")
+    assert decode.unswept(models.default(), "sm_90") == []  # the committed table's shapes
+    assert decode.unswept(qwen, "sm_90") == ["qkv", "o", "gate_up", "down"]
+    assert decode.unswept(models.default(), "sm_100") == ["qkv", "o", "gate_up", "down"]  # no rows for that arch
+    table = tmp_path / "t.json"  # Qwen's o swept (one kind, one bucket), on sm_90 only
+    row = dict(arch="sm_90", kind="int8", shape="o", n=3584, k=3584, m=1, BLOCK_N=1, BLOCK_M=1, BLOCK_K=256,
+               splits=1, num_warps=1, num_stages=1, us=5.8, torch_us=11.6, torch="triton_int8")
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": [row]}))
+    assert decode.unswept(qwen, "sm_90", table) == ["qkv", "gate_up", "down"]
+    assert decode.unswept(qwen, "sm_100", table) == ["qkv", "o", "gate_up", "down"]
