@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -36,7 +37,7 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, _weights, copies_for
-from benchmarks.timing import graph_us, pyplot, save_figure, versions
+from benchmarks.timing import graph_us, progress, pyplot, save_figure, versions
 
 MS = (1, 2, 4, 8, 16)
 # int8 one-token rows with more weight rows a program than the table's (BLOCK_N, BLOCK_K, num_warps): fewer programs
@@ -73,12 +74,14 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
 
     arch = launch._cuda_arch(torch.cuda.current_device())
     rows = []
+    done, total, start = 0, len(shapes) * len(kinds) * len(ms), time.perf_counter()
     for label, (n, k) in shapes.items():
         for kind in kinds:
             key_name = f"{kind}_dynamic_token"
             key = K.key_from_name(key_name)
             weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
             for m in ms:
+                done += 1
                 table, _ = g.small_m_config(arch, kind, n, k, m, ())
                 if table is None:  # a torch provider is faster there: no quantizing call is bound
                     log(f"{kind:4s} {label:7s} M={m:3d}: no small-M row, nothing to time")
@@ -97,7 +100,8 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
                 picked = g.quantizing_config(p, table, arch) if g.quantizes_float_input(table, m, kind) else None
                 rows.append(dict(kind=kind, shape=label, n=n, k=k, m=m, variant=BASELINE, config=table, us=round(base, 2),
                                  baseline_us=round(base, 2), picked=False))
-                log(f"{kind:4s} {label:7s} M={m:3d} {BASELINE:26s} {base:7.2f} us  {_label(table)}")
+                log(f"{kind:4s} {label:7s} M={m:3d} {BASELINE:26s} {base:7.2f} us  {_label(table)}  "
+                    + progress(done, total, start))
                 for name, cfg in candidates(arch, kind, n, k, m):
                     calls = [g.bind_small_m_quantizing(p, w, ws, None, (key_name, x.dtype), cfg) for w, ws in weights]
                     if not calls[0].fits(x.dtype):

@@ -43,7 +43,7 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, copies_for, _weights
-from benchmarks.timing import graph_us, pyplot, save_figure, versions
+from benchmarks.timing import graph_us, progress, pyplot, save_figure, versions
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
@@ -150,10 +150,12 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -
 
     arch = launch._cuda_arch(torch.cuda.current_device())
     rows = []
+    done, total, start = 0, len(shapes) * len(kinds) * len(ms), time.perf_counter()
     for label, (n, k) in shapes.items():
         for kind in kinds:
             weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
             for m in ms:
+                done += 1
                 xq, xs_tok, xs_ten = _activation(kind, m, k)
                 w, ws = weights[0]
                 fixed = None if retime is None else retime.get((arch, kind, n, k, m))
@@ -195,7 +197,8 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -
                 rows.append(row)
                 save(rows)
                 log(f"{kind:4s} {label:7s} M={m:4d} ours {us:7.1f} us ({row['weight_TBps']:.2f} TB/s) "
-                    f"{best_torch} {tt[best_torch]:7.1f} us  x{tt[best_torch] / us:.2f}  {cfg}  err {err:.1e}")
+                    f"{best_torch} {tt[best_torch]:7.1f} us  x{tt[best_torch] / us:.2f}  {cfg}  err {err:.1e}  "
+                    + progress(done, total, start))
             del weights
             torch.cuda.empty_cache()
     return rows

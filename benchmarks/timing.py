@@ -145,3 +145,11 @@ def host_chunks(fn, calls: int = 1000, chunk: int = 100) -> list[float]:
         out.append((time.perf_counter() - t0) / chunk * 1e6)
         torch.cuda.synchronize()
     return out
+
+
+def progress(done: int, total: int, since: float, now: float | None = None) -> str:
+    """``[done/total, elapsed, about N s left]`` for the lines of a long run (a sweep), the rest estimated at the rate
+    so far; ``since`` and ``now`` from ``time.perf_counter()``."""
+    elapsed = (time.perf_counter() if now is None else now) - since
+    left = f", about {elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
+    return f"[{done}/{total}, {elapsed:.0f} s{left}]"

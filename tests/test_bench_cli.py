@@ -349,3 +349,11 @@ def test_host_chunks_time_each_chunk_and_bench_host_shows_a_noisy_mean(monkeypat
     assert res["us_per_call"]["bf16"] == pytest.approx({"quiet": 11.0, "noisy": 40.0})
     assert res["us_per_call_chunk_median"]["bf16"] == pytest.approx({"quiet": 11.0, "noisy": 10.0})
     assert "host M=1 bf16: quiet 11.0  noisy 40.0 (chunk median 10.0) us/call" in capsys.readouterr().out
+
+
+def test_progress_counts_done_and_estimates_the_rest_at_the_rate_so_far():
+    from benchmarks.timing import progress
+
+    assert progress(0, 8, 100.0, 100.0) == "[0/8, 0 s]"
+    assert progress(2, 8, 100.0, 130.0) == "[2/8, 30 s, about 90 s left]"  # 15 s a row so far, 6 rows to go
+    assert progress(8, 8, 100.0, 220.0) == "[8/8, 120 s]"
