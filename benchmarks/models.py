@@ -109,14 +109,19 @@ def default(tp: int = 1) -> Model:
     return of_config(LLAMA_3_8B, "Llama-3-8B", tp)
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    """``--model`` and ``--tp`` for a benchmark script's parser (``from_args`` reads and checks them, as for
-    ``fused-quant bench``)."""
+def parse(ap: argparse.ArgumentParser, argv=None) -> tuple[argparse.Namespace, Model]:
+    """A benchmark script's options, ``--model`` and ``--tp`` added to ``ap``, and their ``Model`` (``from_args``,
+    as ``fused-quant bench`` reads them); a usage error (exit code 2) saying what could not be read."""
     ap.add_argument("--model", metavar="CONFIG",
                     help="a Hugging Face config.json, or a model folder holding one: that decoder's linears and MLP "
                          "instead of Llama-3-8B's")
     ap.add_argument("--tp", type=int, default=1, metavar="N",
                     help="tensor-parallel GPUs: the shapes one of N GPUs holds (default: 1)")
+    args = ap.parse_args(argv)
+    try:
+        return args, from_args(args)
+    except (OSError, ValueError) as exc:
+        ap.error(str(exc))
 
 
 def from_args(args: argparse.Namespace) -> Model:

@@ -175,12 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--install", action="store_true",
                     help="also merge the int8 rows' fastest configs into the package's "
                          "fused_quant/kernels/small_m_quantizing_configs.json")
-    models.add_arguments(ap)
-    a = ap.parse_args(argv)
-    try:
-        decoder = models.from_args(a)
-    except (OSError, ValueError) as exc:
-        ap.error(str(exc))
+    a, decoder = models.parse(ap, argv)
     unknown = [s for s in a.shapes.split(",") if s not in decoder.shapes]
     if unknown:
         ap.error(f"--shapes takes names of {', '.join(decoder.shapes)}, got {', '.join(unknown)}")

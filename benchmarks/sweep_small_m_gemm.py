@@ -268,17 +268,13 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
     ap.add_argument("--replot", nargs=2, metavar=("LOG", "TABLE"),
                     help="draw small_m_gemm_sweep.png of a saved sweep's log and table into --out (no GPU)")
-    models.add_arguments(ap)
-    args = ap.parse_args(argv)
-    try:
-        args.decoder = models.from_args(args)
-    except (OSError, ValueError) as exc:
-        ap.error(str(exc))
+    args, decoder = models.parse(ap, argv)
+    args.decoder = decoder
     kinds, shapes = list(dict.fromkeys(args.kinds.split(","))), list(dict.fromkeys(args.shapes.split(",")))
     if any(kind not in ("fp8", "int8") for kind in kinds):
         ap.error(f"--kinds takes fp8 and / or int8, got {args.kinds}")
     if any(shape not in args.decoder.shapes for shape in shapes):
-        ap.error(f"--shapes takes names of {', '.join(SHAPES)}, got {args.shapes}")
+        ap.error(f"--shapes takes names of {', '.join(args.decoder.shapes)}, got {args.shapes}")
     ms = list(dict.fromkeys(int(m) if m.isascii() and m.isdigit() else -1 for m in args.ms.split(",")))
     if any(m not in g.M_BUCKETS for m in ms):
         ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "

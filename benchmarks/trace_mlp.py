@@ -150,12 +150,7 @@ def main(argv=None) -> None:
     ap.add_argument("--m", default="1,16,64", help="token counts, comma-separated (default: 1,16,64)")
     ap.add_argument("--calls", type=int, default=8, help="MLP calls per captured graph (default: 8, at least 2)")
     ap.add_argument("--out", default=".", help="folder for trace.json and trace.png (default: here)")
-    models.add_arguments(ap)
-    args = ap.parse_args(argv)
-    try:
-        model = models.from_args(args)
-    except (OSError, ValueError) as exc:
-        ap.error(str(exc))
+    args, model = models.parse(ap, argv)
     try:
         ms = [int(m) for m in args.m.split(",")]
     except ValueError:
