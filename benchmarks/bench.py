@@ -183,18 +183,25 @@ def main(args) -> int:
         with open(out / "act_quant.json", "w") as f:
             json.dump(res, f, indent=1)
         plot_act_quant(res, str(out / "act_quant.png"))
+    runs = {}  # the decode runs' results, for the targets table printed last
     if args.which in ("gemm", "all"):
-        res = decode.bench_gemm(args.quick, **ms, **shaped)
+        res = runs["gemm"] = decode.bench_gemm(args.quick, **ms, **shaped)
         with open(out / "gemm.json", "w") as f:
             json.dump(res, f, indent=1)
         decode.plot_gemm(res, str(out / "gemm.png"))
     if args.which in ("host", "all"):
-        res = decode.bench_host(args.quick, **shaped)
+        res = runs["host"] = decode.bench_host(args.quick, **shaped)
         with open(out / "host.json", "w") as f:
             json.dump(res, f, indent=1)
     if args.which in ("mlp", "all"):
-        res = decode.bench_mlp(args.quick, **ms, **shaped)
+        res = runs["mlp"] = decode.bench_mlp(args.quick, **ms, **shaped)
         with open(out / "mlp.json", "w") as f:
             json.dump(res, f, indent=1)
         decode.plot_mlp(res, str(out / "mlp.png"))
+    if runs:
+        from benchmarks import report
+
+        hosts = (runs["host"],) if "host" in runs else ()
+        print("\ndecode targets (python -m benchmarks.report renders these files' tables):\n"
+              + "\n".join(report.decode_targets(runs.get("gemm"), runs.get("mlp"), hosts)), flush=True)
     return 0

@@ -1,13 +1,20 @@
-"""Markdown tables for RESULTS.md from the JSON that ``fused-quant bench`` writes.
+"""Markdown tables for RESULTS.md from the JSON that ``fused-quant bench`` writes, and the decode targets.
 
-``python -m benchmarks.report benchmarks/results/act_quant.json [benchmarks/results/mlp.json [label]]``
-prints the producer table, the targets table (M = 8192 / 32768), the small-M table (host work
-included) and, given an MLP file, the MLP rows (``label`` names the backend column).
+``python -m benchmarks.report FILE... [--label NAME] [--sqnr-baseline MLP_JSON]`` reads each file by what it holds:
+
+- ``act_quant.json``: the producer table, the targets table (M = 8192 / 32768) and the small-M table (host work
+  included);
+- ``gemm.json``, ``mlp.json``, ``host.json`` (several host files: each call's quickest of them): their tables and
+  the decode targets (``decode_targets``: each target, the measured range, the worst case and by how much it is
+  met or missed); ``--sqnr-baseline`` an earlier ``mlp.json`` whose SQNR the run's must stay within 0.1 dB of;
+- an MLP file of the first ``bench`` version (``us``: bf16 / fused / compiled_chain): its rows, ``--label``
+  naming the backend column.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 SMALL_M = (1, 16, 256)
@@ -65,10 +72,196 @@ def small_m_table(rows: list[dict]) -> list[str]:
 
 
 def mlp_rows(result: dict, label: str) -> list[str]:
+    """The rows of an MLP file of the first ``bench`` version (one time per provider and M)."""
     rows = next(v for v in result.values() if isinstance(v, list))
     return [f"| {label} | {r['kind']} | {r['M']} | {r['us']['bf16']:.1f} | {r['us']['fused']:.1f} | "
             f"{r['us']['compiled_chain']:.1f} | {r['speedup_vs_bf16']:.2f}x | {r['speedup_vs_compiled_chain']:.2f}x |"
             for r in rows]
+
+
+# The decode targets, set for Llama-3-8B's linears and MLP on an H200 (benchmarks/RESULTS.md, "Targets"):
+GEMM_FEW_M = (1, 2, 4, 8, 16)
+GEMM_TBPS_FEW, GEMM_PCT_FEW, GEMM_TBPS_64 = 3.6, 85.0, 3.0  # weight TB/s at M = 1-16 (and % of the copy ceiling); at 64
+# FP8 down at M = 16 against torch._scaled_mm with its own scaling (tensor-wise or row-wise, the quicker), as the
+# target's figures were measured; ``scaled_mm (fp32 + epilogue)`` (its unscaled fp32 product and our epilogue) is one
+# of the torch providers the never-slower target compares against
+DOWN_VS_SCALED_MM = 1.4
+SCALED_MM_OWN = ("scaled_mm (tensor-wise)", "scaled_mm (row-wise)")
+MLP_GRAPH = (((1, 16), 1.9), ((64,), 1.7), ((256,), 1.6))  # x bf16 under graph replay
+MLP_GRAPH_STRETCH = ((1, 16), 2.2)
+MLP_EAGER = ((1, 16), 1.3)
+# At M >= 1024 no worse than the graph speed-ups measured before the small-M work: FP8 1.61-1.71 at 1024 and
+# 1.72-1.85 at 4096 / 16384 (the two FP8 keys together), int8 1.58 at 1024 (no figure at 4096 / 16384). Which key
+# and M had which end of a range was not recorded, so each takes its range's lower end.
+MLP_LARGE = {1024: {"fp8_static": 1.61, "fp8_token": 1.61, "int8_token": 1.58},
+             4096: {"fp8_static": 1.72, "fp8_token": 1.72}, 16384: {"fp8_static": 1.72, "fp8_token": 1.72}}
+SQNR_DROP_DB = 0.1  # MLP output SQNR against bf16 no more than this below the baseline's
+HOST_US = 12.0  # host time of one QuantLinear call and of one producer call at M = 1
+TARGET_DEVICE, TARGET_MODEL = "NVIDIA H200", "Llama-3-8B"
+
+
+def _ms(ms: tuple[int, ...]) -> str:
+    return f"M = {ms[0]}-{ms[-1]}" if len(ms) > 2 else "M = " + " / ".join(map(str, ms))
+
+
+def verdict(target: str, cases: list[tuple[str, float, float]], unit: str = "", higher: bool = True,
+            digits: int = 2) -> list[str]:
+    """One row of the targets table: ``cases`` are (where, measured, bound); the worst case is the one whose
+    measured value is furthest on the wrong side of (or least over) its bound."""
+    if not cases:
+        return [target, "—", "—", "not in these files"]
+    broken = [(where, v) for where, v, _ in cases if not math.isfinite(v)]
+    if broken:  # a timing that failed (NaN) or a zero time (inf): no verdict on it
+        return [target, "—", f"{broken[0][0]}: {broken[0][1]}", "not measured: a value is not finite"]
+    margins = [(v - b if higher else b - v, where, v) for where, v, b in cases]
+    margin, where, value = min(margins)
+    values = [v for _, v, _ in cases]
+    span = f"{min(values):.{digits}f}-{max(values):.{digits}f}{unit}" if len(values) > 1 else f"{values[0]:.{digits}f}{unit}"
+    status = "**met**" if margin >= 0 else f"missed by {-margin:.{digits}f}{unit}"
+    return [target, span, f"{where}: {value:.{digits}f}{unit}", status]
+
+
+def gemm_targets(gemm: dict) -> list[list[str]]:
+    rows = gemm["rows"]
+
+    def at(ms, field):
+        return [(f"{r['shape']} {r['kind']} M={r['M']}", r[field]["ours"]) for r in rows if r["M"] in ms]
+
+    out = [verdict(f"GEMM weights >= {GEMM_TBPS_FEW} TB/s at {_ms(GEMM_FEW_M)}",
+                   [(w, v, GEMM_TBPS_FEW) for w, v in at(GEMM_FEW_M, "weight_TBps")], " TB/s"),
+           verdict(f"GEMM >= {GEMM_PCT_FEW:g}% of the copy ceiling at {_ms(GEMM_FEW_M)}",
+                   [(w, v, GEMM_PCT_FEW) for w, v in at(GEMM_FEW_M, "pct_ceiling")], "%", digits=1),
+           verdict(f"GEMM weights >= {GEMM_TBPS_64} TB/s at M = 64",
+                   [(w, v, GEMM_TBPS_64) for w, v in at((64,), "weight_TBps")], " TB/s")]
+    down = []
+    for r in rows:
+        forms = {name: us for name, us in r["us"].items() if name in SCALED_MM_OWN}
+        if r["shape"] == "down" and r["kind"] == "fp8" and r["M"] == 16 and forms:
+            name = min(forms, key=forms.get)
+            down.append((f"vs {name}", forms[name] / r["us"]["ours"], DOWN_VS_SCALED_MM))
+    out.append(verdict(f"FP8 down at M = 16 >= {DOWN_VS_SCALED_MM}x torch._scaled_mm (its own scaling)", down, "x"))
+    out.append(verdict("GEMM never slower than the best torch provider",
+                       [(f"{r['shape']} {r['kind']} M={r['M']} ({r['picked']})", r["speedup_vs_best_torch"], 1.0)
+                        for r in rows if "speedup_vs_best_torch" in r], "x", digits=3))
+    return out
+
+
+def mlp_targets(mlp: dict, baseline: dict | None = None) -> list[list[str]]:
+    by_m = {r["M"]: r for r in mlp["rows"]}
+
+    def cases(column, ms, bound):
+        return [(f"{key} M={m}", v, bound) for m in ms if m in by_m for key, v in by_m[m][column].items()]
+
+    out = [verdict(f"MLP graph >= {bound}x bf16 at {_ms(ms)}", cases("graph_vs_bf16", ms, bound), "x")
+           for ms, bound in MLP_GRAPH]
+    ms, bound = MLP_GRAPH_STRETCH
+    out.append(verdict(f"MLP graph >= {bound}x bf16 at {_ms(ms)} (stretch)", cases("graph_vs_bf16", ms, bound), "x"))
+    large = [(f"{key} M={m}", by_m[m]["graph_vs_bf16"][key], b) for m, keys in MLP_LARGE.items() if m in by_m
+             for key, b in keys.items() if key in by_m[m]["graph_vs_bf16"]]
+    out.append(verdict("MLP graph at M >= 1024 no worse than before (FP8 1.61 / 1.72, int8 1.58)", large, "x"))
+    ms, bound = MLP_EAGER
+    out.append(verdict(f"MLP eager >= {bound}x bf16 at {_ms(ms)}", cases("eager_vs_bf16", ms, bound), "x"))
+    if baseline is None:
+        sqnr = [(f"{key} M={m}", v, float("-inf")) for m, r in by_m.items() for key, v in r["sqnr_db"].items()]
+        row = verdict("MLP SQNR against bf16", sqnr, " dB")
+        out.append(row[:2] + ["—", "no baseline (--sqnr-baseline)" if sqnr else row[3]])
+    else:
+        base = {(r["M"], key): v for r in baseline["rows"] for key, v in r["sqnr_db"].items()}
+        out.append(verdict(f"MLP SQNR no more than {SQNR_DROP_DB} dB below the baseline's",
+                           [(f"{key} M={m} (baseline {base[(m, key)]:.2f})", v, base[(m, key)] - SQNR_DROP_DB)
+                            for m, r in by_m.items() for key, v in r["sqnr_db"].items() if (m, key) in base], " dB"))
+    return out
+
+
+def quickest_host(hosts: list[dict]) -> dict[str, dict[str, float]]:
+    """Each key's call times at M = 1, the quickest of ``hosts`` (runs of ``bench host``) for each call."""
+    out: dict[str, dict[str, float]] = {}
+    for host in hosts:
+        for key, calls in host["us_per_call"].items():
+            for call, us in calls.items():
+                if isinstance(us, (int, float)):
+                    mine = out.setdefault(key, {})
+                    mine[call] = min(us, mine.get(call, us))
+    return out
+
+
+def host_targets(hosts: list[dict]) -> list[list[str]]:
+    quickest = quickest_host(hosts)
+    turns = f" (quickest of {len(hosts)} runs)" if len(hosts) > 1 else ""
+    out = []
+    for what, prefix in (("QuantLinear", "QuantLinear("), ("producer", "producer ")):
+        cases = [(f"{key} {call}", us, HOST_US) for key, calls in quickest.items() if key != "bf16"
+                 for call, us in calls.items() if call.startswith(prefix)]
+        out.append(verdict(f"host <= {HOST_US:g} us per {what} call at M = 1{turns}", cases, " us", higher=False,
+                           digits=1))
+    return out
+
+
+def decode_targets(gemm: dict | None = None, mlp: dict | None = None, hosts: tuple[dict, ...] = (),
+                   baseline: dict | None = None) -> list[str]:
+    """The decode targets table for the runs given (each target: the measured range, the worst case, met or
+    missed by how much), headed by the runs' device and model where they are not the ones the targets are set
+    for."""
+    runs = [r for r in (gemm, mlp, *hosts) if r is not None]
+    out = []
+    for run in runs:
+        device, model = run.get("versions", {}).get("device", "?"), run.get("model", TARGET_MODEL)
+        if (device, model) != (TARGET_DEVICE, TARGET_MODEL):
+            out.append(f"(measured on {device} with {model}'s shapes; the targets are set for {TARGET_MODEL} "
+                       f"on an {TARGET_DEVICE})\n")
+            break
+    table = (gemm_targets(gemm) if gemm else []) + (mlp_targets(mlp, baseline) if mlp else []) \
+        + (host_targets(list(hosts)) if hosts else [])
+    out += ["| target | measured | worst | status |", "|---|---|---|---|"]
+    return out + ["| " + " | ".join(row) + " |" for row in table]
+
+
+def gemm_table(gemm: dict) -> list[str]:
+    """Per shape and kind: the chain's weight TB/s and its speed-up over the best torch provider at each M."""
+    ms = sorted({r["M"] for r in gemm["rows"]})
+    by = {(r["shape"], r["kind"], r["M"]): r for r in gemm["rows"]}
+    out = ["| shape | kind | " + " | ".join(f"M={m}" for m in ms) + " |", "|---|---" + "|---" * len(ms) + "|"]
+    for shape, kind in dict.fromkeys((r["shape"], r["kind"]) for r in gemm["rows"]):
+        cells = []
+        for m in ms:
+            r = by.get((shape, kind, m))
+            cells.append("—" if r is None else f"{r['weight_TBps']['ours']:.2f} TB/s, "
+                         f"{_f(r.get('speedup_vs_best_torch'), 2)}x")
+        out.append(f"| {shape} | {kind} | " + " | ".join(cells) + " |")
+    return out
+
+
+def mlp_table(mlp: dict) -> list[str]:
+    """Per M: each key's graph and eager speed-up over bf16 and its SQNR."""
+    keys = list(mlp["rows"][0]["graph_vs_bf16"]) if mlp["rows"] else []
+    out = ["| M | bf16 graph / eager us | " + " | ".join(f"{k} graph / eager x, SQNR dB" for k in keys) + " |",
+           "|---|---" + "|---" * len(keys) + "|"]
+    for r in mlp["rows"]:
+        cells = [f"{r['graph_vs_bf16'][k]:.2f} / {r['eager_vs_bf16'][k]:.2f}, {r['sqnr_db'][k]:.2f}" for k in keys]
+        out.append(f"| {r['M']} | {r['graph_us']['bf16']:.1f} / {r['eager_us']['bf16']:.1f} | " + " | ".join(cells)
+                   + " |")
+    return out
+
+
+def kind_of(doc: object) -> str | None:
+    """Which ``bench`` file ``doc`` is: act_quant, gemm, mlp, host or legacy_mlp; None for none of them."""
+    if not isinstance(doc, dict):
+        return None
+    if "us_per_call" in doc:
+        return "host"
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
+        return None
+    first = rows[0]
+    if "op" in first:
+        return "act_quant"
+    if "shape" in first and "weight_TBps" in first:
+        return "gemm"
+    if "graph_vs_bf16" in first:
+        return "mlp"
+    if "fused" in first.get("us", {}):
+        return "legacy_mlp"
+    return None
 
 
 def _load(path: str) -> dict:
@@ -77,15 +270,47 @@ def _load(path: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    act = _load(argv[0])
-    print(f"ceiling {act['ceiling_GBps']:.0f} GB/s; {act['versions']}\n")
-    for table in (producer_table, targets_table, small_m_table):
-        print("\n".join(table(act["rows"])) + "\n")
-    if len(argv) > 1:
-        print("\n".join(mlp_rows(_load(argv[1]), argv[2] if len(argv) > 2 else "triton_fp8")))
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.split("\n")[0])
+    parser.add_argument("files", nargs="+", help="JSON files that fused-quant bench wrote")
+    parser.add_argument("--label", default="triton_fp8", help="the backend column of a first-version MLP file")
+    parser.add_argument("--sqnr-baseline", help="an earlier mlp.json: the SQNR target compares against it")
+    args = parser.parse_args(argv)
+    docs: dict[str, list[dict]] = {}
+    baseline = None
+    for path, wanted in [(f, None) for f in args.files] + ([(args.sqnr_baseline, "mlp")] if args.sqnr_baseline else []):
+        try:
+            doc = _load(path)
+        except (OSError, ValueError) as exc:
+            print(f"report: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+        kind = kind_of(doc)
+        if kind is None or kind != (wanted or kind):
+            print(f"report: {path} is not {'an ' + wanted if wanted else 'a'} file that fused-quant bench writes "
+                  f"(its keys: {', '.join(doc) if isinstance(doc, dict) else type(doc).__name__})", file=sys.stderr)
+            return 2
+        if wanted:
+            baseline = doc
+        else:
+            docs.setdefault(kind, []).append(doc)
+    for kind in ("act_quant", "gemm", "mlp"):
+        if len(docs.get(kind, ())) > 1:
+            print(f"report: {len(docs[kind])} {kind} files given; one at a time (several host files are one "
+                  "set: each call's quickest)", file=sys.stderr)
+            return 2
+    for act in docs.get("act_quant", ()):
+        print(f"ceiling {act['ceiling_GBps']:.0f} GB/s; {act['versions']}\n")
+        for table in (producer_table, targets_table, small_m_table):
+            print("\n".join(table(act["rows"])) + "\n")
+    for doc in docs.get("legacy_mlp", ()):
+        print("\n".join(mlp_rows(doc, args.label)) + "\n")
+    gemm, mlp = (docs[k][0] if k in docs else None for k in ("gemm", "mlp"))
+    for doc, table in ((gemm, gemm_table), (mlp, mlp_table)):
+        if doc is not None:
+            print(f"{doc['versions']}\n" + "\n".join(table(doc)) + "\n")
+    if gemm or mlp or "host" in docs:
+        print("\n".join(decode_targets(gemm, mlp, tuple(docs.get("host", ())), baseline)))
     return 0
 
 

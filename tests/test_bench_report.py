@@ -1,0 +1,142 @@
+"""benchmarks/report.py: the tables and the decode targets from the JSON that ``fused-quant bench`` writes (CPU:
+files recorded on an H200 and made-up ones)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from benchmarks import report
+from fused_quant import cli
+from tests.cli_fixtures import ROUND31, record_benchmarks
+
+
+def _doc(name: str) -> dict:
+    return json.loads((ROUND31 / name).read_text())
+
+
+def _row(table: list[str], target: str) -> list[str]:
+    """The cells of the targets table's row whose target starts with ``target``."""
+    (line,) = [line for line in table if line.startswith(f"| {target}")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_verdict_takes_the_worst_case_and_says_by_how_much():
+    cases = [("a", 3.7, 3.6), ("b", 3.1, 3.6), ("c", 3.5, 3.6)]
+    assert report.verdict("t", cases, " TB/s") == ["t", "3.10-3.70 TB/s", "b: 3.10 TB/s", "missed by 0.50 TB/s"]
+    assert report.verdict("t", [("a", 3.6, 3.6)], " TB/s")[3] == "**met**"  # at the bound is met
+    # lower is better: the case furthest over its bound, each case with its own bound
+    host = [("x", 13.0, 12.0), ("y", 11.0, 12.0), ("z", 15.0, 14.5)]
+    assert report.verdict("h", host, " us", higher=False, digits=1)[2:] == ["x: 13.0 us", "missed by 1.0 us"]
+    assert report.verdict("h", [], " us") == ["h", "—", "—", "not in these files"]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_verdict_gives_no_verdict_on_a_value_that_is_not_finite(bad):
+    row = report.verdict("t", [("a", 4.0, 3.6), ("b", bad, 3.6)], " TB/s")
+    assert row[3] == "not measured: a value is not finite" and row[2] == f"b: {bad}"
+
+
+def test_targets_of_the_h200_run():
+    """The thirty-first round's H200 files (run 2, three host runs): the figures benchmarks/RESULTS.md gives."""
+    table = report.decode_targets(_doc("run2_gemm.json"), _doc("run2_mlp.json"),
+                                  tuple(_doc(f"run2_host{i}.json") for i in (1, 2, 3)), _doc("run2_mlp.json"))
+    assert not table[0].startswith("(measured on")  # the targets' own device and model: no caveat
+    assert _row(table, "MLP graph >= 1.9x")[1:] == ["1.92-2.10x", "fp8_token M=16: 1.92x", "**met**"]
+    assert _row(table, "MLP graph >= 1.7x")[3] == "**met**" and _row(table, "MLP graph >= 1.6x")[3] == "**met**"
+    assert _row(table, "MLP graph >= 2.2x")[3] == "missed by 0.28x"
+    assert _row(table, "MLP graph at M >= 1024")[2:] == ["int8_token M=1024: 1.61x", "**met**"]
+    assert _row(table, "MLP eager")[2:] == ["int8_token M=1: 1.28x", "missed by 0.02x"]
+    assert _row(table, "MLP SQNR")[3] == "**met**"  # against itself
+    assert _row(table, "GEMM weights >= 3.6")[2:] == ["o fp8 M=16: 2.08 TB/s", "missed by 1.52 TB/s"]
+    assert _row(table, "FP8 down at M = 16")[1:] == ["1.97x", "vs scaled_mm (row-wise): 1.97x", "**met**"]
+    never = _row(table, "GEMM never slower")
+    assert never[2] == "gate_up fp8 M=128 (scaled_mm_fp8 (row-wise)): 0.983x"  # the chain's own pick, timed twice
+    quantlinear, producer = _row(table, "host <= 12 us per QuantLinear"), _row(table, "host <= 12 us per producer")
+    assert quantlinear[0].endswith("(quickest of 3 runs)")
+    assert (quantlinear[1], quantlinear[3]) == ("13.7-15.0 us", "missed by 3.0 us")
+    assert (producer[1], producer[3]) == ("14.4-16.0 us", "missed by 4.0 us")
+
+
+def test_quickest_host_takes_each_calls_minimum_and_skips_what_is_not_a_time():
+    runs = [_doc(f"run2_host{i}.json") for i in (1, 2, 3)]
+    quickest = report.quickest_host(runs)
+    for key, calls in quickest.items():
+        for call, us in calls.items():
+            assert us == min(run["us_per_call"][key][call] for run in runs)
+    assert "providers" not in quickest["fp8_static"]  # the provider names beside the times
+
+
+def test_sqnr_below_the_baseline_by_more_than_a_tenth_of_a_db_misses():
+    mlp, base = _doc("run2_mlp.json"), _doc("run2_mlp.json")
+    mlp["rows"][2]["sqnr_db"]["int8_token"] -= 0.11
+    row = _row(report.decode_targets(None, mlp, (), base), "MLP SQNR")
+    assert row[2].startswith("int8_token M=64 (baseline 29.90)") and row[3] == "missed by 0.01 dB"
+    no_base = _row(report.decode_targets(None, mlp), "MLP SQNR against bf16")
+    assert no_base[2:] == ["—", "no baseline (--sqnr-baseline)"]
+
+
+def test_a_run_without_the_targets_token_counts_says_so():
+    gemm, mlp = _doc("run2_gemm.json"), _doc("run2_mlp.json")
+    gemm["rows"] = [r for r in gemm["rows"] if r["M"] == 1]  # bench gemm --m 1
+    mlp["rows"] = [r for r in mlp["rows"] if r["M"] == 1]
+    table = report.decode_targets(gemm, mlp)
+    assert _row(table, "GEMM weights >= 3.0 TB/s at M = 64")[3] == "not in these files"
+    assert _row(table, "FP8 down at M = 16")[3] == "not in these files"
+    assert _row(table, "MLP graph >= 1.7x")[3] == "not in these files"
+    assert _row(table, "MLP graph >= 1.9x")[1] == "2.00-2.10x"  # M = 1 alone
+    assert not any("host" in line for line in table)  # no host file given: no host rows
+
+
+def test_another_device_or_model_heads_the_table_with_it():
+    gemm = _doc("run2_gemm.json")
+    gemm["versions"]["device"] = "NVIDIA H100 80GB HBM3"
+    assert report.decode_targets(gemm)[0].startswith("(measured on NVIDIA H100 80GB HBM3 with Llama-3-8B's shapes;")
+    mlp = _doc("run2_mlp.json") | {"model": "qwen2-7b (tp=2)"}
+    assert "with qwen2-7b (tp=2)'s shapes" in report.decode_targets(None, mlp)[0]
+
+
+def test_kind_of_reads_each_bench_file_and_nothing_else():
+    assert [report.kind_of(_doc(n)) for n in ("run2_gemm.json", "run2_mlp.json", "run2_host1.json")] == \
+        ["gemm", "mlp", "host"]
+    assert report.kind_of({"rows": [{"op": "silu_mul", "M": 1}]}) == "act_quant"
+    assert report.kind_of({"rows": [{"kind": "fp8", "M": 16, "us": {"bf16": 1, "fused": 1}}]}) == "legacy_mlp"
+    for other in ([], {}, {"rows": []}, {"rows": [1]}, {"rows": [{"M": 1}]}, "text"):
+        assert report.kind_of(other) is None
+
+
+def test_report_command_prints_the_tables_and_the_targets(capsys):
+    files = [str(ROUND31 / n) for n in ("run2_gemm.json", "run2_mlp.json", "run2_host1.json", "run2_host2.json")]
+    assert report.main(files + ["--sqnr-baseline", files[1]]) == 0
+    out = capsys.readouterr().out
+    assert "| down | int8 | 3.63 TB/s, 2.41x |" in out  # the GEMM table
+    assert "| 1 | 99.9 / 94.6 | 2.10 / 1.97, 24.01 |" in out  # the MLP table
+    assert "(quickest of 2 runs)" in out and "| MLP SQNR no more than 0.1 dB below the baseline's |" in out
+
+
+def test_report_refuses_what_it_cannot_read(tmp_path, capsys):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"answer": 42}))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    gemm = str(ROUND31 / "run2_gemm.json")
+    for argv, message in (([str(other)], "is not a file that fused-quant bench writes (its keys: answer)"),
+                          ([str(broken)], "cannot read"), ([str(tmp_path / "none.json")], "cannot read"),
+                          ([gemm, gemm], "2 gemm files given"),
+                          ([gemm, "--sqnr-baseline", gemm], "is not an mlp file")):
+        assert report.main(argv) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_bench_prints_the_targets_of_what_it_ran_last(tmp_path, monkeypatch, capsys):
+    record_benchmarks(monkeypatch)  # the decode benchmarks answer with the H200's recorded files
+    assert cli.main(["bench", "mlp", "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    tail = out[out.index("decode targets"):]
+    assert "| MLP eager >= 1.3x bf16 at M = 1 / 16 | 1.28-2.02x |" in tail
+    assert "GEMM" not in tail and "host" not in tail  # only what this run measured
+    assert cli.main(["bench", "act_quant", "--out", str(tmp_path / "b")]) == 0
+    assert "decode targets" not in capsys.readouterr().out  # the producers' run has none
+
