@@ -93,6 +93,10 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
         raise UnsupportedError(f"{who}: kind must be 'int8' or 'fp8', got {kind!r}")
     if backends is not None:
         backends = check_backend_names(backends, who, selection.BACKENDS)
+    other = {p.kind for chain in _PROVIDERS.values() for p in chain if p.name == name} - {kind}
+    if other:  # replacing it would take that kind's provider out of the chain, and its layers with it
+        raise GemmProviderError(f"{who}: {name!r} is a registered {other.pop()} provider; a {kind} provider needs "
+                                f"its own name (or unregister_gemm_provider({name!r}) first)")
     for what, f in (("supported", supported), ("bind", bind), ("bind_quantizing", bind_quantizing),
                     ("bind_producing", bind_producing)):
         if f is not None and not callable(f):
@@ -184,6 +188,14 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     if torch.compiler.is_compiling():
         return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
                                                 layer or "", backend or "")
+    if torch.is_grad_enabled():
+        grads = [what for what, t in (("activation", qa.data), ("activation scale", qa.scale), ("weight", weight),
+                                      ("weight scale", weight_scale), ("bias", bias))
+                 if isinstance(t, torch.Tensor) and t.requires_grad]
+        if grads:  # the providers have no backward: an output that required grad would pass gradients of nothing
+            raise UnsupportedError(f"{layer or 'quant_gemm'}: the quantized GEMM is inference only; its "
+                                   f"{', '.join(grads)} require(s) grad: run it under torch.no_grad() / "
+                                   "torch.inference_mode(), or detach them")
     return checked_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key, layer or "", backend or "")
 
 

@@ -8,6 +8,7 @@ match. Every path ends in the checked GEMM entry, never in a provider directly.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 import weakref
 
@@ -37,6 +38,7 @@ from fused_quant.validation import (
     check_activation_k,
     check_scale_tensor,
     check_static_scale_value,
+    check_weight_scale_values,
 )
 
 
@@ -75,6 +77,17 @@ def _version(t: torch.Tensor) -> int:
     return -1 if t.is_inference() else t._version
 
 
+def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
+    """A static input scale as given (a Python number, or a one-element float32 tensor): as a tensor, its metadata
+    checked (its value is checked where it is set)."""
+    if isinstance(scale, numbers.Real) and not isinstance(scale, bool):  # numpy's scalars too
+        scale = torch.tensor([float(scale)], dtype=torch.float32)
+    elif not isinstance(scale, torch.Tensor):
+        raise TypeError(f"{layer}: {what} must be a number or a one-element float32 tensor, got "
+                        f"{type(scale).__name__} {scale!r}")
+    return check_scale_tensor(scale, device=scale.device, what=what, layer=layer)
+
+
 def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> None:
     """What a QuantLinear is built from, checked when it is built (not at its first forward)."""
     for what, t in (("weight", weight), ("weight_scale", weight_scale)):
@@ -94,6 +107,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
                          f"{weight_scale.dtype} of shape {tuple(weight_scale.shape)}")
     if weight_scale.device != weight.device:
         raise DeviceMismatchError(f"{where}: weight_scale is on {weight_scale.device}, weight on {weight.device}")
+    check_weight_scale_values(weight_scale, layer=where)
     if bias is not None:
         if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (n,):
             got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
@@ -104,6 +118,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
 
 # QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
 _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
+_TENSORS = ("weight", "weight_scale", "bias", "input_scale")  # the layer's buffers
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
 
@@ -200,7 +215,7 @@ class QuantLinear(nn.Module):
         self.out_dtype = out_dtype
         self.name = name or _default_name(weight.shape[-1], weight.shape[0])
         self.register_buffer("weight", weight)
-        self.register_buffer("weight_scale", weight_scale.to(torch.float32).reshape(-1, 1))
+        self.register_buffer("weight_scale", weight_scale.detach().to(torch.float32).reshape(-1, 1))
         self.register_buffer("bias", None if bias is None else bias.detach().to(out_dtype))
         self.register_buffer("input_scale", None)
         if K.is_static(key):
@@ -245,11 +260,35 @@ class QuantLinear(nn.Module):
                    out_dtype=linear.weight.dtype, name=name)
 
     def __setattr__(self, name: str, value) -> None:
-        if name == "input_scale" and "input_key" in self.__dict__:
-            self._check_input_scale(value, "set")
+        if "input_key" in self.__dict__:  # built: what is set later is checked as it comes in
+            if name == "input_key":
+                raise UnsupportedError(f"{self.name}: input_key is fixed when a QuantLinear is built (the weights' "
+                                       "format, the input scale and the producers that feed the layer follow from "
+                                       "it); build a new layer for another key")
+            if name == "out_dtype" and value not in ACT_DTYPES:
+                raise QuantDTypeError(f"{self.name}: output dtype must be one of bf16, fp16, fp32; got {value}")
+            if name in _TENSORS:
+                value = self._buffer_value(name, value)
         super().__setattr__(name, value)
         if name in _BOUND_TO and "_bound" in self.__dict__:
             self.__dict__["_bound"] = {}
+
+    def _buffer_value(self, name: str, value):
+        """A tensor set in place of one of the layer's buffers: kept a buffer (an ``nn.Parameter``, as loaders hand
+        them, gives its tensor), never one that requires grad; a weight scale's values and an input scale checked."""
+        if isinstance(value, nn.Parameter) and not value.requires_grad:
+            value = value.detach()  # the same storage and version counter, a buffer's plain tensor
+        if name == "input_scale":
+            self._check_input_scale(value, "set")  # refuses one that requires grad too
+            return value
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            raise UnsupportedError(f"{self.name}: {name} requires grad; QuantLinear is inference only and holds fixed "
+                                   "tensors: set a plain tensor (t.detach()), or nn.Parameter(t, requires_grad=False)")
+        if name == "weight_scale" and isinstance(value, torch.Tensor):
+            if not value.is_floating_point():
+                raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
+            check_weight_scale_values(value, layer=self.name)
+        return value
 
     def __getstate__(self):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
@@ -268,6 +307,8 @@ class QuantLinear(nn.Module):
         if isinstance(ws, torch.Tensor) and not ws.is_floating_point():
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight_scale is {ws.dtype}; weight scales "
                                   "are float (stored as float32)")
+        if isinstance(ws, torch.Tensor):
+            check_weight_scale_values(ws, what=f"the state dict's {prefix}weight_scale", layer=self.name)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
         # assign=True installs the state dict's own tensors, of any float dtype: the dtypes a copy would give
@@ -302,7 +343,11 @@ class QuantLinear(nn.Module):
             if len(input_scale) != len(linears):
                 raise ScaleError(f"{name or 'from_linears'}: {len(input_scale)} input scales for "
                                  f"{len(linears)} linears")
-            input_scale = max(float(s) for s in input_scale)
+            where = name or "from_linears"
+            scales = [_scale_tensor(s, f"input_scale[{i}]", where) for i, s in enumerate(input_scale)]
+            for i, s in enumerate(scales):
+                check_static_scale_value(s, what=f"input_scale[{i}]", layer=where)
+            input_scale = max(float(s) for s in scales)
         dtypes = {m.weight.dtype for m in linears}
         merged = nn.Linear(k.pop(), sum(m.out_features for m in linears), bias=has_bias.pop(),
                            device=linears[0].weight.device, dtype=dtypes.pop() if len(dtypes) == 1 else torch.float32)
@@ -326,8 +371,9 @@ class QuantLinear(nn.Module):
         for name, old in keep.items():
             new = self._buffers[name]
             want = out_dtype if name == "bias" else old.dtype
-            if new.dtype != want:
-                self._buffers[name] = (new if name == "bias" else old).to(device=new.device, dtype=want)
+            if new.dtype != want:  # the bias from its new dtype where that is an output dtype, else from its old
+                src = new if name == "bias" and new.dtype in ACT_DTYPES else old
+                self._buffers[name] = src.to(device=new.device, dtype=want)
         self.out_dtype = out_dtype
         return self
 
@@ -342,13 +388,7 @@ class QuantLinear(nn.Module):
     def set_input_scale(self, scale: torch.Tensor | float) -> None:
         """Set the static input scale (a copy on the weight's device); its value is checked here once
         (finite, >= ``validation.MIN_STATIC_SCALE``), never per call."""
-        if not isinstance(scale, torch.Tensor):
-            try:
-                scale = torch.tensor([float(scale)], dtype=torch.float32)
-            except (TypeError, ValueError):
-                raise TypeError(f"{self.name}: input_scale must be a number or a one-element float32 tensor, "
-                                f"got {type(scale).__name__}") from None
-        check_scale_tensor(scale, device=scale.device, what="input_scale", layer=self.name)
+        scale = _scale_tensor(scale, "input_scale", self.name)
         if scale.device.type == "meta" and self.weight.device.type != "meta":
             raise DeviceMismatchError(f"{self.name}: input_scale is on the meta device (no value) but the weights "
                                       f"are on {self.weight.device}; pass a real scale, or build the layer on meta")

@@ -127,8 +127,10 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
         raise TypeError(f"{who}: act_type must be an activation module class ({', '.join(t.__name__ for t in act_types().values())}), "
                         f"got {type(act_type).__name__}")
     key = K.as_key(key, f"{who}: key")
-    check_backend_names((backend,) if isinstance(backend, str) else backend, f"{who}: backend",
-                        selection.BACKENDS)
+    if not isinstance(backend, str):  # a producer belongs to one backend's table
+        raise TypeError(f"{who}: backend must be one backend's name ({', '.join(selection.BACKENDS)}), got "
+                        f"{backend!r}; register the producer once per backend")
+    check_backend_names((backend,), f"{who}: backend", selection.BACKENDS)
     for what, f in (("supported", supported), ("bind", bind)):
         if f is not None and not callable(f):
             raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")

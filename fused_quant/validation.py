@@ -111,6 +111,19 @@ def check_static_scale_value(scale: torch.Tensor, *, what: str = "static scale",
                          f"normal float32: its reciprocal is finite), got {value!r}")
 
 
+def check_weight_scale_values(ws: torch.Tensor, *, what: str = "weight_scale", layer: str | None = None) -> None:
+    """Once, when weight scales come in (a layer built or loaded, a scale set): every value finite and >= 0 (a zero
+    row's scale is 0). Reads the values: a host-device sync, never per call; meta tensors have none to read."""
+    if ws.device.type == "meta" or ws.numel() == 0:
+        return
+    flat = ws.detach().reshape(-1)
+    bad = ~(torch.isfinite(flat) & (flat >= 0))
+    if bad.any():
+        row = int(bad.nonzero()[0, 0])
+        raise ScaleError(f"{_where(layer)}{what}: weight scales must be finite and >= 0, got {float(flat[row])!r} "
+                         f"for output channel {row} ({int(bad.sum())} such values)")
+
+
 @dataclass(frozen=True)
 class GemmProblem:
     """What a provider's predicate sees: sizes, dtypes, device and scale granularity."""
@@ -179,10 +192,11 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
             raise QuantDTypeError(f"{name}: {what} must be float32, got {s.dtype}")
     per_token = K.is_per_token(key)
     if per_token:
-        if xs.numel() != m or xs.dim() == 0 or xs.shape[-1] != 1:
+        if xs.shape != (*x.shape[:-1], 1) and xs.shape != (m, 1):  # one row per token, in the tokens' own layout
             raise ShapeMismatchError(
-                f"{name}: per-token activation scale must be [*tokens, 1] with {m} rows (activation "
-                f"{tuple(x.shape)}), got shape {tuple(xs.shape)}: token count mismatch between xq and xs",
+                f"{name}: per-token activation scale must be [*tokens, 1] with {m} rows ({[*x.shape[:-1], 1]}"
+                f"{f' or [{m}, 1]' if x.dim() > 2 else ''} for activation {tuple(x.shape)}), got shape "
+                f"{tuple(xs.shape)}: token count mismatch between xq and xs",
                 layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
     elif xs.numel() != 1:
         raise ScaleError(f"{name}: per-tensor activation scale must have 1 element, got shape {tuple(xs.shape)}")

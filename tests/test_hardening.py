@@ -268,8 +268,14 @@ def test_backend_names_are_checked_and_a_bare_string_refused():
         register_gemm_provider("x", fn, kind="int8", backends=("tritn",))
     with pytest.raises(fq.BackendUnavailableError, match="unknown backend 'tritn'"):
         fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend="tritn")
-    with pytest.raises(TypeError, match="backends must be a non-empty tuple"):
-        fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend=None)
+    for backend in (None, ("torch",), ["torch"]):  # a producer belongs to one backend's table
+        with pytest.raises(TypeError, match=f"register_producer: backend must be one backend's name \\(torch, "
+                                            f".*got {re.escape(repr(backend))}; register the producer once per"):
+            fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend=backend)
+    with pytest.raises(fq.GemmProviderError, match="'torch_int8_f64' is a registered int8 provider; a fp8 provider "
+                                                   "needs its own name"):
+        register_gemm_provider("torch_int8_f64", fn, kind="fp8", backends=("torch",))
+    assert [p.kind for p in fq.gemm._PROVIDERS["torch"] if p.name == "torch_int8_f64"] == ["int8"]
     with pytest.raises(TypeError, match="supported must be callable"):
         register_gemm_provider("x", fn, kind="int8", backends=("torch",), supported=True)
     assert all(p.name != "x" for chain in fq.gemm._PROVIDERS.values() for p in chain)
@@ -357,3 +363,148 @@ def test_double_warns_that_the_output_stays():
         layer.half()  # a dtype it outputs: no warning
     assert layer.out_dtype == torch.float16
 
+
+
+# --- 13: the layer's tensors on every way in ------------------------------------------------------
+
+KEYS = [K.kInt8DynamicTokenSym, K.kFp8StaticTensorSym]
+
+
+def _frozen(t: torch.Tensor) -> nn.Parameter:
+    return nn.Parameter(t.clone(), requires_grad=False)  # how vLLM-style loaders hand a layer its tensors
+
+
+@pytest.mark.parametrize("key,name", [(key, name) for key in KEYS for name in ("weight", "weight_scale", "bias")]
+                         + [(K.kFp8StaticTensorSym, "input_scale")], ids=lambda v: v if isinstance(v, str) else K.key_name(v))
+def test_a_frozen_parameter_set_or_loaded_stays_a_buffer(key, name):
+    """An nn.Parameter put where the layer holds a buffer (attribute, load_state_dict(assign=True)) is kept as the
+    buffer's tensor: bound calls find it, and the output is the original layer's, bit for bit."""
+    layer, x = _layer(key), torch.randn(3, 16).to(torch.bfloat16)
+    want = layer(x)
+    set_, loaded = _layer(key), _layer(key)
+    setattr(set_, name, _frozen(getattr(set_, name)))
+    state = loaded.state_dict()
+    loaded.load_state_dict({**state, name: _frozen(state[name])}, assign=True)
+    for other in (set_, loaded):
+        assert name in other._buffers and not other._parameters, list(other._parameters)
+        for _ in range(3):  # the checked call, then bound ones
+            assert torch.equal(other(x), want)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0], ids=str)
+def test_a_bad_weight_scale_is_refused_on_every_way_in(value):
+    layer = _layer(K.kInt8DynamicTokenSym)
+    bad = layer.weight_scale.clone()
+    bad[5] = value
+    message = f"weight scales must be finite and >= 0, got {value!r} for output channel 5 \\(1 such values\\)"
+    with pytest.raises(fq.ScaleError, match="QuantLinear: weight_scale: " + message):
+        fq.QuantLinear(layer.weight, bad, K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.ScaleError, match="blk.0.proj: weight_scale: " + message):
+        layer.weight_scale = bad
+    for assign in (False, True):
+        with pytest.raises(fq.ScaleError, match="the state dict's weight_scale: " + message):
+            layer.load_state_dict({**layer.state_dict(), "weight_scale": bad}, assign=assign)
+    w = nn.Linear(16, 8).to(torch.bfloat16)
+    with torch.no_grad():
+        w.weight[5, 3] = value if value != -1.0 else float("inf")  # a weight that gives no scale
+    with pytest.raises(fq.ScaleError, match="output channel 5"):
+        fq.QuantLinear.from_float(w, K.kInt8DynamicTokenSym)
+    x = torch.randn(2, 16).to(torch.bfloat16)
+    assert torch.isfinite(layer(x)).all()  # each refusal left the layer as it was
+
+
+def test_a_zero_weight_scale_is_a_zero_row():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    ws = layer.weight_scale.clone()
+    ws[2] = 0.0
+    layer.weight_scale = ws
+    out = layer(torch.randn(2, 16).to(torch.bfloat16))
+    assert torch.equal(out[:, 2], layer.bias[2].expand(2))
+
+
+def test_tensors_that_require_grad_are_refused_or_detached():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    for name in ("weight_scale", "bias"):
+        with pytest.raises(fq.UnsupportedError, match=f"blk.0.proj: {name} requires grad; QuantLinear is inference"):
+            setattr(layer, name, getattr(layer, name).float().requires_grad_())
+    ws = layer.weight_scale.clone().requires_grad_()  # the constructor detaches what it is given, as it does a bias
+    built = fq.QuantLinear(layer.weight, ws, K.kInt8DynamicTokenSym, bias=layer.bias)
+    out = built(torch.randn(2, 16).to(torch.bfloat16))
+    assert not built.weight_scale.requires_grad and out.grad_fn is None
+
+
+def test_input_key_is_fixed_and_out_dtype_checked():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.UnsupportedError, match="blk.0.proj: input_key is fixed when a QuantLinear is built"):
+        layer.input_key = K.kInt8StaticTensorSym
+    with pytest.raises(fq.QuantDTypeError, match="blk.0.proj: output dtype must be one of bf16, fp16, fp32; got "
+                                                 "torch.int64"):
+        layer.out_dtype = torch.int64
+    assert layer.input_key is K.kInt8DynamicTokenSym and layer.out_dtype == torch.bfloat16
+
+
+def test_to_an_fp8_dtype_keeps_the_bias_exact():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    bias = layer.bias.clone()
+    with pytest.warns(UserWarning, match="keeps its torch.bfloat16 output"):
+        layer.to(torch.float8_e4m3fn)
+    assert layer.bias.dtype == torch.bfloat16 and torch.equal(layer.bias, bias)
+
+
+@pytest.mark.parametrize("scales,error,message", [
+    ([0.1, float("nan")], fq.ScaleError, "input_scale\\[1\\] must be finite"),
+    ([float("nan"), 0.1], fq.ScaleError, "input_scale\\[0\\] must be finite"),
+    ([-5.0, 0.1], fq.ScaleError, "input_scale\\[0\\] must be finite and >="),
+    ([0.0, 0.1], fq.ScaleError, "input_scale\\[0\\] must be finite and >="),
+    ([torch.tensor([1]), 0.1], fq.QuantDTypeError, "input_scale\\[0\\] must be float32, got torch.int64"),
+    (["0.3", 0.1], TypeError, "input_scale\\[0\\] must be a number or a one-element float32 tensor, got str '0.3'"),
+    ([True, 0.1], TypeError, "input_scale\\[0\\] must be a number .* got bool True"),
+    ([torch.tensor([0.1, 0.2]), 0.1], fq.ScaleError, "input_scale\\[0\\] must have exactly 1 element, got 2"),
+], ids=str)
+def test_from_linears_checks_each_scale(scales, error, message):
+    linears = [nn.Linear(16, 8).to(torch.bfloat16) for _ in range(2)]
+    with pytest.raises(error, match="gate_up: " + message):
+        fq.QuantLinear.from_linears(linears, K.kInt8StaticTensorSym, scales, name="gate_up")
+    merged = fq.QuantLinear.from_linears(linears, K.kInt8StaticTensorSym, [0.2, torch.tensor([0.3])])
+    assert merged.input_scale.item() == pytest.approx(0.3)  # the max of the checked scales
+
+
+def test_a_static_scale_is_a_number_or_a_tensor_never_a_string():
+    layer = _layer(K.kInt8StaticTensorSym)
+    for bad in ("0.3", True):
+        with pytest.raises(TypeError, match=f"blk.0.proj: input_scale must be a number or a one-element float32 "
+                                            f"tensor, got {type(bad).__name__}"):
+            layer.set_input_scale(bad)
+    np = pytest.importorskip("numpy")
+    layer.set_input_scale(np.float32(0.25))  # numpy's scalars are numbers
+    assert layer.input_scale.item() == 0.25
+
+
+def test_per_token_scales_have_the_tokens_layout():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(2, 3, 16).to(torch.bfloat16)
+    qa = layer._activation(x, None)
+    want = layer(qa)
+    for shape in ((2, 3, 1), (6, 1)):  # the tokens' own layout, or one row each
+        xs = qa.scale.reshape(shape)
+        assert torch.equal(fq.quant_gemm(QuantizedActivation(qa.data, xs, torch.bfloat16, x.shape, qa.quant_key),
+                                         layer.weight, layer.weight_scale, layer.bias, out_dtype=torch.bfloat16), want)
+    for shape in ((3, 2, 1), (1, 6, 1), (6,)):  # six values, in another layout
+        with pytest.raises(fq.ShapeMismatchError, match=f"\\[\\*tokens, 1\\] with 6 rows \\(\\[2, 3, 1\\] or \\[6, 1\\] "
+                                                       f"for activation \\(2, 3, 16\\)\\), got shape {re.escape(str(shape))}"):
+            fq.quant_gemm(QuantizedActivation(qa.data, qa.scale.reshape(shape), torch.bfloat16, x.shape, qa.quant_key),
+                          layer.weight, layer.weight_scale, layer.bias, out_dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("which", ["activation scale", "weight scale", "bias"])
+def test_the_functional_gemm_refuses_tensors_that_require_grad(which):
+    layer = _layer(K.kInt8DynamicTokenSym)
+    qa = layer._activation(torch.randn(2, 16).to(torch.bfloat16), None)
+    xs, ws, bias = qa.scale.clone(), layer.weight_scale.clone(), layer.bias.clone()
+    {"activation scale": xs, "weight scale": ws, "bias": bias}[which].requires_grad_()
+    qa = QuantizedActivation(qa.data, xs, torch.bfloat16, qa.orig_shape, qa.quant_key)
+    with pytest.raises(fq.UnsupportedError, match=f"blk: the quantized GEMM is inference only; its {which} require"):
+        fq.quant_gemm(qa, layer.weight, ws, bias, out_dtype=torch.bfloat16, layer="blk")
+    with torch.no_grad():
+        out, want = fq.quant_gemm(qa, layer.weight, ws, bias, out_dtype=torch.bfloat16), layer(qa)
+    assert not out.requires_grad and torch.equal(out, want)

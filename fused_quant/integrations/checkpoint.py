@@ -20,6 +20,7 @@ from torch import nn
 from fused_quant import keys as K
 from fused_quant.errors import QuantDTypeError, ScaleError, ShapeMismatchError, UnsupportedError
 from fused_quant.modules import QuantLinear
+from fused_quant.validation import check_weight_scale_values
 
 FORMATS = {"int-quantized": "int", "float-quantized": "float"}  # checkpoint format -> weights.type
 # (input_activations.type, strategy, dynamic) -> the key QuantLinear consumes
@@ -190,11 +191,7 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
         raise QuantDTypeError(f"{name}.weight_scale: weight scales are float (float32 in compressed-tensors "
                               f"checkpoints), got {ws.dtype}")
     ws = ws.to(torch.float32).reshape(-1, 1).expand(n, 1).contiguous()
-    bad = ~(torch.isfinite(ws) & (ws >= 0))  # read once, at load: a zero row's scale is 0
-    if bad.any():
-        row = int(bad.nonzero()[0, 0])
-        raise ScaleError(f"{name}.weight_scale: weight scales must be finite and >= 0, got {float(ws[row, 0])!r} "
-                         f"for output channel {row} ({int(bad.sum())} such values)")
+    check_weight_scale_values(ws, what=f"{name}.weight_scale")
     if K.is_fp8(group.key):
         w, ws = to_platform_fp8(w, ws, fp8_dtype)
     scale = _pop(tensors, name, "input_scale", group) if K.is_static(group.key) else None

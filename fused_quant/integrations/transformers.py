@@ -377,6 +377,32 @@ def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
     model.fused_quant_report = report
 
 
+def _patterns(ignore) -> tuple[str, ...]:
+    """``ignore`` as a tuple of patterns: one string is one pattern (not its characters)."""
+    if isinstance(ignore, str):
+        return (ignore,)
+    try:
+        patterns = tuple(ignore)
+    except TypeError:
+        raise TypeError(f"quantize_model: ignore must be a pattern or an iterable of patterns (module names, name "
+                        f"suffixes, 're:<regex>'), got {type(ignore).__name__}") from None
+    odd = [p for p in patterns if not isinstance(p, str)]
+    if odd:
+        raise TypeError(f"quantize_model: ignore's patterns must be strings, got {odd[0]!r}")
+    return patterns
+
+
+def _put_back(model: nn.Module, before: dict[str, nn.Module]) -> None:
+    """Put the modules of ``before`` (``named_modules()`` taken before a conversion) back where fused-quant layers
+    replaced them; the float modules themselves were only read."""
+    restored: list[str] = []
+    for name, module in list(model.named_modules()):  # outermost first: a fused MLP's own linears go with it
+        if isinstance(module, (QuantLinear, QuantGatedMLP, QuantMLP)) and not any(
+                name.startswith(done + ".") for done in restored):
+            model.set_submodule(name, before[name])
+            restored.append(name)
+
+
 def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str = "mlp", ignore=("lm_head",),
                    filter_fn: Callable[[nn.Module, str], bool] | None = None, fuse: bool = True,
                    numerics: str | None = None, structural: bool = False,
@@ -399,25 +425,32 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
         raise UnsupportedError(f"quantize_model: targets must be 'mlp' or 'all', got {targets!r}")
     if numerics is not None:
         get_profile(numerics)  # an unknown profile fails here, not at the first forward
-    if isinstance(ignore, str):  # one pattern, not its characters
-        ignore = (ignore,)
+    ignore = _patterns(ignore)
+    if filter_fn is not None and not callable(filter_fn):
+        raise TypeError(f"quantize_model: filter_fn must be a callable (module, name) -> bool or None, got "
+                        f"{type(filter_fn).__name__}")
     done = [n for n, m in model.named_modules() if isinstance(m, (QuantLinear, QuantGatedMLP, QuantMLP))]
     if done:
         raise UnsupportedError(f"quantize_model: the model holds fused-quant layers already ({len(done)}, e.g. "
                                f"{done[:3]}); quantize a float model once (targets='all' converts the MLPs and the "
                                "other linears in one call), and load the float model again for another key")
     report = ConversionReport(K.key_name(key))
-    convert_mlps(model, key, report, ignore=ignore, filter_fn=filter_fn, fuse=fuse, numerics=numerics,
-                 structural=structural, progress=progress)
-    if targets == "all":
-        linears = [(name, module) for name, module in model.named_modules() if type(module) is nn.Linear]
-        for name, module in _steps(linears, "quantize linears", progress, "linear"):
-            why = _skip_reason(name, module, ignore, filter_fn)
-            if why:
-                report.entries.append(ConversionEntry(name, "linear", "skipped", why))
-                continue
-            model.set_submodule(name, QuantLinear.from_float(module, key, name=name))
-            report.entries.append(ConversionEntry(name, "linear", "quantized"))
+    before = dict(model.named_modules())
+    try:
+        convert_mlps(model, key, report, ignore=ignore, filter_fn=filter_fn, fuse=fuse, numerics=numerics,
+                     structural=structural, progress=progress)
+        if targets == "all":
+            linears = [(name, module) for name, module in model.named_modules() if type(module) is nn.Linear]
+            for name, module in _steps(linears, "quantize linears", progress, "linear"):
+                why = _skip_reason(name, module, ignore, filter_fn)
+                if why:
+                    report.entries.append(ConversionEntry(name, "linear", "skipped", why))
+                    continue
+                model.set_submodule(name, QuantLinear.from_float(module, key, name=name))
+                report.entries.append(ConversionEntry(name, "linear", "quantized"))
+    except BaseException:
+        _put_back(model, before)  # all or nothing: a model half converted would be neither float nor quantized
+        raise
     if all(e.status == "skipped" for e in report.entries):  # still a float model: its own save_pretrained stays
         model.fused_quant_report = report
         if report.entries:
@@ -501,6 +534,13 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     model without a ``MODEL_MLPS`` row; ``progress``: bars over the checkpoint's files and the layers on stderr
     (None: where stderr is a terminal)."""
     _require_versions()
+    if numerics is not None:
+        get_profile(numerics)  # an unknown profile fails here, not at the first forward after the whole load
+    if device is not None:
+        device = torch.device(device)  # a name torch cannot read fails here
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise UnsupportedError(f"from_pretrained: device {device} asked for, but torch.cuda.is_available() is "
+                                   "False here")
     from compressed_tensors.utils import match_named_modules
     from transformers import AutoConfig, AutoModelForCausalLM
 

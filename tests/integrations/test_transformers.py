@@ -202,6 +202,41 @@ def test_bad_arguments_are_refused(kwargs, match):
         fqt.quantize_model(make_model("llama"), **kwargs)
 
 
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(ignore=None), TypeError, "ignore must be a pattern or an iterable of patterns .* got NoneType"),
+    (dict(ignore=["lm_head", None]), TypeError, "ignore's patterns must be strings, got None"),
+    (dict(filter_fn="x"), TypeError, "filter_fn must be a callable \\(module, name\\) -> bool or None, got str"),
+])
+def test_bad_argument_types_are_named(kwargs, error, match):
+    model = make_model("llama")
+    with pytest.raises(error, match="quantize_model: " + match):
+        fqt.quantize_model(model, **kwargs)
+    assert mlp_count(model) == 0
+
+
+def test_a_conversion_that_fails_leaves_the_float_model_as_it_was():
+    """Layer 1's gate has a bias and its up none, which no merged gate_up holds: the conversion stops there, and
+    layer 0's MLP, converted already, is put back, so the model is the float one (its own save_pretrained too)."""
+    model = make_model("llama")
+    mlp = model.model.layers[1].mlp
+    mlp.gate_proj = nn.Linear(64, 128, bias=True)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = token_ids()
+    with torch.no_grad():
+        want = model(ids).logits
+    modules = dict(model.named_modules())
+    with pytest.raises(fq.ShapeMismatchError, match="either every linear has a bias or none has"):
+        fqt.quantize_model(model, targets="all")
+    assert dict(model.named_modules()) == modules  # the same module objects where they were
+    assert not any(isinstance(m, (fq.QuantLinear, fqt.QuantGatedMLP)) for m in model.modules())
+    assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, want)
+    assert "save_pretrained" not in vars(model) and not hasattr(model, "fused_quant_report")
+    mlp.gate_proj = nn.Linear(64, 128, bias=False)  # mended: the same model converts
+    assert mlp_count(model) == 0 and fqt.quantize_model(model).fused
+
+
 class _ToyMLP(nn.Module):
     def __init__(self, act: nn.Module):
         super().__init__()

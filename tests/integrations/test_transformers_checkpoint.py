@@ -374,3 +374,16 @@ def test_vllm_serves_the_saved_checkpoint_with_our_tokens(tmp_path):
     print(f"clear {clear}/{total}, agree {agree}")
     assert clear >= total // 2, f"only {clear} of {total} positions have a clear margin"
     assert agree == clear, f"{clear - agree} of {clear} clear positions differ from vLLM's token"
+
+
+def test_from_pretrained_checks_its_options_before_reading_the_checkpoint(tmp_path, monkeypatch):
+    """An unknown numerics profile or a device torch cannot use is refused before any file is read (the path
+    given here does not exist: reaching it would raise FileNotFoundError instead)."""
+    with pytest.raises(fq.NumericsProfileError, match="bogus"):
+        fqt.from_pretrained(tmp_path / "none", numerics="bogus")
+    with pytest.raises(RuntimeError, match="Invalid device string: 'gpu0'|Expected one of .* device type"):
+        fqt.from_pretrained(tmp_path / "none", device="gpu0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a node without a GPU
+    with pytest.raises(fq.UnsupportedError, match="from_pretrained: device cuda asked for, but "
+                                                  "torch.cuda.is_available\\(\\) is False here"):
+        fqt.from_pretrained(tmp_path / "none", device="cuda")
