@@ -39,14 +39,16 @@ def main(argv: list[str] | None = None) -> dict:
     print("backend:", fq.current_backend().name, "| producer calls:", fq.fusion_counts())
     print("generated:", tokens[0, prompt.shape[1]:].tolist())
 
-    out = args.out or tempfile.mkdtemp(prefix="fused-quant-llama-")
-    save_pretrained(model, out)  # model.save_pretrained would raise: it cannot write this format
-    reloaded = from_pretrained(out)
-    with torch.inference_mode():
-        again = reloaded.generate(prompt, max_new_tokens=8, do_sample=False, pad_token_id=0)
-    assert torch.equal(again, tokens), "the reloaded checkpoint must generate the same tokens"
-    print("saved to", out, "and reloaded: same tokens")
-    return {"tokens": tokens[0].tolist(), "fusion_counts": fq.fusion_counts(), "out": out}
+    with tempfile.TemporaryDirectory(prefix="fused-quant-llama-") as scratch:  # removed after, unless --out
+        out = args.out or scratch
+        save_pretrained(model, out)  # model.save_pretrained would raise: it cannot write this format
+        reloaded = from_pretrained(out)
+        with torch.inference_mode():
+            again = reloaded.generate(prompt, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    if not torch.equal(again, tokens):
+        raise SystemExit("the reloaded checkpoint generated other tokens than the model it was saved from")
+    print("saved to", args.out or "a temporary folder (removed)", "and reloaded: same tokens")
+    return {"tokens": tokens[0].tolist(), "fusion_counts": fq.fusion_counts(), "out": args.out}
 
 
 if __name__ == "__main__":
