@@ -119,6 +119,8 @@ def key_name(key: QuantKey) -> str:
 
 
 def key_from_name(name: str) -> QuantKey:
+    if not isinstance(name, str):
+        raise TypeError(f"a quant key name is a string (one of {', '.join(KEYS)}), got {type(name).__name__} {name!r}")
     try:
         return KEYS[name]
     except KeyError:

@@ -288,6 +288,9 @@ class QuantLinear(nn.Module):
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
             check_weight_scale_values(value, layer=self.name)
+            # held as the constructor holds it: float32 [N, 1] (a view of a float32 tensor that has that layout, so
+            # the layer's scale is the tensor it was given; another layout would be copied per bound call)
+            value = value.to(torch.float32).reshape(-1, 1)
         return value
 
     def __getstate__(self):

@@ -508,3 +508,23 @@ def test_the_functional_gemm_refuses_tensors_that_require_grad(which):
     with torch.no_grad():
         out, want = fq.quant_gemm(qa, layer.weight, ws, bias, out_dtype=torch.bfloat16), layer(qa)
     assert not out.requires_grad and torch.equal(out, want)
+
+
+def test_a_weight_scale_set_is_held_as_float32_rows_and_writes_to_it_are_seen():
+    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(2, 16).to(torch.bfloat16)
+    ws = layer.weight_scale.clone()
+    layer.weight_scale = ws.reshape(-1).double()  # [N] float64: held as the constructor holds it
+    assert layer.weight_scale.shape == (8, 1) and layer.weight_scale.dtype == torch.float32
+    want = layer(x)
+    layer(x)  # bound
+    with torch.no_grad():
+        layer.weight_scale.mul_(2)  # in place, on the tensor the layer holds: the bound call reads it
+    assert torch.allclose(layer(x) - layer.bias, 2 * (want - layer.bias), rtol=1e-2, atol=1e-2)
+    flat = ws.reshape(-1).contiguous()
+    layer.weight_scale = flat  # float32 of another layout: a view of the tensor given
+    assert layer.weight_scale.data_ptr() == flat.data_ptr()
+
+
+def test_key_names_are_strings():
+    with pytest.raises(TypeError, match="a quant key name is a string \\(one of .*got list \\['x'\\]"):
+        K.key_from_name(["x"])
