@@ -312,6 +312,10 @@ class QuantLinear(nn.Module):
                                   "are float (stored as float32)")
         if isinstance(ws, torch.Tensor):
             check_weight_scale_values(ws, what=f"the state dict's {prefix}weight_scale", layer=self.name)
+        scale = state_dict.get(f"{prefix}input_scale")
+        if isinstance(scale, torch.Tensor) and scale.numel() == 1 and K.is_static(self.input_key):
+            # before it is copied in: a refused value never takes the place of the layer's scale
+            check_static_scale_value(scale.detach().float(), what="input_scale (state dict)", layer=self.name)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
         # assign=True installs the state dict's own tensors, of any float dtype: the dtypes a copy would give

@@ -144,14 +144,17 @@ def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[s
     return tensors
 
 
-def to_platform_fp8(w: torch.Tensor, ws: torch.Tensor, fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def to_platform_fp8(w: torch.Tensor, ws: torch.Tensor, fp8_dtype: torch.dtype,
+                    where: str = "weight") -> tuple[torch.Tensor, torch.Tensor]:
     """Checkpoint e4m3fn weights as ``fp8_dtype``: for e4m3fnuz the same bits mean half the value (bias 8,
-    not 7), so the scale doubles; 0x80 (-0 in e4m3fn, NaN in e4m3fnuz) becomes 0 (as vLLM does)."""
+    not 7), so the scale doubles; 0x80 (-0 in e4m3fn, NaN in e4m3fnuz) becomes 0 (as vLLM does); a NaN weight,
+    which would become +-240, is refused (``hip_w8a8.fp8.e4m3fn_to_e4m3fnuz``, the one conversion)."""
     if fp8_dtype == K.FP8_DTYPE:
         return w, ws
-    bits = w.view(torch.int8).clone()
-    bits[bits == -128] = 0
-    return bits.view(fp8_dtype), ws * 2.0
+    from fused_quant.backends.hip_w8a8.fp8 import e4m3fn_to_e4m3fnuz
+
+    w, ws, _ = e4m3fn_to_e4m3fnuz(w, ws, where=where)
+    return w, ws
 
 
 def to_checkpoint_fp8(w: torch.Tensor, ws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -193,7 +196,7 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
     ws = ws.to(torch.float32).reshape(-1, 1).expand(n, 1).contiguous()
     check_weight_scale_values(ws, what=f"{name}.weight_scale")
     if K.is_fp8(group.key):
-        w, ws = to_platform_fp8(w, ws, fp8_dtype)
+        w, ws = to_platform_fp8(w, ws, fp8_dtype, f"{name}.weight")
     scale = _pop(tensors, name, "input_scale", group) if K.is_static(group.key) else None
     if scale is not None:
         if scale.numel() != 1:

@@ -124,6 +124,23 @@ def test_vendor_call_shape_and_status(fake_vendor):
             hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
 
 
+@pytest.mark.parametrize("per_tensor", [False, True], ids=["per-token", "per-tensor"])
+def test_vendor_scales_expand_and_bias_adds(fake_vendor, per_tensor):
+    """The vendor call takes [M, 1] and [N, 1] scales: a per-tensor activation scale (a static key's one element)
+    and a one-element weight scale are expanded to them; the bias is added to what the vendor returns. Against a
+    float64 computation of the same operands."""
+    fake = fake_vendor()
+    xq, xs, w, ws = _operands()
+    if per_tensor:
+        xs, ws = torch.tensor([0.0625]), torch.tensor([[0.5]])
+    bias = torch.linspace(-2, 2, 16).to(torch.bfloat16)
+    out = hip_gemms._vendor(xq, xs, w, ws, bias, torch.bfloat16)
+    assert fake.calls == [((5, 32), (16, 32), (5, 1), (16, 1), 5, 16, 32, "NT")]
+    x_scale = xs.double().reshape(-1, 1).expand(5, 1)
+    want = (xq.double() @ w.double().T) * x_scale * ws.double().reshape(-1, 1).expand(16, 1).T + bias.double()
+    assert torch.allclose(out.double(), want, rtol=2**-7, atol=2**-7)  # two bf16 roundings: the vendor's, the sum's
+
+
 def test_vendor_predicate_reasons(fake_vendor):
     from fused_quant.gemm import GemmProblem
 

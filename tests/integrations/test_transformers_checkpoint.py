@@ -202,6 +202,10 @@ def test_fnuz_conversion_keeps_every_value():
     assert torch.equal(w.double() * s.double(), codes.double() * scale.double())  # -0 became +0: same value
     back, s_back = ckpt.to_checkpoint_fp8(w, s)
     assert torch.equal(back.double() * s_back.double(), codes.double() * scale.double())
+    for code in (0x7F, 0xFF):  # NaN in e4m3fn would become +-240 in e4m3fnuz: refused, naming the weight
+        nan = torch.tensor([[code, 0x01]], dtype=torch.uint8).view(torch.float8_e4m3fn)
+        with pytest.raises(fq.UnsupportedError, match="down.weight: e4m3fn weights hold NaN \\(0x7f / 0xff, 1 of"):
+            ckpt.to_platform_fp8(nan, torch.ones(1, 1), torch.float8_e4m3fnuz, "down.weight")
 
 
 @pytest.mark.parametrize("edit, field", [

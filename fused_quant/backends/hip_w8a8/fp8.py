@@ -13,14 +13,17 @@ from fused_quant.validation import QuantDTypeError, UnsupportedError
 
 
 def e4m3fn_to_e4m3fnuz(weight: torch.Tensor, weight_scale: torch.Tensor,
-                       input_scale: torch.Tensor | None = None
+                       input_scale: torch.Tensor | None = None, *, where: str = "weight"
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(weight as e4m3fnuz, weight_scale * 2, input_scale * 2); values checked once, at load."""
+    """(weight as e4m3fnuz, weight_scale * 2, input_scale * 2); values checked once, at load (``where`` names the
+    weight in the messages). Every conversion to e4m3fnuz (checkpoint loading included) is this one."""
     if weight.dtype != torch.float8_e4m3fn:
-        raise QuantDTypeError(f"expected float8_e4m3fn weights, got {weight.dtype}")
+        raise QuantDTypeError(f"{where}: expected float8_e4m3fn weights, got {weight.dtype}")
     bits = weight.view(torch.uint8)
-    if bool(((bits & 0x7F) == 0x7F).any()):
-        raise UnsupportedError("e4m3fn weights hold NaN (0x7f / 0xff); they have no e4m3fnuz equivalent")
+    nan = (bits & 0x7F) == 0x7F
+    if bool(nan.any()):
+        raise UnsupportedError(f"{where}: e4m3fn weights hold NaN (0x7f / 0xff, {int(nan.sum())} of them); they have "
+                               "no e4m3fnuz equivalent")
     bits = torch.where(bits == 0x80, torch.zeros_like(bits), bits)
     return (bits.view(torch.float8_e4m3fnuz), weight_scale * 2.0,
             None if input_scale is None else input_scale * 2.0)

@@ -1,0 +1,84 @@
+"""The selftest fails where a producer is wrong: faults put into what the producers return (the torch backend's
+producers are the reference, so a correct node passes every check; these show each check compares)."""
+
+from __future__ import annotations
+
+import torch
+
+from fused_quant import keys as K
+from fused_quant import selftest
+from fused_quant.selftest_vectors import VECTORS
+
+
+def _run_with(monkeypatch, fault) -> list[selftest.CheckResult]:
+    """The whole suite on the CPU with ``fault(act, x, q, s) -> (q, s)`` applied to every producer output."""
+    real = selftest._run
+
+    def run(act, x, key, scale, numerics, backend):
+        q, s = real(act, x, key, scale, numerics, backend)
+        return fault(act, x, q, s)
+
+    monkeypatch.setattr(selftest, "_run", run)
+    return selftest.run_selftest("torch", torch.device("cpu"))
+
+
+def _flip_last_code(act, x, q, s):
+    bits = q.view(torch.uint8).clone()
+    bits.view(-1)[-1] ^= 1  # one code of the output, FP8 or int8
+    return bits.view(q.dtype), s
+
+
+def _flip_first_scale_bit(act, x, q, s):
+    bits = s.view(torch.int32).clone()
+    bits.view(-1)[0] ^= 1  # the lowest mantissa bit of one scale
+    return q, bits.view(torch.float32)
+
+
+def test_a_wrong_code_fails_every_check(monkeypatch):
+    results = _run_with(monkeypatch, _flip_last_code)
+    assert len(results) == 52 and not any(r.ok for r in results), [r.name for r in results if r.ok]
+    for r in results:
+        want = "q = " if r.kind == selftest.KNOWN_ANSWER else "q: 1/"
+        assert r.detail.startswith(want) or "up=" in r.detail and "q: 1/" in r.detail, (r.name, r.detail)
+    fp8 = [r for r in results if r.kind == selftest.KNOWN_ANSWER and "fp8" in r.name]
+    assert fp8, "the FP8 known answers are compared too"
+
+
+def test_a_wrong_scale_bit_fails_the_checks_that_read_scales(monkeypatch):
+    results = _run_with(monkeypatch, _flip_first_scale_bit)
+    by_name = {r.name: r for r in results}
+    for v in VECTORS:
+        r = by_name[f"known answer: {v.name}"]
+        if v.scale_bits is None:  # a vector that gives codes only
+            assert r.ok, (r.name, r.detail)
+        else:
+            assert not r.ok and r.detail.startswith("scale bits = "), (r.name, r.detail)
+    sweeps = [r for r in results if r.kind == selftest.REFERENCE]
+    assert len(sweeps) == 52 - len(VECTORS)
+    assert all(not r.ok and "scale: 1/" in r.detail for r in sweeps), [(r.name, r.detail) for r in sweeps if r.ok]
+
+
+def test_each_up_value_of_the_silu_sweeps_is_compared(monkeypatch):
+    """A fault only where every up value is +Inf (the last of UP_VALUES): the silu_and_mul sweeps fail, there."""
+    def at_inf_up(act, x, q, s):
+        if act == "silu_and_mul" and x.shape[-1] == 2 * selftest.ROW and bool(torch.isinf(x[:, -1]).all()):
+            return _flip_last_code(act, x, q, s)
+        return q, s
+
+    results = _run_with(monkeypatch, at_inf_up)
+    silu = [r for r in results if r.name.startswith("sweep silu_and_mul")]
+    assert len(silu) == 2 * len(K.KEYS) * 2  # two 16-bit types x keys x numerics profiles
+    assert all(not r.ok and r.detail.startswith("up=inf: q: 1/") for r in silu), [r.detail for r in silu]
+    assert all(r.ok for r in results if r not in silu)
+
+
+def test_a_check_that_raises_is_a_failure_with_its_error(monkeypatch):
+    def raising(act, x, q, s):
+        if act == "relu2":
+            raise ValueError("the kernel fell over")
+        return q, s
+
+    results = _run_with(monkeypatch, raising)
+    relu = [r for r in results if "relu2" in r.name]
+    assert relu and all(not r.ok and r.detail == "raised ValueError: the kernel fell over" for r in relu)
+    assert all(r.ok for r in results if "relu2" not in r.name)
