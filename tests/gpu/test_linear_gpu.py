@@ -13,8 +13,8 @@ from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
 from fused_quant.gemm import gemm_providers, quant_gemm
 from fused_quant.registry import fusion_counts, fused_act_quant, reset_fusion_counts
-from tests.helpers import (assert_bits_equal, assert_gemm_close, capture_graph, compile_counting, compiled_frames,
-                           graphs_summary)
+from tests.helpers import (adversarial_rows, assert_bits_equal, assert_gemm_close, capture_graph, compile_counting,
+                           compiled_frames, graphs_summary)
 
 pytestmark = pytest.mark.gpu
 
@@ -24,12 +24,23 @@ CUDA = torch.device("cuda")
 
 
 def _weights(n, k, wdtype, seed=0):
+    """Random weights with a zero row (its scale 0: that output column is the bias alone)."""
     from fused_quant.reference import quantize_weight_ref
 
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(n, k, generator=g) / k**0.5
+    w[n // 2] = 0
     wq, ws = quantize_weight_ref(w, wdtype)
     return wq.to(CUDA), ws.to(CUDA)
+
+
+def _tokens(m, k, dtype, seed=0):
+    """Random tokens with up to half the rows adversarial (zero, one huge value, NaN, +-Inf, denormals, +-max, -0)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, k, generator=g).to(dtype)
+    n = min(m // 2, 10)
+    x[:n] = adversarial_rows(k, dtype, seed=seed)[:n]
+    return x.to(CUDA)
 
 
 # (M, N, K): M <= 16 and odd sizes select different providers / tiles; M = 300 / 2048 / 4100 reach the Triton int8
@@ -49,20 +60,21 @@ def test_every_provider_against_float64(backend, kind, out_dtype, per_token, bia
     key = {("int8", True): K.kInt8DynamicTokenSym, ("int8", False): K.kInt8StaticTensorSym,
            ("fp8", True): K.kFp8DynamicTokenSym, ("fp8", False): K.kFp8StaticTensorSym}[(kind, per_token)]
     wdtype = torch.int8 if kind == "int8" else torch.float8_e4m3fn
-    ran = set()
+    ran, declined = set(), {}
     for name in providers:
         monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", ",".join(p for p in providers if p != name))
         fused_quant.reset()  # read once per runtime generation
         for m, n, k in SHAPES:
             wq, ws = _weights(n, k, wdtype, seed=m)
-            x = torch.randn(m, k, device=CUDA).to(out_dtype)
+            x = _tokens(m, k, out_dtype, seed=m)
             qa = fused_act_quant("identity", x, key, torch.tensor([0.02], device=CUDA) if not per_token else None)
             b = (torch.randn(n, device=CUDA) * 0.1).to(out_dtype) if bias else None
             from fused_quant.gemm import GemmProblem, select_gemm_provider
 
             prob = GemmProblem(m, n, k, kind, qa.data.dtype, out_dtype, CUDA, per_token, True, bias)
-            ok, _ = next(p for p in gemm_providers(backend, kind) if p.name == name).check(prob)
+            ok, why = next(p for p in gemm_providers(backend, kind) if p.name == name).check(prob)
             if not ok:
+                declined.setdefault(name, []).append(f"{m}x{n}x{k}: {why}")
                 continue
             assert select_gemm_provider(prob, backend)[0].name == name
             out = quant_gemm(qa, wq, ws, b, out_dtype=out_dtype, layer=f"{name} {m}x{n}x{k}", backend=backend)
@@ -70,7 +82,9 @@ def test_every_provider_against_float64(backend, kind, out_dtype, per_token, bia
             ran.add(name)
     monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
     fused_quant.reset()
-    assert ran, f"no {kind} provider of {backend} accepted any shape"
+    # every provider is tested on some shape; the vendor's only where its library is installed (ROCm / DCU nodes)
+    untested = [name for name in providers if name not in ran and name != "hipblaslt_w8a8"]
+    assert not untested, f"{backend} {kind}: {untested} accepted none of the shapes: {declined}"
 
 
 class MLP(nn.Module):
