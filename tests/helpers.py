@@ -33,26 +33,6 @@ def assert_bits_equal(actual: torch.Tensor, expected: torch.Tensor, what: str = 
         raise AssertionError(f"{what}: {n}/{a.numel()} elements differ; first (index, got, want): {samples}")
 
 
-def gemm_ref_f64(xq, xs, wq, ws, bias=None) -> torch.Tensor:
-    """float64 ``(xq @ wq.T) * xs * ws + bias`` on the CPU: the GEMM oracle."""
-    x = xq.cpu().to(torch.float64).reshape(-1, xq.shape[-1])
-    w = wq.cpu().to(torch.float64)
-    out = (x @ w.T) * xs.cpu().to(torch.float64).reshape(-1, 1) * ws.cpu().to(torch.float64).reshape(1, -1)
-    if bias is not None:
-        out = out + bias.cpu().to(torch.float64)
-    return out.reshape(*xq.shape[:-1], wq.shape[0])
-
-
-def assert_close_to_f64(out: torch.Tensor, ref: torch.Tensor, *, ulps: float = 1.0, what: str = "gemm") -> None:
-    """|out - ref| <= ulps * eps(out dtype) * max(|ref|, tiny) elementwise (+ rounding of the output)."""
-    eps = torch.finfo(out.dtype).eps
-    o = out.cpu().to(torch.float64)
-    tol = ulps * eps * ref.abs().clamp_min(torch.finfo(out.dtype).tiny) + 1e-30
-    bad = (o - ref).abs() > tol
-    assert not bad.any(), (f"{what}: {int(bad.sum())}/{o.numel()} outside {ulps} ulp of the float64 reference; "
-                           f"max abs err {float((o - ref).abs().max()):.3e}")
-
-
 def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc: bool, what: str = "gemm") -> None:
     """Check a W8A8 GEMM against float64 with a sound error bound.
 

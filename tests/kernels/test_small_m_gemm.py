@@ -61,6 +61,10 @@ def _operands(kind, m, n, k, device, seed=0, adversarial=False):
             xq[-1, 1::3] = 0
     xs = torch.rand(m, 1, generator=gen) * 0.02 + 1e-4
     ws = torch.rand(n, 1, generator=gen) * 0.02 + 1e-4
+    if adversarial:  # scales of 0: a zero weight row's (its column is the bias), an all-zero token row's (int8)
+        ws[n // 2] = 0
+        if m > 1:  # one token keeps its scale: its extreme products stay in the output
+            xs[-1] = 0
     return xq.to(device), xs.to(device), w.to(device), ws.to(device)
 
 
