@@ -30,6 +30,7 @@ from fused_quant.validation import (
     FP8_DTYPES,
     DeviceMismatchError,
     GemmProviderError,
+    LayoutError,
     QuantDTypeError,
     QuantKeyMismatchError,
     ScaleError,
@@ -96,6 +97,9 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
     if weight.dim() != 2 or 0 in weight.shape:
         raise ShapeMismatchError(f"{where}: weight must be 2-D [N, K] with N, K > 0, got shape {tuple(weight.shape)}",
                                  layer=where, w_shape=weight.shape)
+    if not weight.is_contiguous():  # the canonical layout every GEMM reads (a transposed view is not it)
+        raise LayoutError(f"{where}: weight must be contiguous [N, K] (K contiguous), got strides "
+                          f"{weight.stride()}; pass weight.contiguous()")
     kind, want = ("fp8", FP8_DTYPES) if K.is_fp8(key) else ("int8", (torch.int8,))
     if weight.dtype not in want:
         raise QuantDTypeError(f"{where}: key {K.key_name(key)} needs {kind} weights "
@@ -284,6 +288,9 @@ class QuantLinear(nn.Module):
         if isinstance(value, torch.Tensor) and value.requires_grad:
             raise UnsupportedError(f"{self.name}: {name} requires grad; QuantLinear is inference only and holds fixed "
                                    "tensors: set a plain tensor (t.detach()), or nn.Parameter(t, requires_grad=False)")
+        if name == "weight" and isinstance(value, torch.Tensor) and not value.is_contiguous():
+            raise LayoutError(f"{self.name}: weight must be contiguous [N, K] (K contiguous), got strides "
+                              f"{value.stride()}; pass weight.contiguous()")
         if name == "weight_scale" and isinstance(value, torch.Tensor):
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
@@ -355,9 +362,13 @@ class QuantLinear(nn.Module):
             for i, s in enumerate(scales):
                 check_static_scale_value(s, what=f"input_scale[{i}]", layer=where)
             input_scale = max(float(s) for s in scales)
-        dtypes = {m.weight.dtype for m in linears}
+        dtypes, devices = {m.weight.dtype for m in linears}, {m.weight.device for m in linears}
+        if len(dtypes) != 1 or len(devices) != 1:  # the merged layer's output dtype and device would be a guess
+            raise (QuantDTypeError if len(dtypes) != 1 else DeviceMismatchError)(
+                f"{name or 'from_linears'}: the linears must share a dtype and a device, got "
+                f"{[(str(m.weight.dtype), str(m.weight.device)) for m in linears]}")
         merged = nn.Linear(k.pop(), sum(m.out_features for m in linears), bias=has_bias.pop(),
-                           device=linears[0].weight.device, dtype=dtypes.pop() if len(dtypes) == 1 else torch.float32)
+                           device=devices.pop(), dtype=dtypes.pop())
         with torch.no_grad():
             merged.weight.copy_(torch.cat([m.weight.detach() for m in linears]))
             if merged.bias is not None:
@@ -501,7 +512,12 @@ class QuantLinear(nn.Module):
             raise QuantDTypeError(f"{self.name}: a plain input is quantized to {K.key_name(self.input_key)} here and "
                                   f"must be bfloat16, float16 or float32, got {x.dtype}")
         check_activation_k(x, self.weight, self.name)  # before its quantization, which would name no layer
-        from fused_quant.registry import quantize
+        from fused_quant.registry import platform_fp8_dtype, quantize
+
+        if K.is_fp8(self.input_key) and self.weight.dtype != platform_fp8_dtype():
+            raise QuantDTypeError(f"{self.name}: this node quantizes activations to {platform_fp8_dtype()}, the "
+                                  f"layer's weights are {self.weight.dtype}: a plain input cannot run here (build "
+                                  "the layer with this node's FP8 dtype: from_float's default)")
 
         return quantize(x, self.input_key, self.input_scale)
 

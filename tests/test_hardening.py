@@ -528,3 +528,36 @@ def test_a_weight_scale_set_is_held_as_float32_rows_and_writes_to_it_are_seen():
 def test_key_names_are_strings():
     with pytest.raises(TypeError, match="a quant key name is a string \\(one of .*got list \\['x'\\]"):
         K.key_from_name(["x"])
+
+
+def test_a_weight_is_contiguous_on_every_way_in():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    strided = torch.zeros(16, 8, dtype=torch.int8).t()  # [8, 16] with K not contiguous
+    with pytest.raises(fq.LayoutError, match="QuantLinear: weight must be contiguous \\[N, K\\] \\(K contiguous\\), "
+                                             "got strides \\(1, 8\\)"):
+        fq.QuantLinear(strided, layer.weight_scale, K.kInt8DynamicTokenSym)
+    with pytest.raises(RuntimeError, match="blk.0.proj: weight must be contiguous"):  # torch names it in its error
+        layer.load_state_dict({**layer.state_dict(), "weight": strided}, assign=True)
+    with pytest.raises(fq.LayoutError, match="blk.0.proj: weight must be contiguous"):
+        layer.weight = strided
+    layer.load_state_dict({**layer.state_dict(), "weight": strided})  # copied in: the layer's layout stays
+    assert layer.weight.is_contiguous() and torch.equal(layer.weight, strided)
+
+
+def test_from_linears_refuses_linears_of_other_dtypes_or_devices():
+    bf16, fp16 = nn.Linear(16, 8).to(torch.bfloat16), nn.Linear(16, 8).to(torch.float16)
+    with pytest.raises(fq.QuantDTypeError, match="gate_up: the linears must share a dtype and a device, got "
+                                                 "\\[\\('torch.bfloat16', 'cpu'\\), \\('torch.float16', 'cpu'\\)\\]"):
+        fq.QuantLinear.from_linears([bf16, fp16], K.kInt8DynamicTokenSym, name="gate_up")
+    meta = nn.Linear(16, 8, device="meta").to(torch.bfloat16)
+    with pytest.raises(fq.DeviceMismatchError, match="the linears must share a dtype and a device"):
+        fq.QuantLinear.from_linears([bf16, meta], K.kInt8DynamicTokenSym)
+
+
+def test_a_layer_of_another_fp8_format_names_it_on_a_plain_input():
+    other = torch.float8_e4m3fnuz  # this CPU node quantizes to e4m3fn
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8).to(torch.bfloat16), K.kFp8DynamicTokenSym, fp8_dtype=other,
+                                      name="blk")
+    with pytest.raises(fq.QuantDTypeError, match="blk: this node quantizes activations to torch.float8_e4m3fn, the "
+                                                 "layer's weights are torch.float8_e4m3fnuz"):
+        layer(torch.randn(2, 16).to(torch.bfloat16))
