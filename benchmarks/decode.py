@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from fused_quant import keys as K
 
-from benchmarks import models
+from benchmarks import models, report
 from benchmarks.timing import copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, versions
 
 LLAMA_3_8B = models.default()
@@ -137,7 +137,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
                 # ceiling at this size, ramp and tail included
                 row["copy_same_bytes_us"] = same_bytes
                 row["pct_same_bytes_copy"] = 100 * same_bytes / t["ours"]
-                torch_peers = [v for name, v in t.items() if name.startswith(("scaled_mm", "int_mm", "triton_int8"))]
+                torch_peers = [v for name, v in t.items() if name.startswith(report.TORCH_PEERS)]
                 if torch_peers:
                     row["speedup_vs_best_torch"] = min(torch_peers) / t["ours"]
                 rows.append(row)
