@@ -124,6 +124,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
 _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
 _TENSORS = ("weight", "weight_scale", "bias", "input_scale")  # the layer's buffers
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
+_MISSING = object()
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
 
 
@@ -183,7 +184,7 @@ class _BoundForward:
         value was checked (``copy_``, ``fill_``: the checked path checks it again)."""
         w, ws, b, s = self.tensors
         return (buffers["weight"] is w and buffers["weight_scale"] is ws and buffers["bias"] is b
-                and buffers["input_scale"] is s
+                and buffers["input_scale"] is s and not ws.requires_grad and (b is None or not b.requires_grad)
                 and (s is None or (_version(s) == self.scale_version and not s.requires_grad)))
 
     def __call__(self, x, pair):
@@ -275,7 +276,7 @@ class QuantLinear(nn.Module):
                 value = self._buffer_value(name, value)
         super().__setattr__(name, value)
         if name in _BOUND_TO and "_bound" in self.__dict__:
-            self.__dict__["_bound"] = {}
+            self._unbind()
 
     def _buffer_value(self, name: str, value):
         """A tensor set in place of one of the layer's buffers: kept a buffer (an ``nn.Parameter``, as loaders hand
@@ -300,11 +301,16 @@ class QuantLinear(nn.Module):
             value = value.to(torch.float32).reshape(-1, 1)
         return value
 
+    def _unbind(self) -> None:
+        """Drop the bound calls (the layer's tensors or settings are set anew): calls bind again."""
+        self.__dict__["_bound"] = {}
+        self.__dict__["_swapped"] = False
+
     def __getstate__(self):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
         # bound calls hold kernels and closures: rebuilt on first use; a copy's scale has its own version
         # counter, so its value is checked again at its first use
-        return {**state, "_bound": {}, "_scale_seen": None}
+        return {**state, "_bound": {}, "_swapped": False, "_scale_seen": None}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # a copy into the quantized weight would cast: float weights would become codes of nothing (int8
@@ -324,7 +330,7 @@ class QuantLinear(nn.Module):
             # before it is copied in: a refused value never takes the place of the layer's scale
             check_static_scale_value(scale.detach().float(), what="input_scale (state dict)", layer=self.name)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        self.__dict__["_bound"] = {}  # load_state_dict(assign=True) puts new tensors in place
+        self._unbind()  # load_state_dict(assign=True) puts new tensors in place
         # assign=True installs the state dict's own tensors, of any float dtype: the dtypes a copy would give
         ws, bias = self._buffers["weight_scale"], self._buffers["bias"]
         if ws.dtype != torch.float32:
@@ -378,7 +384,7 @@ class QuantLinear(nn.Module):
     def _apply(self, fn, recurse=True):
         """``.to(device)`` moves everything; ``.to(dtype)`` sets the output dtype and the bias's,
         but never casts the quantized weight or the float32 scales (they would lose their meaning)."""
-        self.__dict__["_bound"] = {}
+        self._unbind()
         probe = fn(torch.empty(0, dtype=self.out_dtype))
         out_dtype = probe.dtype if probe.dtype in ACT_DTYPES else self.out_dtype  # e.g. .double(): keep
         if probe.dtype.is_floating_point and probe.dtype not in ACT_DTYPES:
@@ -453,49 +459,64 @@ class QuantLinear(nn.Module):
         return self._checked_forward(x, x_and_scale_quanted, sig)
 
     def _checked_forward(self, x, pair, sig: tuple | None) -> torch.Tensor:
-        generation = runtime.generation()
+        # one reading of the layer's tensors and bound calls: what this call computes with is what it binds to,
+        # whatever another thread sets meanwhile (a binding of tensors replaced since is never filed)
+        generation, table, buffers = runtime.generation(), self._bound, self._buffers
+        tensors = weight, weight_scale, bias, scale = tuple(buffers[name] for name in _TENSORS)
         inputs = (x.data, x.scale) if isinstance(x, QuantizedActivation) else (x,)
         if isinstance(pair, (tuple, list)):
             inputs += tuple(pair)
-        inputs += (self.input_scale,)  # a static scale made to require grad in place (requires_grad_())
+        inputs += (weight_scale, bias, scale)  # tensors made to require grad in place (requires_grad_())
         if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
-        scale = self.input_scale
         if scale is not None and not torch.compiler.is_compiling():
             checked = self._checked_version(scale)
             if checked != _version(scale) and not _no_sync_now(scale):
                 # e.g. after to_empty() (values nobody checked) or a copy_ into the scale
                 self._check_input_scale(scale, "first use" if checked is None else "changed in place")
-        qa = self._activation(x, pair)
-        out = quant_gemm(qa, self.weight, self.weight_scale, self.bias, out_dtype=self.out_dtype, layer=self.name)
-        if sig is not None:
-            self._bind(sig, generation, x, qa)
+        qa = self._activation(x, pair, scale)
+        out = quant_gemm(qa, weight, weight_scale, bias, out_dtype=self.out_dtype, layer=self.name)
+        if sig is not None and not self.__dict__.get("_swapped"):
+            self._bind(sig, generation, table, tensors, x, qa)
         return out
 
-    def _bind(self, sig: tuple, generation: int, x, qa: QuantizedActivation) -> None:
-        """Bind this call's quantizer and GEMM for its signature (after its checks passed)."""
+    def _bind(self, sig: tuple, generation: int, table: dict, tensors: tuple, x, qa: QuantizedActivation) -> None:
+        """Bind this call's quantizer and GEMM for its signature (after its checks passed) to ``tensors``, into
+        ``table`` (the layer's bound calls when the call began). A layer whose tensors were replaced without
+        ``setattr`` while a call was bound to them (offloading hooks writing ``_buffers``, which move a layer's
+        tensors in before each call and out after it) binds no more: a bound call would keep the tensors it was
+        bound to alive, and each call takes the checked path until the layer's tensors are set again."""
+        old = table.get(sig)
+        if old is not None and old.generation == generation and any(
+                a is not b for a, b in zip(old.tensors, tensors)):
+            table.clear()
+            self.__dict__["_swapped"] = True
+            return
+        if old is not None and old.generation != generation:  # after a reset: drop every call bound before it
+            for stale in [s for s, bound in table.items() if bound.generation != generation]:
+                del table[stale]
+        weight, weight_scale, bias, scale = tensors
         quant = quantizer = None
         if sig[0] == _TENSOR:
             from fused_quant.registry import bind_fused_act_quant
 
-            call = bind_fused_act_quant("identity", x, self.input_key, self.input_scale)
+            call = bind_fused_act_quant("identity", x, self.input_key, scale)
             if call is None:  # the producer has no bound form: this signature keeps the checked path
                 return
             quant, quantizer = call.tensors, call.fn
-        gemm = bind_gemm(qa.data, qa.scale, self.weight, self.weight_scale, self.bias, self.out_dtype,
+        gemm = bind_gemm(qa.data, qa.scale, weight, weight_scale, bias, self.out_dtype,
                          self.input_key, self.name, quantizer=quantizer)
         if gemm is not None and generation == runtime.generation():
-            if len(self._bound) >= MAX_BOUND:
-                self._bound.clear()
+            if len(table) >= MAX_BOUND:
+                table.clear()
             pin = x.quant_key if sig[0] == _QUANTIZED else None  # keeps the key whose id is in sig alive
-            scale = self.input_scale
-            tensors = (self.weight, self.weight_scale, self.bias, scale)
             # the version whose value was checked (not one first seen under capture, where it is not)
             version = self._checked_version(scale) if scale is not None else None
-            self._bound[sig] = _BoundForward(generation, sig[0], quant, quantizer, gemm, pin, tensors, version)
+            table[sig] = _BoundForward(generation, sig[0], quant, quantizer, gemm, pin, tensors, version)
 
-    def _activation(self, x, x_and_scale_quanted) -> QuantizedActivation:
+    def _activation(self, x, x_and_scale_quanted, scale=_MISSING) -> QuantizedActivation:
+        """The call's quantized activation; a plain tensor quantized with ``scale`` (default: the layer's)."""
         if x_and_scale_quanted is not None:
             return self._from_hcu_tuple(x, x_and_scale_quanted)
         if x is None:
@@ -519,7 +540,7 @@ class QuantLinear(nn.Module):
                                   f"layer's weights are {self.weight.dtype}: a plain input cannot run here (build "
                                   "the layer with this node's FP8 dtype: from_float's default)")
 
-        return quantize(x, self.input_key, self.input_scale)
+        return quantize(x, self.input_key, self.input_scale if scale is _MISSING else scale)
 
     def _from_hcu_tuple(self, placeholder, pair) -> QuantizedActivation:
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2

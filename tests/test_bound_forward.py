@@ -185,17 +185,50 @@ def test_static_scale_put_in_place_without_setattr_is_checked_at_first_use():
     assert_bits_equal(layer(x), _unbound(layer, x), "a good scale through _buffers")
 
 
-def test_tensors_put_in_place_without_setattr_bind_again():
-    # offloading hooks (accelerate's set_module_tensor_to_device) write module._buffers directly
+def test_tensors_put_in_place_without_setattr_are_used_and_never_kept():
+    """Offloading hooks (accelerate's set_module_tensor_to_device) write module._buffers directly, moving a
+    layer's tensors in before each call and out after it: the new tensors are used, and the layer binds no more
+    (a bound call would keep the tensors it was bound to alive: the offloaded copies) until its tensors are set."""
+    import gc
+    import weakref
+
     layer = _layer(K.kInt8DynamicTokenSym)
     x = torch.randn(4, 48).to(torch.bfloat16)
     layer(x)
+    first = weakref.ref(layer.weight)
     other = _layer(K.kInt8DynamicTokenSym, seed=7)
-    layer._buffers["weight"] = other.weight.clone()
-    layer._buffers["weight_scale"] = other.weight_scale.clone()
-    layer._buffers["bias"] = other.bias.clone()
-    assert_bits_equal(layer(x), _unbound(layer, x), "after _buffers writes")
-    assert_bits_equal(layer(x), other(x), "the new weights are used")
+    for _ in range(3):  # in and out, as a hook does each call
+        for name in ("weight", "weight_scale", "bias"):
+            layer._buffers[name] = getattr(other, name).clone()
+        assert_bits_equal(layer(x), _unbound(layer, x), "after _buffers writes")
+        assert_bits_equal(layer(x), other(x), "the new weights are used")
+        assert layer._bound == {}, "a bound call would keep the swapped-in tensors alive"
+    gc.collect()
+    assert first() is None, "the first weight is kept alive"
+    layer.weight = other.weight.clone()  # set: the layer binds again
+    layer(x)
+    assert len(layer._bound) == 1
+
+
+def test_a_tensor_set_while_a_call_binds_is_never_bound_stale(monkeypatch):
+    """Another thread sets the weight while this call binds (simulated inside bind_gemm): the call computes and
+    binds with the tensors it read, and the binding, now stale, is never used: the next call has the new weight."""
+    from fused_quant import modules
+
+    layer, other = _layer(K.kInt8DynamicTokenSym), _layer(K.kInt8DynamicTokenSym, seed=7)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+    real = modules.bind_gemm
+
+    def binding_while_set(*args, **kwargs):
+        layer.weight = other.weight.clone()  # what the other thread does, mid-bind
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(modules, "bind_gemm", binding_while_set)
+    layer(x)
+    monkeypatch.setattr(modules, "bind_gemm", real)
+    want = QuantLinear(other.weight, layer.weight_scale, K.kInt8DynamicTokenSym, bias=layer.bias)(x)
+    for _ in range(2):
+        assert_bits_equal(layer(x), want, "the weight set mid-bind")
 
 
 def test_dtype_change_and_state_dict_assign_bind_again():
@@ -375,3 +408,14 @@ def test_linear_act_quant_one_kernel_path_follows_every_change(producing_provide
     gate_up.weight = gate_up.weight.clone()
     check("a new weight", kernel=False)
     check("bound to the new weight")
+
+
+def test_calls_bound_before_a_reset_are_dropped_when_the_layer_binds_again():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    for m in (1, 2, 3):
+        layer(torch.randn(m, 48).to(torch.bfloat16))
+    assert len(layer._bound) == 3
+    fused_quant.reset()
+    x = torch.randn(2, 48).to(torch.bfloat16)
+    assert_bits_equal(layer(x), _unbound(layer, x), "after reset")
+    assert len(layer._bound) == 1  # the two other signatures' calls, bound before the reset, are gone

@@ -93,3 +93,31 @@ def test_cpu_model_on_a_gpu_node_compiles_bitwise(key_name, monkeypatch):
     reset_fusion_counts()
     mlp(torch.randn(3, 64).to(torch.bfloat16))
     assert ("torch", "silu_and_mul", key_name) in fusion_counts(), fusion_counts()
+
+
+def test_a_compiled_function_keeps_its_traced_settings_until_torch_compiler_reset(monkeypatch):
+    """The numerics profile is a constant of a traced graph: after FUSED_QUANT_NUMERICS changes and
+    fused_quant.reset(), eager calls use the new profile and a compiled function the one it was traced with,
+    until torch.compiler.reset() has it trace again (README, fused_quant.reset())."""
+    import fused_quant
+    from fused_quant import fused_act_quant
+
+    monkeypatch.delenv("FUSED_QUANT_NUMERICS", raising=False)
+    fused_quant.reset()
+    torch.manual_seed(0)
+    down = QuantLinear.from_float(nn.Linear(128, 16).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="down")
+    act, x = SiluAndMul(), torch.randn(64, 256).to(torch.bfloat16) * 4
+    hcu = fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym, numerics="hcu").data
+    default = fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym, numerics="default").data
+    assert not torch.equal(hcu, default)  # the two profiles differ on these values
+    torch.compiler.reset()
+    compiled = torch.compile(lambda x: maybe_fused_act_quant(act, x, down), backend="eager", fullgraph=True)
+    with torch.no_grad():
+        assert torch.equal(compiled(x).data, default)
+        monkeypatch.setenv("FUSED_QUANT_NUMERICS", "hcu")
+        fused_quant.reset()
+        assert torch.equal(maybe_fused_act_quant(act, x, down).data, hcu)  # eager: the new profile
+        assert torch.equal(compiled(x).data, default)  # traced with the default: kept
+        torch.compiler.reset()
+        assert torch.equal(compiled(x).data, hcu)  # traced again
+    fused_quant.reset()

@@ -561,3 +561,15 @@ def test_a_layer_of_another_fp8_format_names_it_on_a_plain_input():
     with pytest.raises(fq.QuantDTypeError, match="blk: this node quantizes activations to torch.float8_e4m3fn, the "
                                                  "layer's weights are torch.float8_e4m3fnuz"):
         layer(torch.randn(2, 16).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("name", ["weight_scale", "bias"])
+def test_a_tensor_made_to_require_grad_in_place_stops_a_bound_call(name):
+    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(2, 16).to(torch.bfloat16)
+    want = layer(x)
+    layer(x)  # bound
+    getattr(layer, name).requires_grad_()  # in place: no setattr sees it
+    with pytest.raises(fq.UnsupportedError, match="blk.0.proj: QuantLinear is inference only"):
+        layer(x)
+    with torch.no_grad():
+        assert torch.equal(layer(x), want)

@@ -228,7 +228,7 @@ def _gemm_operands_valid(layer: QuantLinear, xq, xs) -> bool:
         return False
     m = xq.numel() // xq.shape[-1]
     if K.is_per_token(layer.input_key):
-        return xs.numel() == m and xs.dim() >= 1 and xs.shape[-1] == 1
+        return tuple(xs.shape) in ((*xq.shape[:-1], 1), (m, 1))  # the tokens' layout, or one row each
     return xs.numel() == 1
 
 

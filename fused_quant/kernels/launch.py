@@ -110,7 +110,9 @@ def pdl_options(device_index: int, launch_first: bool = False) -> dict:
 
 
 def _pdl_ok(device_index: int) -> bool:
-    wanted = envs.pdl()  # read first: a bad value is an error on every node, not only where PDL could run
+    # read first, once per runtime generation for every device: a bad value is an error on every node, not only
+    # where PDL could run, and no two devices launch under two readings of the variable
+    wanted = runtime.once("pdl", envs.pdl)
     if not wanted or device_index < 0 or not _NVIDIA_TORCH or _interpreting():
         return False
     from fused_quant.platforms import sm_capability
