@@ -124,6 +124,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
 _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
 _TENSORS = ("weight", "weight_scale", "bias", "input_scale")  # the layer's buffers
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
+_grad_enabled = torch.is_grad_enabled
 _MISSING = object()
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
 
@@ -184,8 +185,11 @@ class _BoundForward:
         value was checked (``copy_``, ``fill_``: the checked path checks it again)."""
         w, ws, b, s = self.tensors
         return (buffers["weight"] is w and buffers["weight_scale"] is ws and buffers["bias"] is b
-                and buffers["input_scale"] is s and not ws.requires_grad and (b is None or not b.requires_grad)
-                and (s is None or (_version(s) == self.scale_version and not s.requires_grad)))
+                and buffers["input_scale"] is s
+                and (s is None or (_version(s) == self.scale_version and not s.requires_grad))
+                # a weight scale or bias made to require grad in place: the checked path refuses it where grad is
+                # on (read only then: serving runs without grad, and this is per call)
+                and not (_grad_enabled() and (ws.requires_grad or (b is not None and b.requires_grad))))
 
     def __call__(self, x, pair):
         if self.form == _TENSOR:
