@@ -8,7 +8,6 @@ match. Every path ends in the checked GEMM entry, never in a provider directly.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 import weakref
 
@@ -81,11 +80,14 @@ def _version(t: torch.Tensor) -> int:
 def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
     """A static input scale as given (a Python number, or a one-element float32 tensor): as a tensor, its metadata
     checked (its value is checked where it is set)."""
-    if isinstance(scale, numbers.Real) and not isinstance(scale, bool):  # numpy's scalars too
-        scale = torch.tensor([float(scale)], dtype=torch.float32)
-    elif not isinstance(scale, torch.Tensor):
-        raise TypeError(f"{layer}: {what} must be a number or a one-element float32 tensor, got "
-                        f"{type(scale).__name__} {scale!r}")
+    if not isinstance(scale, torch.Tensor):
+        try:  # a Python or numpy number, a one-element numpy array; never a string or a bool
+            if isinstance(scale, (str, bytes, bool)):
+                raise TypeError
+            scale = torch.tensor([float(scale)], dtype=torch.float32)
+        except (TypeError, ValueError):
+            raise TypeError(f"{layer}: {what} must be a number or a one-element float32 tensor, got "
+                            f"{type(scale).__name__} {scale!r}") from None
     return check_scale_tensor(scale, device=scale.device, what=what, layer=layer)
 
 
@@ -265,7 +267,8 @@ class QuantLinear(nn.Module):
                                       f"weights, got fp8_dtype={fp8_dtype}")
             wdtype = torch.int8
         wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype)
-        return cls(wq, ws, input_key, bias=linear.bias, input_scale=input_scale,
+        # a weight that is a transposed view gives codes of its layout: the layer holds them row-major
+        return cls(wq.contiguous(), ws, input_key, bias=linear.bias, input_scale=input_scale,
                    out_dtype=linear.weight.dtype, name=name)
 
     def __setattr__(self, name: str, value) -> None:

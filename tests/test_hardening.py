@@ -573,3 +573,19 @@ def test_a_tensor_made_to_require_grad_in_place_stops_a_bound_call(name):
         layer(x)
     with torch.no_grad():
         assert torch.equal(layer(x), want)
+
+
+def test_from_float_takes_a_weight_of_any_layout_and_a_numpy_scale():
+    np = pytest.importorskip("numpy")
+    torch.manual_seed(0)
+    lin = nn.Linear(16, 8).to(torch.bfloat16)
+    view = nn.Linear(16, 8).to(torch.bfloat16)
+    view.weight = nn.Parameter(lin.weight.detach().t().contiguous().t())  # the same values, K not contiguous
+    view.bias = lin.bias
+    assert not view.weight.is_contiguous()
+    x = torch.randn(3, 16).to(torch.bfloat16)
+    a = fq.QuantLinear.from_float(view, K.kInt8StaticTensorSym, np.array(0.05, dtype=np.float32))  # a 0-d array
+    b = fq.QuantLinear.from_float(lin, K.kInt8StaticTensorSym, 0.05)
+    assert a.weight.is_contiguous() and torch.equal(a.weight, b.weight)
+    with torch.no_grad():
+        assert torch.equal(a(x), b(x))

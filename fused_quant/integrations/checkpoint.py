@@ -144,24 +144,26 @@ def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[s
     return tensors
 
 
-def to_platform_fp8(w: torch.Tensor, ws: torch.Tensor, fp8_dtype: torch.dtype,
-                    where: str = "weight") -> tuple[torch.Tensor, torch.Tensor]:
-    """Checkpoint e4m3fn weights as ``fp8_dtype``: for e4m3fnuz the same bits mean half the value (bias 8,
-    not 7), so the scale doubles; 0x80 (-0 in e4m3fn, NaN in e4m3fnuz) becomes 0 (as vLLM does); a NaN weight,
-    which would become +-240, is refused (``hip_w8a8.fp8.e4m3fn_to_e4m3fnuz``, the one conversion)."""
+def to_platform_fp8(w: torch.Tensor, ws: torch.Tensor, fp8_dtype: torch.dtype, where: str = "weight",
+                    input_scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Checkpoint e4m3fn weights as ``fp8_dtype``, with their scales and a static input scale: for e4m3fnuz the same
+    bits mean half the value (bias 8, not 7), so the weight scale doubles, and so does the input scale (activations
+    quantized to e4m3fnuz, whose largest value is 240, not 448, then keep the checkpoint's headroom, as vLLM does);
+    0x80 (-0 in e4m3fn, NaN in e4m3fnuz) becomes 0; a NaN weight, which would become +-240, is refused
+    (``hip_w8a8.fp8.e4m3fn_to_e4m3fnuz``, the one conversion)."""
     if fp8_dtype == K.FP8_DTYPE:
-        return w, ws
+        return w, ws, input_scale
     from fused_quant.backends.hip_w8a8.fp8 import e4m3fn_to_e4m3fnuz
 
-    w, ws, _ = e4m3fn_to_e4m3fnuz(w, ws, where=where)
-    return w, ws
+    return e4m3fn_to_e4m3fnuz(w, ws, input_scale, where=where)
 
 
-def to_checkpoint_fp8(w: torch.Tensor, ws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The inverse of ``to_platform_fp8``: e4m3fn weights and their scales."""
+def to_checkpoint_fp8(w: torch.Tensor, ws: torch.Tensor, input_scale: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The inverse of ``to_platform_fp8``: e4m3fn weights, their scales and the input scale."""
     if w.dtype == K.FP8_DTYPE:
-        return w, ws
-    return w.view(torch.int8).view(K.FP8_DTYPE), ws / 2.0
+        return w, ws, input_scale
+    return w.view(torch.int8).view(K.FP8_DTYPE), ws / 2.0, None if input_scale is None else input_scale / 2.0
 
 
 def _pop(tensors: dict, name: str, what: str, group: Group) -> torch.Tensor:
@@ -195,8 +197,6 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
                               f"checkpoints), got {ws.dtype}")
     ws = ws.to(torch.float32).reshape(-1, 1).expand(n, 1).contiguous()
     check_weight_scale_values(ws, what=f"{name}.weight_scale")
-    if K.is_fp8(group.key):
-        w, ws = to_platform_fp8(w, ws, fp8_dtype, f"{name}.weight")
     scale = _pop(tensors, name, "input_scale", group) if K.is_static(group.key) else None
     if scale is not None:
         if scale.numel() != 1:
@@ -206,6 +206,8 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
             raise QuantDTypeError(f"{name}.input_scale: a static scale is float (float32 in compressed-tensors "
                                   f"checkpoints), got {scale.dtype}")
         scale = scale.to(torch.float32)
+    if K.is_fp8(group.key):
+        w, ws, scale = to_platform_fp8(w, ws, fp8_dtype, f"{name}.weight", scale)
     bias = tensors.pop(f"{name}.bias", None)
     if (bias is None) != (linear.bias is None):
         raise ShapeMismatchError(f"{name}.bias: the model {'has' if linear.bias is not None else 'has no'} "
@@ -215,12 +217,12 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
 
 def layer_tensors(name: str, layer: QuantLinear, rows: slice) -> dict[str, torch.Tensor]:
     """``layer``'s checkpoint tensors (its rows ``rows``, e.g. the gate half of a merged gate_up) under ``name``."""
-    w, ws = layer.weight[rows], layer.weight_scale[rows]
+    w, ws, scale = layer.weight[rows], layer.weight_scale[rows], layer.input_scale
     if K.is_fp8(layer.input_key):
-        w, ws = to_checkpoint_fp8(w, ws)
+        w, ws, scale = to_checkpoint_fp8(w, ws, scale)
     out = {f"{name}.weight": w.contiguous().cpu(), f"{name}.weight_scale": ws.contiguous().cpu()}
     if layer.bias is not None:
         out[f"{name}.bias"] = layer.bias[rows].contiguous().cpu()
-    if layer.input_scale is not None:
-        out[f"{name}.input_scale"] = layer.input_scale.reshape(1).clone().cpu()
+    if scale is not None:
+        out[f"{name}.input_scale"] = scale.reshape(1).clone().cpu()
     return out

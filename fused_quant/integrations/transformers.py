@@ -396,7 +396,8 @@ def _put_back(model: nn.Module, before: dict[str, nn.Module]) -> None:
     """Put the modules of ``before`` (``named_modules()`` taken before a conversion) back where fused-quant layers
     replaced them; the float modules themselves were only read."""
     restored: list[str] = []
-    for name, module in list(model.named_modules()):  # outermost first: a fused MLP's own linears go with it
+    # outermost first: a fused MLP's own linears go with it; every path: a module shared between layers
+    for name, module in list(model.named_modules(remove_duplicate=False)):
         if isinstance(module, (QuantLinear, QuantGatedMLP, QuantMLP)) and not any(
                 name.startswith(done + ".") for done in restored):
             model.set_submodule(name, before[name])
@@ -435,7 +436,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                                f"{done[:3]}); quantize a float model once (targets='all' converts the MLPs and the "
                                "other linears in one call), and load the float model again for another key")
     report = ConversionReport(K.key_name(key))
-    before = dict(model.named_modules())
+    before = dict(model.named_modules(remove_duplicate=False))  # every path of a module shared between layers
     try:
         convert_mlps(model, key, report, ignore=ignore, filter_fn=filter_fn, fuse=fuse, numerics=numerics,
                      structural=structural, progress=progress)

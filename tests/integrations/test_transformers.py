@@ -237,6 +237,32 @@ def test_a_conversion_that_fails_leaves_the_float_model_as_it_was():
     assert mlp_count(model) == 0 and fqt.quantize_model(model).fused
 
 
+def test_a_failed_conversion_of_a_model_sharing_an_mlp_puts_every_path_back():
+    """An MLP shared by two layers (one module, two paths): the MLP pass converts it at its first path, the linear
+    pass the second path's linears, then a filter raises; every path gets its float module back and the user's
+    error is the one raised."""
+    model = make_model("llama")
+    shared = model.model.layers[0].mlp
+    model.model.layers[1].mlp = shared
+    linears = {name: m for name, m in shared.named_children()}
+    ids = token_ids()
+    with torch.no_grad():
+        want = model(ids).logits
+
+    def refuse_lm_head(module, name):
+        if name == "lm_head":
+            raise RuntimeError("the user's filter fell over")
+        return True
+
+    with pytest.raises(RuntimeError, match="the user's filter fell over"):
+        fqt.quantize_model(model, targets="all", ignore=(), filter_fn=refuse_lm_head)
+    assert model.model.layers[0].mlp is shared and model.model.layers[1].mlp is shared
+    assert dict(shared.named_children()) == linears
+    assert not any(isinstance(m, (fq.QuantLinear, fqt.QuantGatedMLP)) for m in model.modules())
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, want)
+
+
 class _ToyMLP(nn.Module):
     def __init__(self, act: nn.Module):
         super().__init__()

@@ -197,11 +197,41 @@ def test_fnuz_conversion_keeps_every_value():
     codes = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn)
     codes = codes[~codes.float().isnan()].reshape(-1, 1)
     scale = torch.full((codes.shape[0], 1), 0.375)
-    w, s = ckpt.to_platform_fp8(codes, scale, torch.float8_e4m3fnuz)
+    w, s, x_scale = ckpt.to_platform_fp8(codes, scale, torch.float8_e4m3fnuz, input_scale=torch.tensor([0.25]))
     assert w.dtype == torch.float8_e4m3fnuz
     assert torch.equal(w.double() * s.double(), codes.double() * scale.double())  # -0 became +0: same value
-    back, s_back = ckpt.to_checkpoint_fp8(w, s)
+    # the input scale doubles with the weight scale: activations keep the checkpoint's headroom below 240
+    assert torch.equal(x_scale, torch.tensor([0.5]))
+    back, s_back, x_back = ckpt.to_checkpoint_fp8(w, s, x_scale)
     assert torch.equal(back.double() * s_back.double(), codes.double() * scale.double())
+    assert torch.equal(x_back, torch.tensor([0.25]))
+    assert ckpt.to_platform_fp8(codes, scale, torch.float8_e4m3fn)[2] is None  # e4m3fn: as it is
+
+
+def test_a_static_fp8_layer_loaded_as_e4m3fnuz_keeps_its_values_and_saves_back():
+    """A static FP8 checkpoint layer on an e4m3fnuz node: weight scale and input scale doubled at load (the
+    layer's dequantized weight is the checkpoint's, its activations quantize with the checkpoint's headroom), the
+    checkpoint's own tensors written back at save."""
+    from torch import nn
+
+    g = torch.Generator().manual_seed(0)
+    w = (torch.randn(8, 16, generator=g) * 50).clamp(-448, 448).to(torch.float8_e4m3fn)
+    tensors = {"l.weight": w, "l.weight_scale": torch.rand(8, 1, generator=g) + 0.01,
+               "l.input_scale": torch.tensor([0.125])}
+    saved = {k: v.clone() for k, v in tensors.items()}
+    group = ckpt.Group("group_0", ("Linear",), fq.kFp8StaticTensorSym)
+    with torch.device("meta"):
+        skeleton = nn.Linear(16, 8, bias=False)
+    layer = ckpt.layer_from_tensors("l", skeleton, tensors, group, torch.bfloat16, torch.float8_e4m3fnuz)
+    assert layer.weight.dtype == torch.float8_e4m3fnuz and tensors == {}
+    assert torch.equal(layer.input_scale, torch.tensor([0.25]))
+    assert torch.equal(layer.weight.double() * layer.weight_scale.double(),
+                       saved["l.weight"].double() * saved["l.weight_scale"].double())
+    back = ckpt.layer_tensors("l", layer, slice(None))
+    assert back.keys() == saved.keys()
+    assert all(torch.equal(back[k].view(torch.uint8) if back[k].dtype == torch.float8_e4m3fn else back[k],
+                           saved[k].view(torch.uint8) if saved[k].dtype == torch.float8_e4m3fn else saved[k])
+               for k in saved)
     for code in (0x7F, 0xFF):  # NaN in e4m3fn would become +-240 in e4m3fnuz: refused, naming the weight
         nan = torch.tensor([[code, 0x01]], dtype=torch.uint8).view(torch.float8_e4m3fn)
         with pytest.raises(fq.UnsupportedError, match="down.weight: e4m3fn weights hold NaN \\(0x7f / 0xff, 1 of"):
