@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# thirty-sixth round, run 1 (device time left: about 560 s, start included): on an H200, bench mlp, three bench host
+# thirty-sixth round, run 1 (device time left: about 450 s, start included): on an H200, bench mlp, three bench host
 # turns and bench gemm first (every decode target; benchmarks.report prints the targets table), then the GPU rows
-# side by side in what is left; on another GPU the GPU rows first (the package's new input checks and bound-call
-# changes), then bench mlp --quick at 1 and 16 tokens. The rows: probe, lean import, the three selftests, the
+# side by side in what is left (cut at 100 s); on another GPU the GPU rows (the package's new input checks and
+# bound-call changes; cut at 250 s). The rows: probe, lean import, the three selftests, the
 # triton_fp8 row without test_small_m_gemm.py (its kernels did not change; its GPU ids take four parts), the torch
 # and hip_w8a8 rows, side by side, each cut at $T s. Outputs in two archives written after each step; tables last
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
@@ -28,10 +28,9 @@ if grep -q H200 $R/run1_device.txt; then
   for i in 1 2 3; do step bench_host$i 40 python3 -m fused_quant bench host --out $R/host$i; done
   step bench_gemm 100 python3 -m fused_quant bench gemm --out $R/gemm
   step targets 30 python3 -m benchmarks.report $R/gemm/gemm.json $R/mlp/mlp.json $R/host1/host.json $R/host2/host.json $R/host3/host.json
-  rows 170
+  rows 100
 else
-  rows 300
-  step bench_mlp_quick 45 python3 -m fused_quant bench mlp --quick --m 1,16 --out $R/mlp_quick
+  rows 250
 fi
 cat $R/run1_device.txt $R/run1_rcs.txt; cat $R/run1_rows_summary.txt
 grep "^mlp M=" $R/run1_bench_mlp*.txt | cut -c1-300; sed -n '/^| target/,$p' $R/run1_targets.txt 2>/dev/null
