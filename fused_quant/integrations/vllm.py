@@ -232,6 +232,8 @@ def kernel_class() -> type:
             else:
                 qa = quantize(x, K.kInt8DynamicTokenSym)
                 out_dtype = x.dtype
+            if bias is not None and bias.requires_grad:  # vLLM makes biases plain Parameters; it never trains them
+                bias = bias.detach()
             return quant_gemm(qa, w, ws, bias, out_dtype=out_dtype, layer=self.layer_name)
 
     FusedQuantInt8ScaledMMLinearKernel.__name__ = KERNEL_NAME

@@ -224,6 +224,19 @@ def test_kernel_exposes_its_key_and_consumes_both_inputs(channelwise):
     assert_gemm_close(out_qa, qa.data, qa.scale, layer.weight, layer.weight_scale, exact_acc=True)
 
 
+def test_kernel_takes_vllms_bias_parameter_with_grad_on():
+    """vLLM's linear layers hold their bias as a plain Parameter (it requires grad); called with grad on (outside
+    the engine's inference mode, e.g. LLM.apply_model) the kernel computes as vLLM's own would, with no graph."""
+    layer, kernel = _layer()
+    bias = torch.nn.Parameter(torch.randn(48).to(torch.bfloat16))
+    x = torch.randn(6, 64).to(torch.bfloat16)
+    with torch.enable_grad():
+        out = kernel.apply_weights(layer, x, bias)
+    with torch.no_grad():
+        want = kernel.apply_weights(layer, x, bias.detach())
+    assert not out.requires_grad and torch.equal(out, want)
+
+
 def test_kernel_refuses_wrong_k_and_wrong_key_naming_the_layer():
     layer, kernel = _layer()
     placeholder = torch.randn(6, 128).to(torch.bfloat16)  # a gate_up-sized activation
