@@ -44,6 +44,7 @@ from fused_quant.validation import (  # noqa: F401  (GemmProblem: what providers
     check_backend_names,
     check_gemm_operands,
     check_predicate_answer,
+    needing_grad,
 )
 
 
@@ -188,11 +189,10 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     if torch.compiler.is_compiling():
         return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
                                                 layer or "", backend or "")
-    if torch.is_grad_enabled():
-        grads = [what for what, t in (("activation", qa.data), ("activation scale", qa.scale), ("weight", weight),
-                                      ("weight scale", weight_scale), ("bias", bias))
-                 if isinstance(t, torch.Tensor) and t.requires_grad]
-        if grads:  # the providers have no backward: an output that required grad would pass gradients of nothing
+    if torch.is_grad_enabled():  # first: every call of the vLLM plugin comes here, without grad
+        grads = needing_grad((("activation", qa.data), ("activation scale", qa.scale), ("weight", weight),
+                              ("weight scale", weight_scale), ("bias", bias)))
+        if grads:  # the providers have no backward
             raise UnsupportedError(f"{layer or 'quant_gemm'}: the quantized GEMM is inference only; its "
                                    f"{', '.join(grads)} require(s) grad: run it under torch.no_grad() / "
                                    "torch.inference_mode(), or detach them")

@@ -39,6 +39,7 @@ from fused_quant.validation import (
     check_scale_tensor,
     check_static_scale_value,
     check_weight_scale_values,
+    needing_grad,
 )
 
 
@@ -470,11 +471,12 @@ class QuantLinear(nn.Module):
         # whatever another thread sets meanwhile (a binding of tensors replaced since is never filed)
         generation, table, buffers = runtime.generation(), self._bound, self._buffers
         tensors = weight, weight_scale, bias, scale = tuple(buffers[name] for name in _TENSORS)
-        inputs = (x.data, x.scale) if isinstance(x, QuantizedActivation) else (x,)
+        inputs = (("x", x.data), ("x scale", x.scale)) if isinstance(x, QuantizedActivation) else (("x", x),)
         if isinstance(pair, (tuple, list)):
-            inputs += tuple(pair)
-        inputs += (weight_scale, bias, scale)  # tensors made to require grad in place (requires_grad_())
-        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
+            inputs += tuple(("x_and_scale_quanted", t) for t in pair)
+        # tensors of the layer made to require grad in place (requires_grad_())
+        inputs += (("weight_scale", weight_scale), ("bias", bias), ("input_scale", scale))
+        if needing_grad(inputs):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
         if scale is not None and not torch.compiler.is_compiling():

@@ -32,6 +32,7 @@ from fused_quant.validation import (
     check_backend_names,
     check_predicate_answer,
     check_scale_tensor,
+    needing_grad,
 )
 
 logger = logging.getLogger("fused_quant")
@@ -394,13 +395,11 @@ def bind_fused_act_quant(act: str, x: torch.Tensor, key: K.QuantKey, scale: torc
 def _check_inference(x: torch.Tensor, act: str, key: K.QuantKey, scale: object) -> None:
     """A producer's output has no gradient (as a QuantLinear's): an input or static scale that requires grad, with
     grad enabled, raises rather than cut the graph silently (a call under no_grad or inference_mode runs)."""
-    if not torch.is_grad_enabled():
-        return
-    for what, t in (("input", x), ("static scale", scale)):
-        if isinstance(t, torch.Tensor) and t.requires_grad:
-            raise UnsupportedError(f"{act} -> {K.key_name(key)}: the fused producers are inference only "
-                                   f"(quantization has no gradient), and this {what} requires grad; run under "
-                                   f"torch.no_grad() / torch.inference_mode(), or detach the {what}")
+    grads = needing_grad((("input", x), ("static scale", scale)))
+    if grads:
+        raise UnsupportedError(f"{act} -> {K.key_name(key)}: the fused producers are inference only "
+                               f"(quantization has no gradient), and this {grads[0]} requires grad; run under "
+                               f"torch.no_grad() / torch.inference_mode(), or detach the {grads[0]}")
 
 
 def _producer_for(act: str, name: str, x: torch.Tensor,

@@ -111,6 +111,15 @@ def check_static_scale_value(scale: torch.Tensor, *, what: str = "static scale",
                          f"normal float32: its reciprocal is finite), got {value!r}")
 
 
+def needing_grad(tensors) -> list[str]:
+    """The names of ``tensors`` (``(name, tensor or other)`` pairs) that require grad while grad is enabled; none
+    under ``torch.no_grad()`` / ``inference_mode``. The inference-only calls (producers, GEMMs, QuantLinear) refuse
+    them rather than return an output without a gradient, which would cut the graph silently."""
+    if not torch.is_grad_enabled():
+        return []
+    return [name for name, t in tensors if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
 def check_weight_scale_values(ws: torch.Tensor, *, what: str = "weight_scale", layer: str | None = None) -> None:
     """Once, when weight scales come in (a layer built or loaded, a scale set): every value finite and >= 0 (a zero
     row's scale is 0). Reads the values: a host-device sync, never per call; meta tensors have none to read."""

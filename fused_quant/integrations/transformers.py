@@ -392,13 +392,16 @@ def _patterns(ignore) -> tuple[str, ...]:
     return patterns
 
 
+_CONVERTED = (QuantLinear, QuantGatedMLP, QuantMLP)  # the modules a conversion puts into a model
+
+
 def _put_back(model: nn.Module, before: dict[str, nn.Module]) -> None:
     """Put the modules of ``before`` (``named_modules()`` taken before a conversion) back where fused-quant layers
     replaced them; the float modules themselves were only read."""
     restored: list[str] = []
     # outermost first: a fused MLP's own linears go with it; every path: a module shared between layers
     for name, module in list(model.named_modules(remove_duplicate=False)):
-        if isinstance(module, (QuantLinear, QuantGatedMLP, QuantMLP)) and not any(
+        if isinstance(module, _CONVERTED) and not any(
                 name.startswith(done + ".") for done in restored):
             model.set_submodule(name, before[name])
             restored.append(name)
@@ -430,7 +433,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
     if filter_fn is not None and not callable(filter_fn):
         raise TypeError(f"quantize_model: filter_fn must be a callable (module, name) -> bool or None, got "
                         f"{type(filter_fn).__name__}")
-    done = [n for n, m in model.named_modules() if isinstance(m, (QuantLinear, QuantGatedMLP, QuantMLP))]
+    done = [n for n, m in model.named_modules() if isinstance(m, _CONVERTED)]
     if done:
         raise UnsupportedError(f"quantize_model: the model holds fused-quant layers already ({len(done)}, e.g. "
                                f"{done[:3]}); quantize a float model once (targets='all' converts the MLPs and the "
