@@ -41,6 +41,13 @@ class Model:
     d: int
     h: int
 
+    def pick(self, labels) -> dict[str, tuple[int, int]]:
+        """The shapes of ``labels`` (each once, in the order given); ValueError naming the labels it has not."""
+        unknown = [label for label in labels if label not in self.shapes]
+        if unknown:
+            raise ValueError(f"--shapes takes names of {', '.join(self.shapes)}, got {', '.join(unknown)}")
+        return {label: self.shapes[label] for label in labels}
+
 
 def _size(config: dict, field: str, where: str) -> int:
     value = config.get(field)

@@ -176,10 +176,10 @@ def main(argv=None) -> int:
                     help="also merge the int8 rows' fastest configs into the package's "
                          "fused_quant/kernels/small_m_quantizing_configs.json")
     a, decoder = models.parse(ap, argv)
-    unknown = [s for s in a.shapes.split(",") if s not in decoder.shapes]
-    if unknown:
-        ap.error(f"--shapes takes names of {', '.join(decoder.shapes)}, got {', '.join(unknown)}")
-    shapes = {s: decoder.shapes[s] for s in a.shapes.split(",")}
+    try:
+        shapes = decoder.pick(a.shapes.split(","))
+    except ValueError as exc:
+        ap.error(str(exc))
     ms = [int(m) for m in a.ms.split(",")]
     if not torch.cuda.is_available():
         print("quantizing_calls: needs a GPU", file=sys.stderr)

@@ -273,8 +273,10 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
     kinds, shapes = list(dict.fromkeys(args.kinds.split(","))), list(dict.fromkeys(args.shapes.split(",")))
     if any(kind not in ("fp8", "int8") for kind in kinds):
         ap.error(f"--kinds takes fp8 and / or int8, got {args.kinds}")
-    if any(shape not in args.decoder.shapes for shape in shapes):
-        ap.error(f"--shapes takes names of {', '.join(args.decoder.shapes)}, got {args.shapes}")
+    try:
+        args.decoder.pick(shapes)
+    except ValueError as exc:
+        ap.error(str(exc))
     ms = list(dict.fromkeys(int(m) if m.isascii() and m.isdigit() else -1 for m in args.ms.split(",")))
     if any(m not in g.M_BUCKETS for m in ms):
         ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
@@ -291,8 +293,7 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
 def main(argv=None) -> int:
     args, kinds, shapes, ms = parse_args(argv)
     if args.replot:
-        return replot(*(Path(p) for p in args.replot), Path(args.out), kinds,
-                      {s: args.decoder.shapes[s] for s in shapes}, ms)
+        return replot(*(Path(p) for p in args.replot), Path(args.out), kinds, args.decoder.pick(shapes), ms)
     if not torch.cuda.is_available():
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
         logf.write(trial_line(kind, shape, m, us, cfg) + "\n")
         trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
 
-    rows = sweep(kinds, {s: args.decoder.shapes[s] for s in shapes}, ms, log, save, retime, note)
+    rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note)
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
