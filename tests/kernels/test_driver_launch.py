@@ -229,12 +229,16 @@ def test_the_installed_triton_s_kernels_are_laid_out(fake):
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
 
-    @triton.jit
     def scale_kernel(x_ptr, y_ptr, n, alpha, ONE: tl.constexpr, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha * ONE, mask=mask)
+
+    # JITFunction, not triton.jit: under TRITON_INTERPRET=1 the decorator gives an interpreted function, which
+    # does not compile to PTX
+    scale_kernel = JITFunction(scale_kernel)
 
     signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "alpha": "fp32", "ONE": "constexpr",
                  "BLOCK": "constexpr"}
