@@ -500,11 +500,15 @@ class QuantLinear(nn.Module):
         if old is not None and old.generation == generation and any(
                 a is not b for a, b in zip(old.tensors, tensors)):
             table.clear()
-            self.__dict__["_swapped"] = True
+            # only where ``table`` is still the layer's: a setattr meanwhile (another thread) gave the layer a new
+            # table and tensors set as they should be, which bind again
+            if self.__dict__.get("_bound") is table:
+                self.__dict__["_swapped"] = True
             return
         if old is not None and old.generation != generation:  # after a reset: drop every call bound before it
-            for stale in [s for s, bound in table.items() if bound.generation != generation]:
-                del table[stale]
+            # over a copy, and each key dropped once: another thread may file or drop bound calls meanwhile
+            for stale in [s for s, bound in list(table.items()) if bound.generation != generation]:
+                table.pop(stale, None)
         weight, weight_scale, bias, scale = tensors
         quant = quantizer = None
         if sig[0] == _TENSOR:

@@ -231,6 +231,32 @@ def test_a_tensor_set_while_a_call_binds_is_never_bound_stale(monkeypatch):
         assert_bits_equal(layer(x), want, "the weight set mid-bind")
 
 
+def test_a_setattr_finishing_while_a_call_runs_leaves_the_layer_binding(monkeypatch):
+    """Another thread's ``layer.weight = w``: the buffer is written, and while this call (begun with the old table,
+    reading the new weight) is in its GEMM, the setter gives the layer a new table. The call finds its old table's
+    binding stale, but the layer's tensors were set as they should be: it binds again at the next call rather than
+    take the checked path for good."""
+    from fused_quant import modules
+
+    layer, other = _layer(K.kInt8DynamicTokenSym), _layer(K.kInt8DynamicTokenSym, seed=7)
+    x = torch.randn(4, 48).to(torch.bfloat16)
+    layer(x)
+    nn.Module.__setattr__(layer, "weight", other.weight.clone())  # the setter's first half: the buffer written
+    real = modules.quant_gemm
+
+    def gemm_while_the_setter_finishes(*args, **kwargs):
+        layer._unbind()  # the setter's second half, while this call runs
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(modules, "quant_gemm", gemm_while_the_setter_finishes)
+    layer(x)
+    monkeypatch.setattr(modules, "quant_gemm", real)
+    want = QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, bias=layer.bias)(x)
+    for _ in range(2):
+        assert_bits_equal(layer(x), want, "the weight set meanwhile")
+    assert len(layer._bound) == 1, "the layer stopped binding"
+
+
 def test_dtype_change_and_state_dict_assign_bind_again():
     layer = _layer(K.kFp8DynamicTokenSym)
     x = torch.randn(3, 48).to(torch.bfloat16)

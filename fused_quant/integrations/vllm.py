@@ -232,7 +232,9 @@ def kernel_class() -> type:
             else:
                 qa = quantize(x, K.kInt8DynamicTokenSym)
                 out_dtype = x.dtype
-            if bias is not None and bias.requires_grad:  # vLLM makes biases plain Parameters; it never trains them
+            # vLLM makes biases plain Parameters and never trains them; it runs under inference_mode, where
+            # quant_gemm reads no grad flag (a detach there would cost every call)
+            if bias is not None and bias.requires_grad and torch.is_grad_enabled():
                 bias = bias.detach()
             return quant_gemm(qa, w, ws, bias, out_dtype=out_dtype, layer=self.layer_name)
 
