@@ -335,14 +335,20 @@ def cmd_selftest(args) -> int:
     results = run_selftest(row.name, device, started=started, finished=finished)
     failed = [r for r in results if not r.ok]
     kinds = summary(results, row.name)
+    # as probe warns (the checks ran with every provider the name leaves on: a misspelt one disables nothing)
+    unknown = envs.unknown_disabled_gemms(_known_gemm_names())
+    warnings = {"FUSED_QUANT_DISABLED_GEMMS": unknown} if unknown else {}
     if args.json:
         print(json.dumps({"backend": row.name, "reason": reason, "device": str(device), "passed": not failed,
-                          "summary": kinds, "checks": [r.as_dict() for r in results]}, indent=2))
+                          "summary": kinds, "checks": [r.as_dict() for r in results], "env_warnings": warnings},
+                         indent=2))
     else:
         for kind, label in ((KNOWN_ANSWER, "known answers"), (REFERENCE, "vs reference")):
             k = kinds[kind]
             print(_wrap(f"{label:<14}: ", f"{k['passed']}/{k['total']} passed; {k['meaning']}"))
         print(f"{len(results) - len(failed)}/{len(results)} checks passed")
+        for message in warnings.values():
+            print(_wrap("warning: ", message))
     return 1 if failed else 0
 
 

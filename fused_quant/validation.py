@@ -76,9 +76,12 @@ def check_scale_tensor(scale: object, *, device: torch.device, what: str = "stat
                        layer: str | None = None) -> torch.Tensor:
     """Metadata of a per-tensor scale: float32, one element, on ``device``."""
     if not isinstance(scale, torch.Tensor):
-        raise TypeError(
-            f"{_where(layer)}{what} must be a one-element float32 torch.Tensor, got {type(scale).__name__}"
-        )
+        # FusedQuantErrors both: a missing scale a ScaleError, another type a QuantDTypeError (a TypeError)
+        error = ScaleError if scale is None else QuantDTypeError
+        raise error(f"{_where(layer)}{what} must be a one-element float32 torch.Tensor on {device}, got "
+                    f"{type(scale).__name__}" + (" (a static key needs its scale)" if scale is None else
+                                                 f"; e.g. torch.tensor([{scale!r}], device='{device}')"
+                                                 if isinstance(scale, float) else ""))
     if scale.dtype != torch.float32:
         raise QuantDTypeError(f"{_where(layer)}{what} must be float32, got {scale.dtype}")
     if scale.numel() != 1:

@@ -57,6 +57,27 @@ def test_selftest_json(capsys):
     assert len(report["checks"]) > 30
 
 
+def test_selftest_warns_of_a_disabled_gemm_name_that_names_no_provider(capsys, monkeypatch):
+    """A misspelt FUSED_QUANT_DISABLED_GEMMS entry disables nothing: selftest says so, as probe does (a warning,
+    exit 0: a provider the application registers is unknown to the command)."""
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "int_mm_int8,scaled_mm")
+    fused_quant.reset()
+    try:
+        assert cli.main(["selftest", "--backend", "torch"]) == 0
+        out = capsys.readouterr().out
+        assert "warning: FUSED_QUANT_DISABLED_GEMMS names no GEMM provider called 'scaled_mm'" in out
+        assert cli.main(["selftest", "--json"]) == 0
+        warning = json.loads(capsys.readouterr().out)["env_warnings"]["FUSED_QUANT_DISABLED_GEMMS"]
+        assert "'scaled_mm'" in warning and "'int_mm_int8'" not in warning
+        monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "int_mm_int8")
+        fused_quant.reset()
+        assert cli.main(["selftest", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["env_warnings"] == {}
+    finally:
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+        fused_quant.reset()
+
+
 def test_selftest_unavailable_backend_exits_2(capsys):
     assert cli.main(["selftest", "--backend", "triton_fp8"]) == 2
     with pytest.raises(SystemExit) as exc:  # not a backend: argparse's usage error

@@ -43,9 +43,10 @@ def test_static_scale_metadata(key_name):
     with pytest.raises(DeviceMismatchError) as exc:
         fused_act_quant("relu2", x, key, torch.ones(1, device="meta"))
     assert "on meta" in str(exc.value) and "expected cpu" in str(exc.value)
-    with pytest.raises(TypeError, match="one-element float32 torch.Tensor, got NoneType"):
+    # FusedQuantErrors, as every input check raises: a missing scale a ScaleError, a float a QuantDTypeError
+    with pytest.raises(ScaleError, match="one-element float32 torch.Tensor on cpu, got NoneType .a static key"):
         fused_act_quant("relu2", x, key)  # static key, no scale
-    with pytest.raises(TypeError, match="got float"):
+    with pytest.raises(QuantDTypeError, match=r"got float; e.g. torch.tensor\(\[0.5\], device='cpu'\)"):
         fused_act_quant("relu2", x, key, 0.5)
 
 

@@ -585,7 +585,9 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
                        for n, m in model.named_modules() if type(m) is nn.Linear and not _covered(n, mlps)]
     if device is not None:
         model.to(device)
-    model.eval()
+    # an inference model: no float parameter asks for a gradient, so a plain forward runs with grad on too (the
+    # QuantLinears refuse an input that requires grad there, which a trainable embedding's output would)
+    model.eval().requires_grad_(False)
     _mark_converted(model, report)
     return model
 

@@ -93,7 +93,9 @@ def test_save_then_load_is_bitwise_and_writes_the_original_tensors(tiny, tmp_pat
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     ids = token_ids(2, 9)
     with torch.no_grad():
-        assert torch.equal(model(ids).logits, again(ids).logits)
+        want = model(ids).logits
+    assert torch.equal(again(ids).logits, want)  # a plain forward, grad on: the loaded model is frozen
+    assert not any(p.requires_grad for p in again.parameters()) and not again.training
     qc = json.loads((tmp_path / "again/config.json").read_text())["quantization_config"]
     assert ckpt.parse_config(qc)[0][0].key is fq.kInt8DynamicTokenSym
 
