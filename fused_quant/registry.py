@@ -324,6 +324,10 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
         raise TypeError(f"maybe_fused_act_quant: act_fn must be the model's activation module (e.g. "
                         f"fused_quant.SiluAndMul()), got {type(act_fn).__name__} {act_fn!r}; "
                         "fused_act_quant takes activation names")
+    if get_input_quant_key(act_fn) is not None:  # arguments swapped: the activation would run as the layer did
+        raise TypeError(f"maybe_fused_act_quant: act_fn is a quantized linear ({type(act_fn).__name__} "
+                        f"{getattr(act_fn, 'name', '')!r}), expected the activation module; the arguments are "
+                        "(act_fn, x, consumer), and linear_act_quant's (linear, x, act_fn, consumer)")
     act, name = _act_name_or_none(type(act_fn)), K.key_name_or_none(key)
     if act is None:
         _debug("fused-quant: %s is not a known activation (%s); running it unfused", type(act_fn).__qualname__,

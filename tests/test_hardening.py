@@ -351,6 +351,12 @@ def test_messages_name_the_layer_or_argument_and_what_came():
         layer(x_and_scale_quanted=(xq, 0.1))
     with pytest.raises(TypeError, match="act_fn must be the model's activation module .* got str 'silu_and_mul'"):
         fq.maybe_fused_act_quant("silu_and_mul", torch.randn(2, 32), layer)
+    # arguments swapped: the linear given as the activation would have run as one, silently
+    swapped = "act_fn is a quantized linear \\(QuantLinear 'blk.0.proj'\\), expected the activation module"
+    with pytest.raises(TypeError, match=swapped):
+        fq.maybe_fused_act_quant(layer, torch.randn(2, 16), layer)
+    with pytest.raises(TypeError, match=swapped + ".*linear_act_quant's \\(linear, x, act_fn, consumer\\)"):
+        fq.linear_act_quant(fq.SiluAndMul(), torch.randn(2, 32), layer, layer)
 
 
 def test_double_warns_that_the_output_stays():
