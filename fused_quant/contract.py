@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fused_quant.keys import QuantKey, normalize_key, to_quant_key
+from fused_quant.keys import QuantKey, label, normalize_key, to_quant_key
 from fused_quant.validation import QuantKeyMismatchError
 
 
@@ -64,6 +64,6 @@ def as_quantized_activation(x: torch.Tensor | QuantizedActivation,
     carried = to_quant_key(x.quant_key, "QuantizedActivation.quant_key")
     if expected_key is None or normalize_key(carried) != normalize_key(to_quant_key(expected_key, "consumer key")):
         raise QuantKeyMismatchError(
-            f"QuantizedActivation carries key {x.quant_key}, but its consumer accepts {expected_key}"
+            f"QuantizedActivation carries key {label(x.quant_key)}, but its consumer accepts {label(expected_key)}"
         )
     return x

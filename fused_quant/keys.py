@@ -135,6 +135,16 @@ def key_name_or_none(key: QuantKey) -> str | None:
     return _NAMES.get(normalize_key(key))
 
 
+def label(key: object) -> str:
+    """How messages name a key: its short name where it is one of the four (vLLM's key objects too, by value),
+    else its full form."""
+    try:
+        name = key_name_or_none(to_quant_key(key))
+    except (TypeError, ValueError):  # not a key at all: named as it came
+        name = None
+    return name or str(key)
+
+
 def to_quant_key(key: object, what: str = "key") -> QuantKey:
     """A ``QuantKey`` from a ``QuantKey`` (itself), a key name (``"int8_dynamic_token"``) or a key object
     of another library with the same fields (vLLM's ``QuantKey``, by value), supported or not; anything

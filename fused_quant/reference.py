@@ -91,7 +91,7 @@ def quant_ref(y: torch.Tensor, key: K.QuantKey, scale: torch.Tensor | None = Non
     yf = y.float()
     if K.is_static(key):
         if scale is None:
-            raise ScaleError(f"{key} needs a static scale")
+            raise ScaleError(f"{K.label(key)} needs a static scale")
         sc = scale.reshape(()).to(device=y.device, dtype=torch.float32)
         if K.is_fp8(key):
             inv = _div(1.0, sc)  # fp32 IEEE reciprocal, then multiply (docs/NUMERICS.md)

@@ -194,9 +194,9 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
     kind = "fp8" if K.is_fp8(key) else "int8"
     weight_ok = w.dtype in FP8_DTYPES if kind == "fp8" else w.dtype == torch.int8
     if not weight_ok:
-        raise QuantDTypeError(f"{name}: key {key} needs {kind} weights, layer holds {w.dtype}")
+        raise QuantDTypeError(f"{name}: key {K.label(key)} needs {kind} weights, layer holds {w.dtype}")
     if x.dtype != w.dtype:  # int8 x int8, or the weight's own FP8 flavour
-        raise QuantDTypeError(f"{name}: expected activation dtype {w.dtype} for key {key}, got {x.dtype}")
+        raise QuantDTypeError(f"{name}: expected activation dtype {w.dtype} for key {K.label(key)}, got {x.dtype}")
     for what, s in (("activation scale", xs), ("weight scale", ws)):
         if not isinstance(s, torch.Tensor):
             raise TypeError(f"{name}: {what} must be a float32 tensor, got {type(s).__name__}")

@@ -225,8 +225,8 @@ def kernel_class() -> type:
             w, ws = self._get_layer_params(layer)[:2]
             if isinstance(x, v.QuantizedActivation):
                 if x.quant_key != vkey:
-                    raise QuantKeyMismatchError(f"{self.layer_name}: QuantizedActivation carries {x.quant_key}, "
-                                                f"this kernel consumes {vkey}")
+                    raise QuantKeyMismatchError(f"{self.layer_name}: QuantizedActivation carries "
+                                                f"{K.label(x.quant_key)}, this kernel consumes {K.label(vkey)}")
                 qa = QuantizedActivation(x.data, x.scale, x.orig_dtype, x.orig_shape, K.kInt8DynamicTokenSym)
                 out_dtype = x.orig_dtype
             else:
