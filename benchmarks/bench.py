@@ -177,6 +177,9 @@ def main(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     shaped = {} if model == decode.LLAMA_3_8B else {"model": model}  # the benchmarks' own default otherwise
     print(f"bench: writing to {out}" + (f" ({model.name}: {_shapes_line(model)})" if shaped else ""), flush=True)
+    if args.which != "host" and pyplot() is None:
+        print("bench: matplotlib is not installed: JSON and tables only, no PNG (pip install -e \".[bench]\")",
+              flush=True)
     ms = {"ms": args.m} if args.m else {}
     if args.which in ("act_quant", "all"):
         res = bench_act_quant(args.quick, **ms, **({"h": model.h} if shaped else {}))
