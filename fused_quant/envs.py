@@ -72,8 +72,8 @@ def pdl() -> bool:
 
 def _choice(name: str, choices: tuple[str, ...], error: type[ValueError] = ValueError) -> str:
     value = _get(name).lower() or VARIABLES[name][0]
-    if value not in choices:
-        raise error(f"{name}={value!r} is not one of {', '.join(choices)}")
+    if value not in choices:  # the value as it was set, not as it was compared
+        raise error(f"{name}={os.environ.get(name, '')!r} is not one of {', '.join(choices)}")
     return value
 
 

@@ -534,6 +534,11 @@ def test_pdl_switch_is_checked(monkeypatch):
     with pytest.raises(ValueError, match="FUSED_QUANT_PDL='maybe' is not one of on, off"):
         envs.pdl()
     assert "FUSED_QUANT_PDL" in envs.errors()
+    monkeypatch.setenv("FUSED_QUANT_PDL", " Off ")  # case and spaces aside
+    assert envs.pdl() is False
+    monkeypatch.setenv("FUSED_QUANT_PDL", " Maybe")  # refused as it was set
+    with pytest.raises(ValueError, match="FUSED_QUANT_PDL=' Maybe' is not one of on, off"):
+        envs.pdl()
     runtime.reset()
     with pytest.raises(ValueError, match="FUSED_QUANT_PDL"):  # also where PDL could not run (the interpreter)
         launch.pdl_options(-1)
