@@ -120,10 +120,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     code = 0
     try:
         selected = current_backend()
-        reason = selected.reason
-        if selected.backend.any_device:  # "runs on every device" does not say what this node has
-            reason += f"; {info.summary()}"
-        report["backend"] = {"name": selected.name, "reason": reason, "requested": selected.requested}
+        report["backend"] = {"name": selected.name, "reason": selected.reason, "requested": selected.requested}
     except BackendUnavailableError as exc:
         report["backend"] = {"name": None, "error": str(exc), "requested": envs.backend()}
         code = 2

@@ -110,14 +110,14 @@ def preferred_backend(info: PlatformInfo) -> str:
 
 
 def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, str]:
-    """(backend name, reason) for ``info`` and a FUSED_QUANT_BACKEND value; pure."""
+    """(backend name, reason) for ``info`` and a FUSED_QUANT_BACKEND value; pure. A backend that runs on every
+    device (its own reason says no more) is chosen with the node's summary too ("no GPU found")."""
     requested = (env or "auto").strip().lower()
     if requested == "auto":
         want = preferred_backend(info)
         ok, why = BACKENDS[want].is_available(info)
-        if ok:
-            return want, f"auto: {why}"
-        return FALLBACK, f"auto: {why}; using {FALLBACK}"
+        name, reason = (want, f"auto: {why}") if ok else (FALLBACK, f"auto: {why}; using {FALLBACK}")
+        return name, reason + (f"; {info.summary()}" if BACKENDS[name].any_device else "")
     if requested not in BACKENDS:
         raise BackendUnavailableError(
             f"FUSED_QUANT_BACKEND={requested!r} is not a backend; valid names: {_valid_names()}")

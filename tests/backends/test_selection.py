@@ -46,6 +46,8 @@ def test_auto_selection(info, want, words):
     assert name == want
     assert words in reason
     assert reason.startswith("auto:")
+    # the pure-torch backend's own reason says nothing of the node: the node's summary follows it
+    assert reason.endswith(f"; {info.summary()}") == (name == "torch"), reason
 
 
 @pytest.mark.parametrize("info,name", [(nvidia("sm_90"), "triton_fp8"), (nvidia("sm_100"), "triton_fp8"),
