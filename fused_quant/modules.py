@@ -249,8 +249,9 @@ class QuantLinear(nn.Module):
         if 0 in linear.weight.shape:
             raise ShapeMismatchError(f"{where}: nn.Linear({linear.in_features}, {linear.out_features}) has no weights "
                                      "to quantize; in_features and out_features must be > 0")
-        if not linear.weight.is_floating_point():
-            raise QuantDTypeError(f"{where}: from_float quantizes a floating point weight, got {linear.weight.dtype}")
+        if linear.weight.dtype not in ACT_DTYPES:  # the layer's output dtype is the linear's
+            raise QuantDTypeError(f"{where}: from_float quantizes a bf16, fp16 or fp32 nn.Linear (its dtype becomes "
+                                  f"the layer's output dtype), got a {linear.weight.dtype} one")
         if K.is_fp8(input_key):
             if fp8_dtype is None:
                 from fused_quant.registry import platform_fp8_dtype
@@ -292,7 +293,7 @@ class QuantLinear(nn.Module):
         if isinstance(value, nn.Parameter) and not value.requires_grad:
             value = value.detach()  # the same storage and version counter, a buffer's plain tensor
         if name == "input_scale":
-            self._check_input_scale(value, "set")  # refuses one that requires grad too
+            self._check_input_scale(value, "when assigned")  # refuses one that requires grad too
             return value
         if isinstance(value, torch.Tensor) and value.requires_grad:
             raise UnsupportedError(f"{self.name}: {name} requires grad; QuantLinear is inference only and holds fixed "

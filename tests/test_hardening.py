@@ -195,7 +195,7 @@ def test_a_static_scale_that_requires_grad_is_refused(key):
     to require grad in place, the next call with grad enabled raises (before, the torch backend's dequantization
     passed it a gradient); a producer given one raises too."""
     layer, x = _layer(key), torch.randn(2, 16).to(torch.bfloat16)
-    with pytest.raises(fq.UnsupportedError, match="blk.0.proj: input_scale \\(set\\) requires grad"):
+    with pytest.raises(fq.UnsupportedError, match="blk.0.proj: input_scale \\(when assigned\\) requires grad"):
         layer.input_scale = nn.Parameter(layer.input_scale.clone())
     layer.input_scale = nn.Parameter(layer.input_scale.clone(), requires_grad=False)  # a frozen one is a value
     layer(x)

@@ -20,7 +20,7 @@ from fused_quant.gemm import register_gemm_provider, unregister_gemm_provider
 from fused_quant.modules import QuantLinear, name_quant_linears
 from fused_quant.reference import act_quant_ref, quantize_weight_ref
 from fused_quant.registry import fused_act_quant, platform_fp8_dtype
-from fused_quant.validation import BackendUnavailableError, FusedQuantError, ShapeMismatchError
+from fused_quant.validation import BackendUnavailableError, FusedQuantError, QuantDTypeError, ShapeMismatchError
 from tests.helpers import adversarial_rows, assert_bits_equal, assert_gemm_close
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_backend")]
@@ -331,6 +331,13 @@ def test_from_float_rejects_non_linear_and_non_key():
     with pytest.raises(TypeError, match="input_key must be a fused_quant QuantKey, a key name .* got builtins.int"):
         QuantLinear.from_float(nn.Linear(4, 4), 8)
     assert QuantLinear.from_float(nn.Linear(4, 4), "int8_dynamic_token").input_key is K.kInt8DynamicTokenSym
+    # a float64 linear: named as the linear's dtype, which would be the layer's output dtype
+    with pytest.raises(QuantDTypeError, match="quantizes a bf16, fp16 or fp32 nn.Linear .* got a torch.float64 one"):
+        QuantLinear.from_float(nn.Linear(4, 4).double(), K.kInt8DynamicTokenSym)
+    int_linear = nn.Linear(4, 4)
+    int_linear.weight = nn.Parameter(torch.ones(4, 4, dtype=torch.int8), requires_grad=False)
+    with pytest.raises(QuantDTypeError, match="got a torch.int8 one"):
+        QuantLinear.from_float(int_linear, K.kInt8DynamicTokenSym)
 
 
 @pytest.mark.parametrize("key_name", list(K.KEYS))
