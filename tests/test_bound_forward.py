@@ -210,22 +210,28 @@ def test_tensors_put_in_place_without_setattr_are_used_and_never_kept():
     assert len(layer._bound) == 1
 
 
+def _call_while(monkeypatch, step: str, meanwhile, layer, x):
+    """``layer(x)`` with ``meanwhile()`` run when the call reaches ``modules.<step>`` (what another thread does then)."""
+    from fused_quant import modules
+
+    real = getattr(modules, step)
+
+    def step_with_meanwhile(*args, **kwargs):
+        meanwhile()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(modules, step, step_with_meanwhile)
+    layer(x)
+    monkeypatch.setattr(modules, step, real)
+
+
 def test_a_tensor_set_while_a_call_binds_is_never_bound_stale(monkeypatch):
     """Another thread sets the weight while this call binds (simulated inside bind_gemm): the call computes and
     binds with the tensors it read, and the binding, now stale, is never used: the next call has the new weight."""
-    from fused_quant import modules
-
     layer, other = _layer(K.kInt8DynamicTokenSym), _layer(K.kInt8DynamicTokenSym, seed=7)
     x = torch.randn(4, 48).to(torch.bfloat16)
-    real = modules.bind_gemm
-
-    def binding_while_set(*args, **kwargs):
-        layer.weight = other.weight.clone()  # what the other thread does, mid-bind
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(modules, "bind_gemm", binding_while_set)
-    layer(x)
-    monkeypatch.setattr(modules, "bind_gemm", real)
+    # what the other thread does, mid-bind
+    _call_while(monkeypatch, "bind_gemm", lambda: setattr(layer, "weight", other.weight.clone()), layer, x)
     want = QuantLinear(other.weight, layer.weight_scale, K.kInt8DynamicTokenSym, bias=layer.bias)(x)
     for _ in range(2):
         assert_bits_equal(layer(x), want, "the weight set mid-bind")
@@ -236,21 +242,11 @@ def test_a_setattr_finishing_while_a_call_runs_leaves_the_layer_binding(monkeypa
     reading the new weight) is in its GEMM, the setter gives the layer a new table. The call finds its old table's
     binding stale, but the layer's tensors were set as they should be: it binds again at the next call rather than
     take the checked path for good."""
-    from fused_quant import modules
-
     layer, other = _layer(K.kInt8DynamicTokenSym), _layer(K.kInt8DynamicTokenSym, seed=7)
     x = torch.randn(4, 48).to(torch.bfloat16)
     layer(x)
     nn.Module.__setattr__(layer, "weight", other.weight.clone())  # the setter's first half: the buffer written
-    real = modules.quant_gemm
-
-    def gemm_while_the_setter_finishes(*args, **kwargs):
-        layer._unbind()  # the setter's second half, while this call runs
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(modules, "quant_gemm", gemm_while_the_setter_finishes)
-    layer(x)
-    monkeypatch.setattr(modules, "quant_gemm", real)
+    _call_while(monkeypatch, "quant_gemm", layer._unbind, layer, x)  # its second half, while this call runs
     want = QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, bias=layer.bias)(x)
     for _ in range(2):
         assert_bits_equal(layer(x), want, "the weight set meanwhile")
