@@ -389,7 +389,7 @@ def _token_counts(text: str) -> tuple[int, ...]:
         part = part.strip()
         if not (part.isascii() and part.isdigit()) or int(part) < 1:
             raise argparse.ArgumentTypeError(f"expected token counts >= 1 separated by commas (like 1,16,224), "
-                                             f"got {part!r} in {text!r}")
+                                             f"got {part!r}" + (f" in {text!r}" if part != text.strip() else ""))
         if int(part) not in counts:
             counts.append(int(part))
     return tuple(counts)

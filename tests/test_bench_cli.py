@@ -117,6 +117,8 @@ def test_bench_m_refuses_what_is_not_a_token_count(bad, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--m" in err and "expected token counts >= 1 separated by commas" in err and repr(bad) in err
+    # the list named only where the refused part is not the whole of it
+    assert (f"in {bad!r}" in err) == ("," in bad), err
 
 
 def test_bench_without_a_benchmarks_folder_says_where_it_looked(tmp_path, capsys, monkeypatch):
