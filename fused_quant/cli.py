@@ -231,6 +231,9 @@ def render_probe(report: dict[str, object]) -> str:
 def cmd_probe(args) -> int:
     report, code = probe_report(args.vllm)
     print(json.dumps(report, indent=2, default=str) if args.json else render_probe(report))
+    if code:  # the report says it in its place; stderr says it too, as selftest's refusals do
+        errors = list(dict.fromkeys([*report["env_errors"].values(), report["backend"].get("error")]))
+        print("probe: " + "; ".join(e for e in errors if e), file=sys.stderr)
     return code
 
 

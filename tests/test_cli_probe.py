@@ -105,6 +105,12 @@ def test_bad_env_value_from_the_shell():
     assert r.returncode == 2
     assert "error    : FUSED_QUANT_NUMERICS='hcuu' is not one of default, hcu" in r.stdout
     assert "Traceback" not in r.stdout + r.stderr
+    # stderr says it in one line too (the report's error line comes after the whole platform section)
+    assert r.stderr == "probe: FUSED_QUANT_NUMERICS='hcuu' is not one of default, hcu\n"
+    r = run_cli("probe", "--json", env={"FUSED_QUANT_BACKEND": "tritn"})
+    assert r.returncode == 2 and json.loads(r.stdout)["backend"]["name"] is None
+    assert r.stderr.startswith("probe: FUSED_QUANT_BACKEND='tritn' is not a backend") and r.stderr.count("\n") == 1
+    assert run_cli("probe").stderr == ""
 
 
 def test_bad_backend_value_names_the_variable(node, capsys, monkeypatch):
