@@ -81,6 +81,9 @@ def _version(t: torch.Tensor) -> int:
 def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
     """A static input scale as given (a Python number, or a one-element float32 tensor): as a tensor, its metadata
     checked (its value is checked where it is set)."""
+    if scale is None:  # as check_scale_tensor names a missing scale
+        raise ScaleError(f"{layer}: {what} must be a number or a one-element float32 tensor, got None (a static key "
+                         "needs its scale)")
     if not isinstance(scale, torch.Tensor):
         try:  # a Python or numpy number, a one-element numpy array; never a string or a bool
             if isinstance(scale, (str, bytes, bool)):
@@ -420,7 +423,11 @@ class QuantLinear(nn.Module):
 
     def set_input_scale(self, scale: torch.Tensor | float) -> None:
         """Set the static input scale (a copy on the weight's device); its value is checked here once
-        (finite, >= ``validation.MIN_STATIC_SCALE``), never per call."""
+        (finite, >= ``validation.MIN_STATIC_SCALE``), never per call. None is what ``layer.input_scale = None``
+        is (a per-token key's; a static key's refusal)."""
+        if scale is None:
+            self.input_scale = None
+            return
         scale = _scale_tensor(scale, "input_scale", self.name)
         if scale.device.type == "meta" and self.weight.device.type != "meta":
             raise DeviceMismatchError(f"{self.name}: input_scale is on the meta device (no value) but the weights "

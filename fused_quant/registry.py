@@ -97,6 +97,8 @@ def act_types() -> dict[str, type]:
 
 
 _act_name_or_none = activations.name_of_type
+# the activation modules' own types: a set lookup where a call without a quantized consumer checks its arguments
+_ACTIVATION_TYPES = frozenset(a.module_type for a in activations.ACTIVATIONS.values())
 
 
 def _act_name(act_type: type) -> str:
@@ -313,6 +315,10 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     ``act_fn(x)``. Model code calls it unconditionally."""
     key = get_input_quant_key(linear)
     if key is None:
+        if type(linear) in _ACTIVATION_TYPES:  # an activation as the consumer: the arguments swapped
+            raise TypeError(f"maybe_fused_act_quant: the consumer is an activation ({type(linear).__name__}), "
+                            f"act_fn a {type(act_fn).__name__}; the arguments are (act_fn, x, consumer), and "
+                            "linear_act_quant's (linear, x, act_fn, consumer)")
         return act_fn(x)
     scale = _static_scale(linear, key)
     if numerics is None:

@@ -111,13 +111,15 @@ def preferred_backend(info: PlatformInfo) -> str:
 
 def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, str]:
     """(backend name, reason) for ``info`` and a FUSED_QUANT_BACKEND value; pure. A backend that runs on every
-    device (its own reason says no more) is chosen with the node's summary too ("no GPU found")."""
+    device, chosen as the node's own or by name, is given with the node's summary ("no GPU found"), since its own
+    reason says nothing of the node (a fallback's reason says why the node's backend cannot run)."""
     requested = (env or "auto").strip().lower()
     if requested == "auto":
         want = preferred_backend(info)
         ok, why = BACKENDS[want].is_available(info)
-        name, reason = (want, f"auto: {why}") if ok else (FALLBACK, f"auto: {why}; using {FALLBACK}")
-        return name, reason + (f"; {info.summary()}" if BACKENDS[name].any_device else "")
+        if ok:
+            return want, f"auto: {why}" + (f"; {info.summary()}" if BACKENDS[want].any_device else "")
+        return FALLBACK, f"auto: {why}; using {FALLBACK}"
     if requested not in BACKENDS:
         raise BackendUnavailableError(
             f"FUSED_QUANT_BACKEND={requested!r} is not a backend; valid names: {_valid_names()}")
@@ -125,7 +127,8 @@ def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, s
     if not ok:
         raise BackendUnavailableError(f"FUSED_QUANT_BACKEND={requested} cannot run here: {why} "
                                       f"(valid names: {_valid_names()}; platform: {info.reason})")
-    return requested, f"FUSED_QUANT_BACKEND={requested}: {why}"
+    return requested, (f"FUSED_QUANT_BACKEND={requested}: {why}"
+                       + (f"; {info.summary()}" if BACKENDS[requested].any_device else ""))
 
 
 def _select_now() -> SelectedBackend:

@@ -9,6 +9,7 @@ uses ``assert``: ``python -O`` must not change what is accepted.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,10 +79,14 @@ def check_scale_tensor(scale: object, *, device: torch.device, what: str = "stat
     if not isinstance(scale, torch.Tensor):
         # FusedQuantErrors both: a missing scale a ScaleError, another type a QuantDTypeError (a TypeError)
         error = ScaleError if scale is None else QuantDTypeError
+        if scale is None:
+            hint = " (a static key needs its scale)"
+        elif isinstance(scale, numbers.Real) and not isinstance(scale, bool):  # Python and numpy numbers
+            hint = f"; e.g. torch.tensor([{float(scale)!r}], dtype=torch.float32, device='{device}')"
+        else:
+            hint = ""
         raise error(f"{_where(layer)}{what} must be a one-element float32 torch.Tensor on {device}, got "
-                    f"{type(scale).__name__}" + (" (a static key needs its scale)" if scale is None else
-                                                 f"; e.g. torch.tensor([{scale!r}], device='{device}')"
-                                                 if isinstance(scale, float) else ""))
+                    f"{type(scale).__name__}{hint}")
     if scale.dtype != torch.float32:
         raise QuantDTypeError(f"{_where(layer)}{what} must be float32, got {scale.dtype}")
     if scale.numel() != 1:

@@ -357,6 +357,10 @@ def test_messages_name_the_layer_or_argument_and_what_came():
         fq.maybe_fused_act_quant(layer, torch.randn(2, 16), layer)
     with pytest.raises(TypeError, match=swapped + ".*linear_act_quant's \\(linear, x, act_fn, consumer\\)"):
         fq.linear_act_quant(fq.SiluAndMul(), torch.randn(2, 32), layer, layer)
+    # linear_act_quant's order given to maybe_fused_act_quant: the activation where the consumer goes
+    with pytest.raises(TypeError, match="the consumer is an activation \\(SiluAndMul\\), act_fn a QuantLinear"):
+        fq.maybe_fused_act_quant(layer, torch.randn(2, 16), fq.SiluAndMul())
+    assert fq.maybe_fused_act_quant(fq.SiluAndMul(), torch.randn(2, 16), None).shape == (2, 8)  # no consumer: runs
 
 
 def test_double_warns_that_the_output_stays():

@@ -46,8 +46,15 @@ def test_static_scale_metadata(key_name):
     # FusedQuantErrors, as every input check raises: a missing scale a ScaleError, a float a QuantDTypeError
     with pytest.raises(ScaleError, match="one-element float32 torch.Tensor on cpu, got NoneType .a static key"):
         fused_act_quant("relu2", x, key)  # static key, no scale
-    with pytest.raises(QuantDTypeError, match=r"got float; e.g. torch.tensor\(\[0.5\], device='cpu'\)"):
+    hint = r"e.g. torch.tensor\(\[0.5\], dtype=torch.float32, device='cpu'\)"
+    with pytest.raises(QuantDTypeError, match=r"got float; " + hint):
         fused_act_quant("relu2", x, key, 0.5)
+    np = pytest.importorskip("numpy")
+    for number in (np.float64(0.5), np.float32(0.5), np.int64(1)):  # numpy numbers: the same hint, as a float
+        with pytest.raises(QuantDTypeError, match=hint if number != 1 else r"e.g. torch.tensor\(\[1.0\]"):
+            fused_act_quant("relu2", x, key, number)
+    with pytest.raises(QuantDTypeError, match=r"got bool$"):  # no hint for a bool
+        fused_act_quant("relu2", x, key, True)
 
 
 @pytest.mark.parametrize("key_name", list(DYNAMIC_KEYS))
