@@ -189,6 +189,21 @@ def test_fused_path_refuses_a_gradient_as_the_plain_one_does(key):
         down(placeholder, x_and_scale_quanted=(qa.data, qa.scale))
 
 
+def test_a_missing_scale_is_a_scale_error_on_every_way_in():
+    """None as a static scale: a ScaleError (a FusedQuantError) by attribute, set_input_scale and from_linears; on a
+    per-token layer set_input_scale(None) is what the attribute's None is (its scale is None)."""
+    static = _layer(K.kInt8StaticTensorSym)
+    for set_none in (lambda: setattr(static, "input_scale", None), lambda: static.set_input_scale(None)):
+        with pytest.raises(fq.ScaleError, match="blk.0.proj: input_scale .* got NoneType \\(a static key needs"):
+            set_none()
+    assert float(static.input_scale) == pytest.approx(0.05)  # kept
+    with pytest.raises(fq.ScaleError, match="from_linears: input_scale\\[1\\] .* got None \\(a static key"):
+        fq.QuantLinear.from_linears([nn.Linear(16, 8), nn.Linear(16, 8)], K.kInt8StaticTensorSym, [0.1, None])
+    dynamic = _layer(K.kInt8DynamicTokenSym)
+    dynamic.set_input_scale(None)
+    assert dynamic.input_scale is None
+
+
 @pytest.mark.parametrize("key", STATIC, ids=K.key_name)
 def test_a_static_scale_that_requires_grad_is_refused(key):
     """A static scale is a fixed value: one that requires grad is refused where it is set, and where it was made
