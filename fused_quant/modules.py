@@ -95,6 +95,13 @@ def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
     return check_scale_tensor(scale, device=scale.device, what=what, layer=layer)
 
 
+def _check_weight_layout(weight: torch.Tensor, where: str) -> None:
+    """The canonical layout every GEMM reads, on every way a weight comes in (a transposed view is not it)."""
+    if not weight.is_contiguous():
+        raise LayoutError(f"{where}: weight must be contiguous [N, K] (K contiguous), got strides "
+                          f"{weight.stride()}; pass weight.contiguous()")
+
+
 def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> None:
     """What a QuantLinear is built from, checked when it is built (not at its first forward)."""
     for what, t in (("weight", weight), ("weight_scale", weight_scale)):
@@ -103,9 +110,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
     if weight.dim() != 2 or 0 in weight.shape:
         raise ShapeMismatchError(f"{where}: weight must be 2-D [N, K] with N, K > 0, got shape {tuple(weight.shape)}",
                                  layer=where, w_shape=weight.shape)
-    if not weight.is_contiguous():  # the canonical layout every GEMM reads (a transposed view is not it)
-        raise LayoutError(f"{where}: weight must be contiguous [N, K] (K contiguous), got strides "
-                          f"{weight.stride()}; pass weight.contiguous()")
+    _check_weight_layout(weight, where)
     kind, want = ("fp8", FP8_DTYPES) if K.is_fp8(key) else ("int8", (torch.int8,))
     if weight.dtype not in want:
         raise QuantDTypeError(f"{where}: key {K.key_name(key)} needs {kind} weights "
@@ -301,9 +306,8 @@ class QuantLinear(nn.Module):
         if isinstance(value, torch.Tensor) and value.requires_grad:
             raise UnsupportedError(f"{self.name}: {name} requires grad; QuantLinear is inference only and holds fixed "
                                    "tensors: set a plain tensor (t.detach()), or nn.Parameter(t, requires_grad=False)")
-        if name == "weight" and isinstance(value, torch.Tensor) and not value.is_contiguous():
-            raise LayoutError(f"{self.name}: weight must be contiguous [N, K] (K contiguous), got strides "
-                              f"{value.stride()}; pass weight.contiguous()")
+        if name == "weight" and isinstance(value, torch.Tensor):
+            _check_weight_layout(value, self.name)
         if name == "weight_scale" and isinstance(value, torch.Tensor):
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")

@@ -99,6 +99,8 @@ def act_types() -> dict[str, type]:
 _act_name_or_none = activations.name_of_type
 # the activation modules' own types: a set lookup where a call without a quantized consumer checks its arguments
 _ACTIVATION_TYPES = frozenset(a.module_type for a in activations.ACTIVATIONS.values())
+# what a refusal of swapped arguments says
+_ARGUMENT_ORDER = "the arguments are (act_fn, x, consumer), and linear_act_quant's (linear, x, act_fn, consumer)"
 
 
 def _act_name(act_type: type) -> str:
@@ -317,8 +319,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     if key is None:
         if type(linear) in _ACTIVATION_TYPES:  # an activation as the consumer: the arguments swapped
             raise TypeError(f"maybe_fused_act_quant: the consumer is an activation ({type(linear).__name__}), "
-                            f"act_fn a {type(act_fn).__name__}; the arguments are (act_fn, x, consumer), and "
-                            "linear_act_quant's (linear, x, act_fn, consumer)")
+                            f"act_fn a {type(act_fn).__name__}; {_ARGUMENT_ORDER}")
         return act_fn(x)
     scale = _static_scale(linear, key)
     if numerics is None:
@@ -332,8 +333,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
                         "fused_act_quant takes activation names")
     if get_input_quant_key(act_fn) is not None:  # arguments swapped: the activation would run as the layer did
         raise TypeError(f"maybe_fused_act_quant: act_fn is a quantized linear ({type(act_fn).__name__} "
-                        f"{getattr(act_fn, 'name', '')!r}), expected the activation module; the arguments are "
-                        "(act_fn, x, consumer), and linear_act_quant's (linear, x, act_fn, consumer)")
+                        f"{getattr(act_fn, 'name', '')!r}), expected the activation module; {_ARGUMENT_ORDER}")
     act, name = _act_name_or_none(type(act_fn)), K.key_name_or_none(key)
     if act is None:
         _debug("fused-quant: %s is not a known activation (%s); running it unfused", type(act_fn).__qualname__,

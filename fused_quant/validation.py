@@ -78,13 +78,11 @@ def check_scale_tensor(scale: object, *, device: torch.device, what: str = "stat
     """Metadata of a per-tensor scale: float32, one element, on ``device``."""
     if not isinstance(scale, torch.Tensor):
         # FusedQuantErrors both: a missing scale a ScaleError, another type a QuantDTypeError (a TypeError)
-        error = ScaleError if scale is None else QuantDTypeError
+        error, hint = QuantDTypeError, ""
         if scale is None:
-            hint = " (a static key needs its scale)"
+            error, hint = ScaleError, " (a static key needs its scale)"
         elif isinstance(scale, numbers.Real) and not isinstance(scale, bool):  # Python and numpy numbers
             hint = f"; e.g. torch.tensor([{float(scale)!r}], dtype=torch.float32, device='{device}')"
-        else:
-            hint = ""
         raise error(f"{_where(layer)}{what} must be a one-element float32 torch.Tensor on {device}, got "
                     f"{type(scale).__name__}{hint}")
     if scale.dtype != torch.float32:
