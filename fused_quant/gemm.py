@@ -268,12 +268,15 @@ def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_sc
               bias: torch.Tensor | None, out_dtype: torch.dtype, key: K.QuantKey, layer: str | None = None,
               backend: str | None = None, quantizer: object = None) -> BoundGemm | None:
     """Check ``x``'s call as the checked entry does and bind the chosen provider to these operands;
-    None for M = 0 (nothing to bind: ``quant_gemm`` answers it). A provider's bound call takes a
-    per-tensor scale of any one-element shape (``[1]``, as static input scales are kept, or ``[1, 1]``);
+    None for M = 0 (nothing to bind: ``quant_gemm`` answers it) and for a strided weight scale or bias
+    (the checked entry runs each call). A provider's bound call takes a per-tensor scale of one
+    element and rank <= 2 (``[1]``, as static input scales are kept, or ``[1, 1]``; others are viewed so);
     its plain ``fn`` gets ``[1, 1]``. ``quantizer``: the bound producer launch that made ``x`` from a
     float activation; the provider may bind its ``bind_quantizing`` for it (``BoundGemm.from_float``)."""
     p = check_gemm_operands(x, xs, key, weight, weight_scale, bias, out_dtype, layer)
-    if p.m == 0:
+    if p.m == 0 or not weight_scale.is_contiguous() or not (bias is None or bias.is_contiguous()):
+        # a provider would bind a contiguous copy of a strided scale or bias, which a write into the layer's own
+        # tensor leaves stale (QuantLinear holds them contiguous; a tensor put into ``_buffers`` may not be)
         return None
     provider, _ = select_gemm_provider(p, backend)
     ws2 = weight_scale.reshape(-1, 1)
@@ -283,7 +286,7 @@ def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_sc
         fn = provider.fn
         call = lambda x2, xs2: fn(x2, xs2, weight, ws2, bias, out_dtype)  # noqa: E731
     xs_rows = (p.m, 1) if p.per_token else (1, 1)
-    as_given = tuple(xs.shape) == xs_rows or (provider.bind is not None and not p.per_token)
+    as_given = tuple(xs.shape) == xs_rows or (provider.bind is not None and not p.per_token and xs.dim() <= 2)
     flat = x.dim() == 2
     from_float = None
     if quantizer is not None and provider.bind_quantizing is not None:

@@ -95,27 +95,52 @@ def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
     return check_scale_tensor(scale, device=scale.device, what=what, layer=layer)
 
 
-def _check_weight_layout(weight: torch.Tensor, where: str) -> None:
-    """The canonical layout every GEMM reads, on every way a weight comes in (a transposed view is not it)."""
-    if not weight.is_contiguous():
-        raise LayoutError(f"{where}: weight must be contiguous [N, K] (K contiguous), got strides "
-                          f"{weight.stride()}; pass weight.contiguous()")
-
-
-def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> None:
-    """What a QuantLinear is built from, checked when it is built (not at its first forward)."""
-    for what, t in (("weight", weight), ("weight_scale", weight_scale)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{where}: {what} must be a torch.Tensor, got {type(t).__name__}")
+def _check_weight(weight: object, key: K.QuantKey, where: str) -> None:
+    """A quantized weight by itself, on every way one comes in (built, assigned): a 2-D tensor of the key's
+    format in the canonical layout every GEMM reads (a transposed view is not it)."""
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"{where}: weight must be a torch.Tensor, got {type(weight).__name__}")
     if weight.dim() != 2 or 0 in weight.shape:
         raise ShapeMismatchError(f"{where}: weight must be 2-D [N, K] with N, K > 0, got shape {tuple(weight.shape)}",
                                  layer=where, w_shape=weight.shape)
-    _check_weight_layout(weight, where)
+    if not weight.is_contiguous():
+        raise LayoutError(f"{where}: weight must be contiguous [N, K] (K contiguous), got strides "
+                          f"{weight.stride()}; pass weight.contiguous()")
     kind, want = ("fp8", FP8_DTYPES) if K.is_fp8(key) else ("int8", (torch.int8,))
     if weight.dtype not in want:
         raise QuantDTypeError(f"{where}: key {K.key_name(key)} needs {kind} weights "
                               f"({', '.join(str(d) for d in want)}), got {weight.dtype}; "
                               "QuantLinear.from_float quantizes a float weight")
+
+
+def _check_bias(bias: object, n: int, device: torch.device, where: str) -> None:
+    """A bias by itself, built or assigned: a tensor [N] on the weight's device (held in the output dtype)."""
+    if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (n,):
+        got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
+        raise ShapeMismatchError(f"{where}: bias must be [N={n}], got {got}", layer=where, n=n)
+    if not bias.is_floating_point():
+        raise QuantDTypeError(f"{where}: bias must be floating point (it is held in the output dtype), got {bias.dtype}")
+    if bias.device != device:
+        raise DeviceMismatchError(f"{where}: bias is on {bias.device}, weight on {device}")
+
+
+def _held_scale(ws: torch.Tensor) -> torch.Tensor:
+    """A weight scale as a layer holds it: float32 [N, 1] (or [1, 1]), contiguous. The tensor given where it has that
+    layout already (the layer's scale is then the caller's tensor); else a copy, made once here: a bound call never
+    holds a copy of its own, which a write into the layer's tensor would leave stale."""
+    return ws.to(torch.float32).reshape(-1, 1).contiguous()
+
+
+def _held_bias(bias: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """A bias as a layer holds it: in the output dtype, contiguous (as ``_held_scale``)."""
+    return bias.to(out_dtype).contiguous()
+
+
+def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> None:
+    """What a QuantLinear is built from, checked when it is built (not at its first forward)."""
+    _check_weight(weight, key, where)
+    if not isinstance(weight_scale, torch.Tensor):
+        raise TypeError(f"{where}: weight_scale must be a torch.Tensor, got {type(weight_scale).__name__}")
     n = weight.shape[0]
     if weight_scale.numel() not in (n, 1) or not weight_scale.is_floating_point():
         raise ScaleError(f"{where}: weight_scale must be floating point with N={n} (per channel) or 1 element, got "
@@ -124,11 +149,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
         raise DeviceMismatchError(f"{where}: weight_scale is on {weight_scale.device}, weight on {weight.device}")
     check_weight_scale_values(weight_scale, layer=where)
     if bias is not None:
-        if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (n,):
-            got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
-            raise ShapeMismatchError(f"{where}: bias must be [N={n}], got {got}", layer=where, n=n)
-        if bias.device != weight.device:
-            raise DeviceMismatchError(f"{where}: bias is on {bias.device}, weight on {weight.device}")
+        _check_bias(bias, n, weight.device, where)
 
 
 # QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
@@ -136,6 +157,7 @@ _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_k
 _TENSORS = ("weight", "weight_scale", "bias", "input_scale")  # the layer's buffers
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
 _grad_enabled = torch.is_grad_enabled
+_STRIDED = torch.strided
 _MISSING = object()
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
 
@@ -148,10 +170,20 @@ def _no_sync_now(t: torch.Tensor) -> bool:
 def _signature(x: object, pair: object) -> tuple | None:
     """What a QuantLinear call's checks read (the input's form and its tensors' metadata); None when
     the input is not plain tensors (the full checks run and name what is wrong) or a tensor of it
-    requires grad (the checks then raise where grad is enabled, so such a call is never bound)."""
+    requires grad (the checks then raise where grad is enabled, so such a call is never bound), and for a
+    tensor that is not dense: a sparse one (a COO tensor's strides are a dense expanded one's) or a nested one
+    (which has neither sizes nor strides)."""
+    try:
+        return _metadata(x, pair)
+    except RuntimeError:  # a nested tensor's sizes
+        return None
+
+
+def _metadata(x: object, pair: object) -> tuple | None:
     if pair is None:
         if type(x) is torch.Tensor:
-            return None if x.requires_grad else (_TENSOR, x.dtype, x.shape, x.stride(), x.device)
+            return None if x.requires_grad or x.layout is not _STRIDED else (_TENSOR, x.dtype, x.shape, x.stride(),
+                                                                            x.device)
         if type(x) is QuantizedActivation:
             d, s = x.data, x.scale
             if type(d) is torch.Tensor and type(s) is torch.Tensor and not (d.requires_grad or s.requires_grad):
@@ -198,9 +230,10 @@ class _BoundForward:
         return (buffers["weight"] is w and buffers["weight_scale"] is ws and buffers["bias"] is b
                 and buffers["input_scale"] is s
                 and (s is None or (_version(s) == self.scale_version and not s.requires_grad))
-                # a weight scale or bias made to require grad in place: the checked path refuses it where grad is
-                # on (read only then: serving runs without grad, and this is per call)
-                and not (_grad_enabled() and (ws.requires_grad or (b is not None and b.requires_grad))))
+                # a weight (FP8), weight scale or bias made to require grad in place: the checked path refuses it
+                # where grad is on (read only then: serving runs without grad, and this is per call)
+                and not (_grad_enabled() and (w.requires_grad or ws.requires_grad
+                                              or (b is not None and b.requires_grad))))
 
     def __call__(self, x, pair):
         if self.form == _TENSOR:
@@ -235,8 +268,8 @@ class QuantLinear(nn.Module):
         self.out_dtype = out_dtype
         self.name = name or _default_name(weight.shape[-1], weight.shape[0])
         self.register_buffer("weight", weight)
-        self.register_buffer("weight_scale", weight_scale.detach().to(torch.float32).reshape(-1, 1))
-        self.register_buffer("bias", None if bias is None else bias.detach().to(out_dtype))
+        self.register_buffer("weight_scale", _held_scale(weight_scale.detach()))
+        self.register_buffer("bias", None if bias is None else _held_bias(bias.detach(), out_dtype))
         self.register_buffer("input_scale", None)
         if K.is_static(key):
             if input_scale is None:
@@ -287,8 +320,12 @@ class QuantLinear(nn.Module):
                 raise UnsupportedError(f"{self.name}: input_key is fixed when a QuantLinear is built (the weights' "
                                        "format, the input scale and the producers that feed the layer follow from "
                                        "it); build a new layer for another key")
-            if name == "out_dtype" and value not in ACT_DTYPES:
-                raise QuantDTypeError(f"{self.name}: output dtype must be one of bf16, fp16, fp32; got {value}")
+            if name == "out_dtype":
+                if value not in ACT_DTYPES:
+                    raise QuantDTypeError(f"{self.name}: output dtype must be one of bf16, fp16, fp32; got {value}")
+                bias = self._buffers.get("bias")
+                if bias is not None and bias.dtype != value:  # as .to(dtype) sets both
+                    self._buffers["bias"] = _held_bias(bias, value)
             if name in _TENSORS:
                 value = self._buffer_value(name, value)
         super().__setattr__(name, value)
@@ -306,15 +343,17 @@ class QuantLinear(nn.Module):
         if isinstance(value, torch.Tensor) and value.requires_grad:
             raise UnsupportedError(f"{self.name}: {name} requires grad; QuantLinear is inference only and holds fixed "
                                    "tensors: set a plain tensor (t.detach()), or nn.Parameter(t, requires_grad=False)")
-        if name == "weight" and isinstance(value, torch.Tensor):
-            _check_weight_layout(value, self.name)
+        if name == "weight":
+            _check_weight(value, self.input_key, self.name)  # its N and K against the rest: at the next call
         if name == "weight_scale" and isinstance(value, torch.Tensor):
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
             check_weight_scale_values(value, layer=self.name)
-            # held as the constructor holds it: float32 [N, 1] (a view of a float32 tensor that has that layout, so
-            # the layer's scale is the tensor it was given; another layout would be copied per bound call)
-            value = value.to(torch.float32).reshape(-1, 1)
+            value = _held_scale(value)  # as the constructor holds it
+        if name == "bias" and value is not None:
+            weight = self._buffers["weight"]
+            _check_bias(value, weight.shape[0], weight.device, self.name)
+            value = _held_bias(value, self.out_dtype)
         return value
 
     def _unbind(self) -> None:
@@ -347,12 +386,12 @@ class QuantLinear(nn.Module):
             check_static_scale_value(scale.detach().float(), what="input_scale (state dict)", layer=self.name)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._unbind()  # load_state_dict(assign=True) puts new tensors in place
-        # assign=True installs the state dict's own tensors, of any float dtype: the dtypes a copy would give
+        # assign=True installs the state dict's own tensors, of any float dtype and layout: those a copy would give
         ws, bias = self._buffers["weight_scale"], self._buffers["bias"]
-        if ws.dtype != torch.float32:
-            self._buffers["weight_scale"] = ws.to(torch.float32)
-        if bias is not None and bias.dtype != self.out_dtype:
-            self._buffers["bias"] = bias.to(self.out_dtype)
+        if ws.dtype != torch.float32 or not ws.is_contiguous():
+            self._buffers["weight_scale"] = _held_scale(ws)
+        if bias is not None and (bias.dtype != self.out_dtype or not bias.is_contiguous()):
+            self._buffers["bias"] = _held_bias(bias, self.out_dtype)
         if self.input_scale is not None and f"{prefix}input_scale" in state_dict:
             self._check_input_scale(self.input_scale, "state dict")
 
@@ -487,7 +526,7 @@ class QuantLinear(nn.Module):
         if isinstance(pair, (tuple, list)):
             inputs += tuple(("x_and_scale_quanted", t) for t in pair)
         # tensors of the layer made to require grad in place (requires_grad_())
-        inputs += (("weight_scale", weight_scale), ("bias", bias), ("input_scale", scale))
+        inputs += (("weight", weight), ("weight_scale", weight_scale), ("bias", bias), ("input_scale", scale))
         if needing_grad(inputs):
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
                                    "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
@@ -509,8 +548,10 @@ class QuantLinear(nn.Module):
         tensors in before each call and out after it) binds no more: a bound call would keep the tensors it was
         bound to alive, and each call takes the checked path until the layer's tensors are set again."""
         old = table.get(sig)
-        if old is not None and old.generation == generation and any(
-                a is not b for a, b in zip(old.tensors, tensors)):
+        # against every call bound in this generation, not only this signature's: offloading hooks with token counts
+        # that vary would otherwise bind each count to another moved-in copy, and keep them all alive
+        if any(bound.generation == generation and any(a is not b for a, b in zip(bound.tensors, tensors))
+               for bound in list(table.values())):
             table.clear()
             # only where ``table`` is still the layer's: a setattr meanwhile (another thread) gave the layer a new
             # table and tensors set as they should be, which bind again

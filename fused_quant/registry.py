@@ -244,6 +244,7 @@ class _BoundCall:
 # metadata of the input and scale tensors). Every check of a producer call reads metadata only, so a
 # call with the same signature passes them again and goes straight to its bound producer.
 _CALLS = runtime.Cache("calls")
+_STRIDED = torch.strided
 
 
 def _checked_call(form: str, act: object, key: object, numerics: object, backend: object, x: object,
@@ -253,7 +254,8 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
     its checks pass. Neither under torch.compile (Dynamo traces the checks), for an activation given
     by neither its name nor a module, or when an argument is not a plain tensor or cannot be hashed:
     the full checks run and name what is wrong."""
-    if torch.compiler.is_compiling() or type(x) is not torch.Tensor or act is None or x.requires_grad:
+    if (torch.compiler.is_compiling() or type(x) is not torch.Tensor or act is None or x.requires_grad
+            or x.layout is not _STRIDED):  # a sparse COO tensor's strides are a dense expanded one's
         return None, None
     if scale is None:
         s = None
@@ -261,10 +263,10 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
         s = (scale.dtype, scale.shape, scale.device)
     else:
         return None, None
-    sig = (form, act, id(key), numerics, backend, x.dtype, x.shape, x.stride(), x.device, s)
     try:
+        sig = (form, act, id(key), numerics, backend, x.dtype, x.shape, x.stride(), x.device, s)
         call = _CALLS.get(sig)
-    except TypeError:  # an unhashable numerics or backend argument
+    except (TypeError, RuntimeError):  # an unhashable numerics or backend argument; a nested tensor's sizes
         return None, None
     return (None if call is not None else (sig, runtime.generation())), call
 

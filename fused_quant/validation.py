@@ -46,6 +46,14 @@ def check_tensor(x: object, what: str) -> torch.Tensor:
     return x
 
 
+def check_dense(x: torch.Tensor, what: str) -> None:
+    """A dense (strided) tensor: the kernels read memory by strides, which sparse and nested tensors do not have."""
+    if x.layout is not torch.strided or x.is_nested:
+        got = "a nested tensor" if x.is_nested else f"layout {x.layout}"
+        raise LayoutError(f"{what} must be a dense (strided) tensor, got {got}; pass x.to_dense() (or one per "
+                          "sequence for a nested tensor)")
+
+
 def check_activation(act: str) -> str:
     if not isinstance(act, str) or act not in ACTIVATIONS:
         raise UnsupportedError(f"unknown activation {act!r}; expected one of {', '.join(ACTIVATIONS)}")
@@ -55,6 +63,7 @@ def check_activation(act: str) -> str:
 def check_activation_input(x: torch.Tensor, act: str) -> None:
     """dtype in {bf16, fp16, fp32}, rank >= 1, and an even last dim for silu_and_mul."""
     check_tensor(x, f"{act} input")
+    check_dense(x, f"{act} input")
     if x.dtype not in ACT_DTYPES:
         raise QuantDTypeError(
             f"{act} input must be one of bfloat16, float16, float32; got {x.dtype} "
@@ -168,6 +177,7 @@ def check_activation_k(x: torch.Tensor, w: torch.Tensor, layer: str | None) -> N
     """An activation ``[..., K]`` (float before its quantization, or quantized) for a 2-D weight ``[N, K]``."""
     name = layer or "quant_gemm"
     n, kw = w.shape
+    check_dense(x, f"{name}: activation")
     if x.dim() == 0:
         raise ShapeMismatchError(f"{name}: activation must have rank >= 1 ([..., K]); got a 0-d tensor",
                                  layer=layer, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)

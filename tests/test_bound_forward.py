@@ -441,3 +441,81 @@ def test_calls_bound_before_a_reset_are_dropped_when_the_layer_binds_again():
     x = torch.randn(2, 48).to(torch.bfloat16)
     assert_bits_equal(layer(x), _unbound(layer, x), "after reset")
     assert len(layer._bound) == 1  # the two other signatures' calls, bound before the reset, are gone
+
+
+def test_tensors_put_in_place_for_calls_of_varying_token_counts_are_never_kept():
+    """Offloading hooks move a fresh copy of the layer's tensors in for each call, and a server's token count varies
+    from call to call: no signature binds to a moved-in copy (each would keep one alive)."""
+    import gc
+    import weakref
+
+    layer = _layer(K.kInt8DynamicTokenSym)
+    home = {name: getattr(layer, name) for name in ("weight", "weight_scale", "bias")}
+    moved_in = []
+
+    def move_in(module, args):
+        for name, t in home.items():
+            module._buffers[name] = t.clone()
+        moved_in.append(weakref.ref(module._buffers["weight"]))
+
+    def move_out(module, args, out):
+        for name, t in home.items():
+            module._buffers[name] = torch.empty(0, dtype=t.dtype)
+
+    layer.register_forward_pre_hook(move_in)
+    layer.register_forward_hook(move_out)
+    for m in range(1, 9):
+        x = torch.randn(m, 48).to(torch.bfloat16)
+        want = gemm.quant_gemm(quantize(x, layer.input_key, None), home["weight"], home["weight_scale"], home["bias"],
+                               out_dtype=layer.out_dtype)
+        assert_bits_equal(layer(x), want, f"M={m}")
+    gc.collect()
+    assert not layer._bound and sum(ref() is not None for ref in moved_in) == 0
+
+
+def test_a_strided_scale_put_in_place_is_never_bound(checks):
+    """A provider would bind a contiguous copy of a strided weight scale or bias, which a write into the layer's
+    tensor would leave stale: such a layer (its tensors put into ``_buffers``, past ``__setattr__``, which holds
+    them contiguous) takes the checked path at every call and sees each write."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(3, 48).to(torch.bfloat16)
+    for name in ("weight_scale", "bias"):
+        held = getattr(layer, name)
+        wide = torch.stack([held, held], -1)
+        layer._buffers[name] = wide[..., 0]  # the same values, strided
+        ran = checks[0]
+        first = layer(x)
+        wide.mul_(2)  # a write into the layer's tensor
+        assert_bits_equal(layer(x), _unbound(layer, x), f"{name} written")
+        assert not torch.equal(layer(x), first) and not layer._bound
+        ran = checks[0]
+        layer(x)
+        assert checks[0] > ran, "a call skipped the checks"
+        layer._buffers[name] = held
+
+
+def test_a_one_element_activation_scale_of_any_rank_reaches_a_bound_provider_as_rank_two_at_most(checks):
+    """A bound provider takes a per-tensor scale of one element and rank <= 2 (``bind_gemm``); a ``[1, 1, 1]`` one,
+    which the checked entry accepts, is viewed as ``[1, 1]`` (an epilogue would broadcast it to a 3-D output)."""
+    from fused_quant.gemm import dequant_epilogue, register_gemm_provider, unregister_gemm_provider
+
+    seen = []
+
+    def bind(p, w, ws, bias):
+        def call(xq, xs):
+            seen.append(tuple(xs.shape))
+            return dequant_epilogue(xq.to(torch.float64) @ w.to(torch.float64).T, xs, ws, bias, p.out_dtype)
+
+        return call
+
+    register_gemm_provider("test_bound_int8", lambda *a: None, kind="int8", backends=("torch",), first=True, bind=bind)
+    try:
+        layer = _layer(K.kInt8StaticTensorSym)
+        xq = torch.randint(-127, 128, (2, 5, 48), dtype=torch.int8)
+        qa = QuantizedActivation(xq, torch.full((1, 1, 1), 0.05), torch.bfloat16, xq.shape, K.kInt8StaticTensorSym)
+        first = layer(qa)
+        assert layer._bound, "the call was not bound"
+        assert_bits_equal(layer(qa), first, "bound")
+        assert first.shape == (2, 5, 24) and all(len(shape) <= 2 for shape in seen), seen
+    finally:
+        unregister_gemm_provider("test_bound_int8")

@@ -588,9 +588,10 @@ def test_a_layer_of_another_fp8_format_names_it_on_a_plain_input():
         layer(torch.randn(2, 16).to(torch.bfloat16))
 
 
-@pytest.mark.parametrize("name", ["weight_scale", "bias"])
-def test_a_tensor_made_to_require_grad_in_place_stops_a_bound_call(name):
-    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(2, 16).to(torch.bfloat16)
+@pytest.mark.parametrize("name,key", [("weight_scale", K.kInt8DynamicTokenSym), ("bias", K.kInt8DynamicTokenSym),
+                                      ("weight", K.kFp8DynamicTokenSym)])  # int8 tensors cannot require grad
+def test_a_tensor_made_to_require_grad_in_place_stops_a_bound_call(name, key):
+    layer, x = _layer(key), torch.randn(2, 16).to(torch.bfloat16)
     want = layer(x)
     layer(x)  # bound
     getattr(layer, name).requires_grad_()  # in place: no setattr sees it
@@ -614,3 +615,61 @@ def test_from_float_takes_a_weight_of_any_layout_and_a_numpy_scale():
     assert a.weight.is_contiguous() and torch.equal(a.weight, b.weight)
     with torch.no_grad():
         assert torch.equal(a(x), b(x))
+
+
+def test_out_dtype_set_takes_the_bias_along_as_to_does():
+    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(2, 16).to(torch.bfloat16)
+    want = layer.to(torch.float16)(x)
+    layer.out_dtype = torch.bfloat16
+    assert layer.bias.dtype == torch.bfloat16 and layer(x).dtype == torch.bfloat16
+    layer.out_dtype = torch.float16
+    assert layer.bias.dtype == torch.float16 and torch.equal(layer(x), want)
+
+
+def test_a_bias_or_weight_set_is_checked_as_it_comes_in():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.ShapeMismatchError, match="blk.0.proj: bias must be \\[N=8\\], got \\(7,\\)"):
+        layer.bias = torch.zeros(7)
+    with pytest.raises(fq.QuantDTypeError, match="blk.0.proj: bias must be floating point \\(it is held in the output "
+                                                 "dtype\\), got torch.int32"):
+        layer.bias = torch.zeros(8, dtype=torch.int32)  # e.g. a pre-scaled int32 bias: its values would be wrong
+    with pytest.raises(fq.DeviceMismatchError, match="blk.0.proj: bias is on meta, weight on cpu"):
+        layer.bias = torch.zeros(8, device="meta")
+    layer.bias = torch.ones(8, dtype=torch.float32)  # held in the output dtype, as the constructor holds it
+    assert layer.bias.dtype == torch.bfloat16 and torch.equal(layer.bias, torch.ones(8, dtype=torch.bfloat16))
+    for bad, error, what in [(torch.zeros(8, 16, 2, dtype=torch.int8), fq.ShapeMismatchError, "must be 2-D"),
+                             (torch.zeros(128, dtype=torch.int8), fq.ShapeMismatchError, "must be 2-D"),
+                             (torch.zeros(8, 16, dtype=torch.float8_e4m3fn), fq.QuantDTypeError, "needs int8 weights"),
+                             (1.5, TypeError, "weight must be a torch.Tensor, got float")]:
+        with pytest.raises(error, match=f"blk.0.proj: .*{what}"):
+            layer.weight = bad
+    assert "in_features=16" in repr(layer)
+
+
+def test_a_strided_scale_or_bias_is_held_contiguous():
+    """A bound call never holds a copy of the layer's tensors (a write into them would leave it stale): the layer
+    holds its weight scale and bias contiguous, whatever layout they were given in."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    pairs = torch.cat([layer.weight_scale, layer.weight_scale], 1)  # [N, 2]: column 0 is a strided view
+    bias2 = torch.stack([layer.bias, layer.bias], 1)
+    built = fq.QuantLinear(layer.weight, pairs[:, 0], K.kInt8DynamicTokenSym, bias=bias2[:, 1])
+    assert built.weight_scale.is_contiguous() and built.bias.is_contiguous()
+    built.weight_scale, built.bias = pairs[:, 1], bias2[:, 0]
+    assert built.weight_scale.is_contiguous() and built.bias.is_contiguous()
+    built.load_state_dict({**built.state_dict(), "weight_scale": pairs[:, :1], "bias": bias2[:, 0]}, assign=True)
+    assert built.weight_scale.is_contiguous() and built.bias.is_contiguous()
+
+
+@pytest.mark.parametrize("make", [lambda x: x.to_sparse(), lambda x: x.to_sparse_csr(),
+                                  lambda x: torch.nested.nested_tensor([x, x[:1]])], ids=["coo", "csr", "nested"])
+def test_sparse_and_nested_inputs_are_refused_by_name(make):
+    layer = _layer(K.kInt8DynamicTokenSym)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the nested tensor's prototype warning
+        x = make(torch.randn(2, 16).to(torch.bfloat16))
+    expect = "must be a dense \\(strided\\) tensor, got (a nested tensor|layout torch.sparse)"
+    with pytest.raises(fq.LayoutError, match=f"blk.0.proj: activation {expect}"):
+        layer(x)
+    with pytest.raises(fq.LayoutError, match=f"silu_and_mul input {expect}"):
+        fq.fused_act_quant("silu_and_mul", make(torch.randn(2, 32).to(torch.bfloat16)), K.kInt8DynamicTokenSym)
+    assert not layer._bound

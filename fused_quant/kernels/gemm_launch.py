@@ -170,11 +170,19 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
             return out if bias is None else out + bias
 
     elif way == SCALED_MM_ROW_WISE:  # CUTLASS's row-wise kernel: both scales row-wise, bf16 out
-        ws_row = ws.reshape(1, -1) if ws.numel() == n else ws.reshape(1, 1).expand(1, n).contiguous()
+        ws_row = ws.reshape(1, -1) if ws.numel() == n else None
+        expanded = [None, None]  # a one-element weight scale's [1, N] copy and the scale's version it was made at
 
         def call(xq, xs):  # xs: [M, 1] per token (already row-wise), else one element, expanded
             scale_a = xs if per_token else xs.reshape(1, 1).expand(m, 1).contiguous()
-            out = torch._scaled_mm(xq, wt, scale_a=scale_a, scale_b=ws_row, out_dtype=out_dtype)
+            scale_b = ws_row
+            if scale_b is None:  # made again after a write into the layer's scale (an inference tensor has no
+                version = None if ws.is_inference() else ws._version  # version: made each call)
+                scale_b = expanded[0]
+                if scale_b is None or version is None or version != expanded[1]:
+                    scale_b = ws.reshape(1, 1).expand(1, n).contiguous()
+                    expanded[:] = (scale_b, version) if not capturing() else (None, None)
+            out = torch._scaled_mm(xq, wt, scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
             return out if bias is None else out + bias
 
     else:  # the fp32 product (cuBLAS, unit scales), then the scales and the bias in one Triton kernel

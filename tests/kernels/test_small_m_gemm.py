@@ -495,6 +495,40 @@ def test_bound_scaled_mm_runs_the_way_it_chose(tmp_path, monkeypatch, per_token,
         assert epilogues == [([(m, n), tuple(xs.shape), tuple(ws.shape), tuple(ws.shape), (m, n)], (m, n, 1, n))]
 
 
+@pytest.mark.parametrize("inference", [False, True])
+def test_row_wise_call_follows_a_one_element_weight_scale_written_in_place(monkeypatch, inference):
+    """The row-wise way takes the weight scale as ``[1, N]``: a one-element scale is expanded into a copy, kept while
+    the layer's scale keeps its version and made again after a write into it (each call for an inference tensor,
+    which has no version; never kept from a call under capture, whose copy is filled only at replay)."""
+    seen = []
+
+    def scaled_mm(a, b, scale_a, scale_b, out_dtype):
+        seen.append((scale_b, float(scale_b[0, -1]), tuple(scale_b.shape)))
+        return torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype)
+
+    monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
+    monkeypatch.setattr(g, "capturing", lambda: False)
+    p = GemmProblem(16, 64, 32, "fp8", FP8, torch.bfloat16, torch.device("cpu"), True, False, False)
+    mode = torch.inference_mode if inference else torch.no_grad
+    with mode():
+        ws = torch.full((1, 1), 0.25)
+    call = g.bind_scaled_mm(p, torch.zeros(64, 32, dtype=FP8), ws, None, g.SCALED_MM_ROW_WISE)
+    xq, xs = torch.zeros(16, 32, dtype=FP8), torch.ones(16, 1)
+    call(xq, xs), call(xq, xs)
+    with mode():
+        ws.fill_(0.5)  # the layer's scale written in place (a weight update)
+    monkeypatch.setattr(g, "capturing", lambda: True)
+    call(xq, xs)
+    monkeypatch.setattr(g, "capturing", lambda: False)
+    call(xq, xs), call(xq, xs)
+    assert [value for _, value, _ in seen] == [0.25, 0.25, 0.5, 0.5, 0.5]
+    assert all(shape == (1, 64) for _, _, shape in seen)
+    copies = [t for t, _, _ in seen]
+    assert (copies[0] is copies[1]) is not inference and copies[1] is not copies[2]
+    assert copies[2] is not copies[3]  # the call under capture kept nothing
+    assert (copies[3] is copies[4]) is not inference
+
+
 @pytest.mark.parametrize("bound_captured", [False, True])
 def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bound_captured):
     """The fp32 way's unit scale is the bound call's own. Bound outside capture, it is made then and every call
