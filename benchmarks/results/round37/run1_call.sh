@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# thirty-seventh round, run 1: the decode benches on the package of e737379 (bench host three times, bench gemm,
+# thirty-seventh round, run 1: the decode benches on the package named in commits.txt (bench host three times, bench gemm,
 # bench mlp), then the decode targets table over those files (python -m benchmarks.report, SQNR against round 31
 # run 2's mlp.json); one archive back, the targets table last
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
