@@ -121,3 +121,14 @@ def test_a_compiled_function_keeps_its_traced_settings_until_torch_compiler_rese
         torch.compiler.reset()
         assert torch.equal(compiled(x).data, hcu)  # traced again
     fused_quant.reset()
+
+
+def test_a_refusal_under_fullgraph_compile_keeps_its_message():
+    """A check that refuses under ``torch.compile(fullgraph=True)`` surfaces as torch's own error (a raise ends the
+    graph); its message still names the layer and the two Ks."""
+    torch._dynamo.reset()
+    down = QuantLinear.from_float(nn.Linear(128, 64).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="down")
+    compiled = torch.compile(lambda t: down(t), fullgraph=True)
+    with torch.no_grad(), pytest.raises(Exception, match="down: expected K=128 \\(weight \\[N=64, K=128\\]\\) but "
+                                                         "received K=100"):
+        compiled(torch.randn(4, 100, dtype=torch.bfloat16))
