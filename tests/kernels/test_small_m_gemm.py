@@ -1514,9 +1514,10 @@ def test_chain_picks_small_m_where_the_table_says(backend_env):
 @pytest.mark.triton_fp8
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
 def test_gpu_checked_entry_with_odd_layer_operands(kind, backend_env):
-    """Through the checked entry and the bound path alike: a bias that is not 16-byte aligned and a
-    weight scale that is not contiguous (the launch is shared by every layer of a shape), and M = 1
-    with a per-token key and one weight scale."""
+    """Through the checked entry and the bound path alike: a bias that is not 16-byte aligned, and M = 1
+    with a per-token key and one weight scale (the launch is shared by every layer of a shape); a weight
+    scale that is not contiguous through the checked entry, which is never bound (a bound call would hold a
+    contiguous copy, which a write into the scale would leave stale)."""
     from fused_quant import keys as K
     from fused_quant.contract import QuantizedActivation
     from fused_quant.gemm import bind_gemm, quant_gemm
@@ -1535,6 +1536,9 @@ def test_gpu_checked_entry_with_odd_layer_operands(kind, backend_env):
         out = quant_gemm(qa, w, s, b, out_dtype=torch.bfloat16)
         assert_gemm_close(out, xq, xs, w, s.expand(n, 1), b, exact_acc=kind == "int8", what=what)
         bound = bind_gemm(xq, xs, w, s, b, torch.bfloat16, key)
+        if what == "strided scale":
+            assert bound is None, what
+            continue
         assert_bits_equal(bound(xq, xs), out, f"{what}: bound vs checked")
 
 
