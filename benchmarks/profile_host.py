@@ -86,6 +86,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.m < 1:
         ap.error(f"--m takes a token count of at least 1, got {args.m}")
+    if not torch.cuda.is_available():
+        ap.exit(2, "profile_host: needs a GPU (torch.cuda.is_available() is False)\n")
     t = torch.empty(1, device="cuda")
     dev = t.device
     prims = {"torch.empty": lambda: torch.empty((1, 28672), dtype=torch.bfloat16, device=dev),

@@ -39,6 +39,8 @@ def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> Non
     vLLM, a kernel object with ``input_quant_key()``; a kernel that returns None (it quantizes its
     own input) leaves the layer unset.
     """
+    if not isinstance(layer, torch.nn.Module):
+        raise TypeError(f"expose_input_quant_key: layer must be a torch.nn.Module, got {type(layer).__name__}")
     key = key_or_kernel.input_quant_key() if hasattr(key_or_kernel, "input_quant_key") else key_or_kernel
     if key is None:
         return
@@ -46,10 +48,16 @@ def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> Non
 
 
 def get_input_quant_key(layer: torch.nn.Module | None) -> QuantKey | None:
-    """The key a producer may target for ``layer``; None if it needs the unquantized input."""
-    if layer is None or getattr(layer, "requires_unquantized_input", False):
+    """The key a producer may target for ``layer`` (a module, or None); None if it needs the unquantized input."""
+    if layer is None:
         return None
-    return getattr(layer, "_input_quant_key", None)
+    key = getattr(layer, "_input_quant_key", None)
+    if key is None:
+        if not isinstance(layer, torch.nn.Module):  # e.g. a layer's name passed for the layer
+            raise TypeError(f"the consumer layer must be a torch.nn.Module or None, got {type(layer).__name__} "
+                            f"{layer!r}")
+        return None
+    return None if getattr(layer, "requires_unquantized_input", False) else key
 
 
 def as_quantized_activation(x: torch.Tensor | QuantizedActivation,

@@ -21,6 +21,7 @@ from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (thei
 from fused_quant.contract import (QuantizedActivation, as_quantized_activation, expose_input_quant_key,
                                   get_input_quant_key)
 from fused_quant.gemm import bind_gemm, quant_gemm
+from fused_quant.numerics import get_profile
 from fused_quant.reference import quantize_weight_ref
 from fused_quant.registry import bound_maybe_call, maybe_fused_act_quant
 from fused_quant.runtime import capturing
@@ -53,6 +54,8 @@ class FusedSiluAndMulAndQuant(nn.Module):
 
     def __init__(self, numerics: str | None = None):
         super().__init__()
+        if numerics is not None:
+            get_profile(numerics)  # an unknown profile fails here, not at the first forward
         self.numerics = numerics
 
     def forward(self, x: torch.Tensor, quant_dtype: torch.dtype = torch.int8) -> tuple[torch.Tensor, torch.Tensor]:
@@ -124,6 +127,13 @@ def _check_bias(bias: object, n: int, device: torch.device, where: str) -> None:
         raise DeviceMismatchError(f"{where}: bias is on {bias.device}, weight on {device}")
 
 
+def _check_scale_shape(ws: torch.Tensor, where: str) -> None:
+    """A weight scale's shape: one scale per output row, [N] or [N, 1], or one scale (its N checked with the weight's)."""
+    if ws.dim() > 2 or (ws.dim() == 2 and ws.shape[1] != 1):
+        raise ScaleError(f"{where}: weight_scale must be [N] or [N, 1] (one per output channel) or one element, got "
+                         f"shape {tuple(ws.shape)}")
+
+
 def _held_scale(ws: torch.Tensor) -> torch.Tensor:
     """A weight scale as a layer holds it: float32 [N, 1] (or [1, 1]), contiguous. The tensor given where it has that
     layout already (the layer's scale is then the caller's tensor); else a copy, made once here: a bound call never
@@ -142,6 +152,7 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
     if not isinstance(weight_scale, torch.Tensor):
         raise TypeError(f"{where}: weight_scale must be a torch.Tensor, got {type(weight_scale).__name__}")
     n = weight.shape[0]
+    _check_scale_shape(weight_scale, where)
     if weight_scale.numel() not in (n, 1) or not weight_scale.is_floating_point():
         raise ScaleError(f"{where}: weight_scale must be floating point with N={n} (per channel) or 1 element, got "
                          f"{weight_scale.dtype} of shape {tuple(weight_scale.shape)}")
@@ -348,6 +359,7 @@ class QuantLinear(nn.Module):
         if name == "weight_scale" and isinstance(value, torch.Tensor):
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
+            _check_scale_shape(value, self.name)
             check_weight_scale_values(value, layer=self.name)
             value = _held_scale(value)  # as the constructor holds it
         if name == "bias" and value is not None:
@@ -615,6 +627,10 @@ class QuantLinear(nn.Module):
                    else type(pair).__name__)
             raise TypeError(f"{self.name}: x_and_scale_quanted must be a (xq, xs) pair of tensors, got {got}")
         xq, xs = pair
+        if xq.dtype == torch.float32 and xs.dtype != torch.float32:
+            raise QuantDTypeError(f"{self.name}: x_and_scale_quanted is (xq, xs), the quantized activation then its "
+                                  f"float32 scale; got ({xq.dtype} {tuple(xq.shape)}, {xs.dtype} {tuple(xs.shape)}): "
+                                  "the two are swapped")
         if isinstance(placeholder, QuantizedActivation):
             raise TypeError(f"{self.name}: pass either a QuantizedActivation or x_and_scale_quanted, not both")
         if placeholder is not None:
@@ -752,6 +768,8 @@ def _bind_producing(bound: _BoundForward, act_fn: nn.Module, h: torch.Tensor, co
 
 def name_quant_linears(model: nn.Module, prefix: str = "") -> None:
     """Name every QuantLinear in ``model`` after its module path, so errors say which layer."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"name_quant_linears: model must be a torch.nn.Module, got {type(model).__name__}")
     for path, module in model.named_modules(prefix=prefix):
         if isinstance(module, QuantLinear):
             module.name = path or module.name

@@ -322,6 +322,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
         if type(linear) in _ACTIVATION_TYPES:  # an activation as the consumer: the arguments swapped
             raise TypeError(f"maybe_fused_act_quant: the consumer is an activation ({type(linear).__name__}), "
                             f"act_fn a {type(act_fn).__name__}; {_ARGUMENT_ORDER}")
+        _check_act_fn(act_fn)
         return act_fn(x)
     scale = _static_scale(linear, key)
     if numerics is None:
@@ -329,11 +330,8 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     sig, call = _checked_call("maybe", type(act_fn), key, numerics, None, x, scale)
     if call is not None:
         return call(x, scale)
-    if not isinstance(act_fn, torch.nn.Module) and (isinstance(act_fn, (str, type)) or not callable(act_fn)):
-        raise TypeError(f"maybe_fused_act_quant: act_fn must be the model's activation module (e.g. "
-                        f"fused_quant.SiluAndMul()), got {type(act_fn).__name__} {act_fn!r}; "
-                        "fused_act_quant takes activation names")
-    if get_input_quant_key(act_fn) is not None:  # arguments swapped: the activation would run as the layer did
+    _check_act_fn(act_fn)
+    if isinstance(act_fn, torch.nn.Module) and get_input_quant_key(act_fn) is not None:  # arguments swapped: the activation would run as the layer did
         raise TypeError(f"maybe_fused_act_quant: act_fn is a quantized linear ({type(act_fn).__name__} "
                         f"{getattr(act_fn, 'name', '')!r}), expected the activation module; {_ARGUMENT_ORDER}")
     act, name = _act_name_or_none(type(act_fn)), K.key_name_or_none(key)
@@ -352,6 +350,13 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
         _debug("fused-quant: %s -> %s runs as the plain activation: %s", act, name, reason)
         return act_fn(x)
     return _run(prod, x, scale, get_profile(numerics), sig if keep else None, key)
+
+
+def _check_act_fn(act_fn: object) -> None:
+    if not isinstance(act_fn, torch.nn.Module) and (isinstance(act_fn, (str, type)) or not callable(act_fn)):
+        raise TypeError(f"maybe_fused_act_quant: act_fn must be the model's activation module (e.g. "
+                        f"fused_quant.SiluAndMul()), got {type(act_fn).__name__} {act_fn!r}; "
+                        "fused_act_quant takes activation names")
 
 
 def bound_maybe_call(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module | None,
@@ -443,6 +448,9 @@ def _resolve_fused(act, x, key, scale, numerics, backend) -> tuple[Producer, Num
     if isinstance(act, type):
         raise TypeError(f"fused_act_quant: act must be an activation name ({', '.join(activations.NAMES)}) or "
                         f"module instance, got the class {act.__name__}; pass {act.__name__}()")
+    if not isinstance(act, (str, torch.nn.Module)):  # e.g. the input passed first: fused_act_quant(x, act, key)
+        raise TypeError(f"fused_act_quant: act must be an activation name ({', '.join(activations.NAMES)}) or "
+                        f"module instance, got {type(act).__name__}; the order is fused_act_quant(act, x, key)")
     act_name = check_activation(act) if isinstance(act, str) else _act_name(type(act))
     check_activation_input(x, act_name)
     key = K.as_key(key, "fused_act_quant: key")

@@ -221,7 +221,9 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
             raise ShapeMismatchError(
                 f"{name}: per-token activation scale must be [*tokens, 1] with {m} rows ({[*x.shape[:-1], 1]}"
                 f"{f' or [{m}, 1]' if x.dim() > 2 else ''} for activation {tuple(x.shape)}), got shape "
-                f"{tuple(xs.shape)}: token count mismatch between xq and xs",
+                f"{tuple(xs.shape)}: "
+                + ("the token count matches, not the layout" if xs.numel() == m else "token count mismatch between xq "
+                   "and xs"),
                 layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
     elif xs.numel() != 1:
         raise ScaleError(f"{name}: per-tensor activation scale must have 1 element, got shape {tuple(xs.shape)}")

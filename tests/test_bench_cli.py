@@ -359,3 +359,14 @@ def test_progress_counts_done_and_estimates_the_rest_at_the_rate_so_far():
     assert progress(0, 8, 100.0, 100.0) == "[0/8, 0 s]"
     assert progress(2, 8, 100.0, 130.0) == "[2/8, 30 s, about 90 s left]"  # 15 s a row so far, 6 rows to go
     assert progress(8, 8, 100.0, 220.0) == "[8/8, 120 s]"
+
+
+def test_profile_host_needs_a_gpu_and_says_so(capsys, monkeypatch):
+    from benchmarks import profile_host
+
+    monkeypatch.setattr(sys, "argv", ["profile_host", "--m", "1"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as stop:
+        profile_host.main()
+    assert stop.value.code == 2
+    assert "profile_host: needs a GPU (torch.cuda.is_available() is False)" in capsys.readouterr().err

@@ -673,3 +673,61 @@ def test_sparse_and_nested_inputs_are_refused_by_name(make):
     with pytest.raises(fq.LayoutError, match=f"silu_and_mul input {expect}"):
         fq.fused_act_quant("silu_and_mul", make(torch.randn(2, 32).to(torch.bfloat16)), K.kInt8DynamicTokenSym)
     assert not layer._bound
+
+
+def test_a_wrong_python_type_is_a_type_error_naming_what_was_expected():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(2, 32).to(torch.bfloat16)
+    cases = [
+        (lambda: fq.fused_act_quant(x, "silu_and_mul", K.kInt8DynamicTokenSym),
+         "fused_act_quant: act must be an activation name .* got Tensor; the order is fused_act_quant\\(act, x, key\\)"),
+        (lambda: fq.maybe_fused_act_quant(None, x, None), "act_fn must be the model's activation module .*got NoneType"),
+        (lambda: fq.maybe_fused_act_quant(fq.SiluAndMul(), x, "down"),
+         "the consumer layer must be a torch.nn.Module or None, got str 'down'"),
+        (lambda: fq.get_input_quant_key("down"), "the consumer layer must be a torch.nn.Module or None, got str"),
+        (lambda: fq.expose_input_quant_key("down", K.kInt8DynamicTokenSym),
+         "expose_input_quant_key: layer must be a torch.nn.Module, got str"),
+        (lambda: fq.name_quant_linears("model"), "name_quant_linears: model must be a torch.nn.Module, got str"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=message):
+            call()
+    assert fq.get_input_quant_key(layer) is K.kInt8DynamicTokenSym and fq.get_input_quant_key(None) is None
+    assert fq.get_input_quant_key(nn.ReLU()) is None
+
+
+@pytest.mark.parametrize("shape", [(8, 2), (4, 2), (8, 1, 1)])
+def test_a_weight_scale_of_another_layout_is_refused_on_every_way_in(shape):
+    layer = _layer(K.kInt8DynamicTokenSym)
+    bad = torch.full(shape, 0.01)
+    message = re.escape(f"weight_scale must be [N] or [N, 1] (one per output channel) or one element, got shape "
+                        f"{tuple(shape)}")
+    with pytest.raises(fq.ScaleError, match="blk.0.proj: " + message):
+        layer.weight_scale = bad
+    with pytest.raises(fq.ScaleError, match="QuantLinear: " + message):
+        fq.QuantLinear(layer.weight, bad, K.kInt8DynamicTokenSym)
+
+
+def test_a_swapped_hcu_pair_is_named_so():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    qa = fq.fused_act_quant("identity", torch.randn(3, 16).to(torch.bfloat16), K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.QuantDTypeError, match="blk.0.proj: x_and_scale_quanted is \\(xq, xs\\), the quantized "
+                                                 "activation then its float32 scale; got \\(torch.float32 \\(3, 1\\), "
+                                                 "torch.int8 \\(3, 16\\)\\): the two are swapped"):
+        layer(x_and_scale_quanted=(qa.scale, qa.data))
+    assert torch.equal(layer(x_and_scale_quanted=(qa.data, qa.scale)), layer(qa))
+
+
+def test_a_per_token_scale_of_the_right_count_but_another_layout_says_so():
+    xq = torch.zeros(2, 5, 16, dtype=torch.int8)
+    w, ws = torch.zeros(8, 16, dtype=torch.int8), torch.ones(8, 1)
+    with pytest.raises(fq.ShapeMismatchError, match="got shape \\(5, 2, 1\\): the token count matches, not the layout"):
+        fq.gemm.checked_gemm(xq, torch.ones(5, 2, 1), w, ws, None, torch.bfloat16, "int8_dynamic_token", "", "torch")
+    with pytest.raises(fq.ShapeMismatchError, match="got shape \\(3, 1\\): token count mismatch between xq and xs"):
+        fq.gemm.checked_gemm(xq, torch.ones(3, 1), w, ws, None, torch.bfloat16, "int8_dynamic_token", "", "torch")
+
+
+def test_the_dcu_module_checks_its_numerics_profile_when_built():
+    with pytest.raises(fq.NumericsProfileError, match="unknown numerics profile 'bogus'"):
+        fq.FusedSiluAndMulAndQuant("bogus")
+    assert fq.FusedSiluAndMulAndQuant("hcu").numerics == "hcu"

@@ -377,6 +377,11 @@ def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
     model.fused_quant_report = report
 
 
+def _check_model(model: object, where: str) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{where}: model must be a transformers model (a torch.nn.Module), got {type(model).__name__}")
+
+
 def _patterns(ignore) -> tuple[str, ...]:
     """``ignore`` as a tuple of patterns: one string is one pattern (not its characters)."""
     if isinstance(ignore, str):
@@ -389,6 +394,12 @@ def _patterns(ignore) -> tuple[str, ...]:
     odd = [p for p in patterns if not isinstance(p, str)]
     if odd:
         raise TypeError(f"quantize_model: ignore's patterns must be strings, got {odd[0]!r}")
+    for p in patterns:
+        if p.startswith("re:"):
+            try:
+                re.compile(p[3:])
+            except re.error as exc:
+                raise ValueError(f"quantize_model: ignore pattern {p!r} is not a regular expression: {exc}") from None
     return patterns
 
 
@@ -420,6 +431,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
     the MLPs and linears on stderr (None: where stderr is a terminal, True: always, False: never).
     """
     _require_versions()
+    _check_model(model, "quantize_model")
     key = K.as_key(key, "quantize_model: key")
     if K.is_static(key):
         raise UnsupportedError(f"quantize_model: {K.key_name(key)} needs calibrated input scales, which "
@@ -597,6 +609,10 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     merged gate_up split back into gate_proj / up_proj, FP8 weights as e4m3fn, scales float32.
     ``progress``: a bar over the layers on stderr (None: where stderr is a terminal)."""
     _require_versions()
+    _check_model(model, "save_pretrained")
+    if getattr(model, "config", None) is None:  # its config.json carries the quantization config
+        raise TypeError(f"save_pretrained: model must be a transformers model with a .config, got a "
+                        f"{type(model).__name__} without one")
     from safetensors.torch import save_file
 
     from fused_quant.integrations import checkpoint as ckpt

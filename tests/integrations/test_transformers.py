@@ -206,6 +206,8 @@ def test_bad_arguments_are_refused(kwargs, match):
     (dict(ignore=None), TypeError, "ignore must be a pattern or an iterable of patterns .* got NoneType"),
     (dict(ignore=["lm_head", None]), TypeError, "ignore's patterns must be strings, got None"),
     (dict(filter_fn="x"), TypeError, "filter_fn must be a callable \\(module, name\\) -> bool or None, got str"),
+    (dict(ignore=("re:[",)), ValueError, "ignore pattern 're:\\[' is not a regular expression: unterminated character "
+                                         "set"),
 ])
 def test_bad_argument_types_are_named(kwargs, error, match):
     model = make_model("llama")
@@ -343,6 +345,20 @@ def test_a_converted_model_pickles_and_its_report_lines_up(tmp_path):
     lines = str(report).splitlines()[1:]
     assert {"merged_gated_mlp", "linear"} <= {e.kind for e in report.entries}
     assert len({line.index(e.name) for line, e in zip(lines, report.entries)}) == 1, lines
+
+
+def test_a_model_that_is_not_one_is_a_type_error(tmp_path):
+    with pytest.raises(TypeError, match="quantize_model: model must be a transformers model \\(a torch.nn.Module\\), "
+                                        "got str"):
+        fqt.quantize_model("meta-llama/Llama-3-8B")
+    model = make_model("llama")
+    fqt.quantize_model(model)
+    holder = nn.Module()  # a module holding the converted layers, but no transformers model: no config to write
+    holder.layer = model.model.layers[0]
+    with pytest.raises(TypeError, match="save_pretrained: model must be a transformers model with a .config, got a "
+                                        "Module without one"):
+        fqt.save_pretrained(holder, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
 
 
 def test_transformers_save_pretrained_is_refused_on_converted_models_only(tmp_path):
