@@ -53,7 +53,8 @@ def get_input_quant_key(layer: torch.nn.Module | None) -> QuantKey | None:
         return None
     key = getattr(layer, "_input_quant_key", None)
     if key is None:
-        if not isinstance(layer, torch.nn.Module):  # e.g. a layer's name passed for the layer
+        # e.g. a layer's name passed for the layer (a consumer of another kind says what it needs)
+        if not isinstance(layer, torch.nn.Module) and not hasattr(layer, "requires_unquantized_input"):
             raise TypeError(f"the consumer layer must be a torch.nn.Module or None, got {type(layer).__name__} "
                             f"{layer!r}")
         return None

@@ -20,8 +20,9 @@ class ShapeMismatchError(FusedQuantError, ValueError):
     def __init__(self, message: str, *, layer: str | None = None, m: int | None = None,
                  n: int | None = None, k: int | None = None, x_shape: Sequence[int] | None = None,
                  w_shape: Sequence[int] | None = None):
-        # the message is the exception's argument already (BaseException.__new__ keeps it): no super().__init__
-        # call, which torch.compile cannot trace, and would then report no message at all
+        # the message set as the exception's argument, not by a super().__init__ call, which torch.compile cannot
+        # trace (it would then report no message at all)
+        self.args = (message,)
         self.layer, self.m, self.n, self.k = layer, m, n, k
         self.x_shape = tuple(x_shape) if x_shape is not None else None
         self.w_shape = tuple(w_shape) if w_shape is not None else None

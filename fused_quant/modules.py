@@ -54,8 +54,8 @@ class FusedSiluAndMulAndQuant(nn.Module):
 
     def __init__(self, numerics: str | None = None):
         super().__init__()
-        if numerics is not None:
-            get_profile(numerics)  # an unknown profile fails here, not at the first forward
+        if numerics:  # None or "": FUSED_QUANT_NUMERICS, read at each call; an unknown name fails here
+            get_profile(numerics)
         self.numerics = numerics
 
     def forward(self, x: torch.Tensor, quant_dtype: torch.dtype = torch.int8) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,22 +116,23 @@ def _check_weight(weight: object, key: K.QuantKey, where: str) -> None:
                               "QuantLinear.from_float quantizes a float weight")
 
 
-def _check_bias(bias: object, n: int, device: torch.device, where: str) -> None:
-    """A bias by itself, built or assigned: a tensor [N] on the weight's device (held in the output dtype)."""
-    if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (n,):
+def _check_bias(bias: object, where: str) -> None:
+    """A bias by itself, built or assigned: a float tensor [N] (held in the output dtype; its N and device are checked
+    with the weight's where it is built, and at the next call where it is assigned, as loaders set one tensor at a
+    time: the bias before the weight, or beside a weight still on the meta device)."""
+    if not isinstance(bias, torch.Tensor) or bias.dim() != 1:
         got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
-        raise ShapeMismatchError(f"{where}: bias must be [N={n}], got {got}", layer=where, n=n)
+        raise ShapeMismatchError(f"{where}: bias must be a 1-D tensor [N], got {got}", layer=where)
     if not bias.is_floating_point():
         raise QuantDTypeError(f"{where}: bias must be floating point (it is held in the output dtype), got {bias.dtype}")
-    if bias.device != device:
-        raise DeviceMismatchError(f"{where}: bias is on {bias.device}, weight on {device}")
 
 
 def _check_scale_shape(ws: torch.Tensor, where: str) -> None:
-    """A weight scale's shape: one scale per output row, [N] or [N, 1], or one scale (its N checked with the weight's)."""
-    if ws.dim() > 2 or (ws.dim() == 2 and ws.shape[1] != 1):
-        raise ScaleError(f"{where}: weight_scale must be [N] or [N, 1] (one per output channel) or one element, got "
-                         f"shape {tuple(ws.shape)}")
+    """A weight scale's shape: one scale per output row along one dim ([N], [N, 1], [1, N], ...), or one scale (its N
+    checked with the weight's); not a grid such as [N / 2, 2], whose flattening would be a guess."""
+    if sum(d != 1 for d in ws.shape) > 1:
+        raise ScaleError(f"{where}: weight_scale must hold one scale per output channel along one dim ([N] or [N, 1]) "
+                         f"or one element, got shape {tuple(ws.shape)}")
 
 
 def _held_scale(ws: torch.Tensor) -> torch.Tensor:
@@ -160,7 +161,11 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
         raise DeviceMismatchError(f"{where}: weight_scale is on {weight_scale.device}, weight on {weight.device}")
     check_weight_scale_values(weight_scale, layer=where)
     if bias is not None:
-        _check_bias(bias, n, weight.device, where)
+        _check_bias(bias, where)
+        if bias.shape[0] != n:
+            raise ShapeMismatchError(f"{where}: bias must be [N={n}], got {tuple(bias.shape)}", layer=where, n=n)
+        if bias.device != weight.device:
+            raise DeviceMismatchError(f"{where}: bias is on {bias.device}, weight on {weight.device}")
 
 
 # QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
@@ -356,15 +361,16 @@ class QuantLinear(nn.Module):
                                    "tensors: set a plain tensor (t.detach()), or nn.Parameter(t, requires_grad=False)")
         if name == "weight":
             _check_weight(value, self.input_key, self.name)  # its N and K against the rest: at the next call
-        if name == "weight_scale" and isinstance(value, torch.Tensor):
+        if name == "weight_scale":
+            if not isinstance(value, torch.Tensor):  # as for the weight: a layer has its scales
+                raise TypeError(f"{self.name}: weight_scale must be a torch.Tensor, got {type(value).__name__}")
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
             _check_scale_shape(value, self.name)
             check_weight_scale_values(value, layer=self.name)
             value = _held_scale(value)  # as the constructor holds it
         if name == "bias" and value is not None:
-            weight = self._buffers["weight"]
-            _check_bias(value, weight.shape[0], weight.device, self.name)
+            _check_bias(value, self.name)
             value = _held_bias(value, self.out_dtype)
         return value
 

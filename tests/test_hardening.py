@@ -4,6 +4,7 @@ construction, gradients, backend names, predicate answers, producer outputs, exp
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from pathlib import Path
@@ -627,16 +628,24 @@ def test_out_dtype_set_takes_the_bias_along_as_to_does():
 
 
 def test_a_bias_or_weight_set_is_checked_as_it_comes_in():
-    layer = _layer(K.kInt8DynamicTokenSym)
-    with pytest.raises(fq.ShapeMismatchError, match="blk.0.proj: bias must be \\[N=8\\], got \\(7,\\)"):
-        layer.bias = torch.zeros(7)
+    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(2, 16).to(torch.bfloat16)
+    with pytest.raises(fq.ShapeMismatchError, match="blk.0.proj: bias must be a 1-D tensor \\[N\\], got \\(8, 1\\)"):
+        layer.bias = torch.zeros(8, 1)
     with pytest.raises(fq.QuantDTypeError, match="blk.0.proj: bias must be floating point \\(it is held in the output "
                                                  "dtype\\), got torch.int32"):
         layer.bias = torch.zeros(8, dtype=torch.int32)  # e.g. a pre-scaled int32 bias: its values would be wrong
-    with pytest.raises(fq.DeviceMismatchError, match="blk.0.proj: bias is on meta, weight on cpu"):
-        layer.bias = torch.zeros(8, device="meta")
+    # its N and device against the weight's at the next call: loaders set the bias before the weight, or beside a
+    # weight still on the meta device
+    for bias, error, message in [(torch.zeros(7), fq.ShapeMismatchError, "bias must be \\[N=8\\], got \\(7,\\)"),
+                                 (torch.zeros(8, device="meta"), fq.DeviceMismatchError, "bias is on meta")]:
+        layer.bias = bias
+        with pytest.raises(error, match="blk.0.proj: " + message):
+            layer(x)
     layer.bias = torch.ones(8, dtype=torch.float32)  # held in the output dtype, as the constructor holds it
     assert layer.bias.dtype == torch.bfloat16 and torch.equal(layer.bias, torch.ones(8, dtype=torch.bfloat16))
+    layer(x)
+    with pytest.raises(TypeError, match="blk.0.proj: weight_scale must be a torch.Tensor, got NoneType"):
+        layer.weight_scale = None
     for bad, error, what in [(torch.zeros(8, 16, 2, dtype=torch.int8), fq.ShapeMismatchError, "must be 2-D"),
                              (torch.zeros(128, dtype=torch.int8), fq.ShapeMismatchError, "must be 2-D"),
                              (torch.zeros(8, 16, dtype=torch.float8_e4m3fn), fq.QuantDTypeError, "needs int8 weights"),
@@ -695,17 +704,33 @@ def test_a_wrong_python_type_is_a_type_error_naming_what_was_expected():
     assert fq.get_input_quant_key(layer) is K.kInt8DynamicTokenSym and fq.get_input_quant_key(None) is None
     assert fq.get_input_quant_key(nn.ReLU()) is None
 
+    class Consumer:  # a consumer of another kind that says what it needs
+        requires_unquantized_input = True
 
-@pytest.mark.parametrize("shape", [(8, 2), (4, 2), (8, 1, 1)])
+    assert fq.get_input_quant_key(Consumer()) is None
+
+
+@pytest.mark.parametrize("shape", [(8, 2), (4, 2), (2, 4, 1)])
 def test_a_weight_scale_of_another_layout_is_refused_on_every_way_in(shape):
     layer = _layer(K.kInt8DynamicTokenSym)
     bad = torch.full(shape, 0.01)
-    message = re.escape(f"weight_scale must be [N] or [N, 1] (one per output channel) or one element, got shape "
-                        f"{tuple(shape)}")
+    message = re.escape(f"weight_scale must hold one scale per output channel along one dim ([N] or [N, 1]) or one "
+                        f"element, got shape {tuple(shape)}")
     with pytest.raises(fq.ScaleError, match="blk.0.proj: " + message):
         layer.weight_scale = bad
     with pytest.raises(fq.ScaleError, match="QuantLinear: " + message):
         fq.QuantLinear(layer.weight, bad, K.kInt8DynamicTokenSym)
+
+
+@pytest.mark.parametrize("shape", [(8,), (8, 1), (1, 8), (8, 1, 1), (), (1,), (1, 1, 1)])
+def test_a_weight_scale_along_one_dim_is_taken_in_any_such_shape(shape):
+    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(2, 16).to(torch.bfloat16)
+    scale = layer.weight_scale.reshape(shape) if layer.weight_scale.numel() == math.prod(shape) else \
+        layer.weight_scale[:1].reshape(shape)
+    built = fq.QuantLinear(layer.weight, scale, K.kInt8DynamicTokenSym, bias=layer.bias)
+    layer.weight_scale = scale
+    assert built.weight_scale.shape == layer.weight_scale.shape == (scale.numel(), 1)
+    assert torch.equal(built(x), layer(x))
 
 
 def test_a_swapped_hcu_pair_is_named_so():
@@ -731,3 +756,20 @@ def test_the_dcu_module_checks_its_numerics_profile_when_built():
     with pytest.raises(fq.NumericsProfileError, match="unknown numerics profile 'bogus'"):
         fq.FusedSiluAndMulAndQuant("bogus")
     assert fq.FusedSiluAndMulAndQuant("hcu").numerics == "hcu"
+    assert fq.FusedSiluAndMulAndQuant("").numerics == ""  # as None: FUSED_QUANT_NUMERICS at each call
+
+
+def test_shape_mismatch_error_keeps_its_message_however_it_is_made():
+    import copy
+    import pickle
+
+    class LayerError(fq.ShapeMismatchError):  # a subclass that builds its own message
+        def __init__(self, layer):
+            super().__init__(f"bad layer {layer}", layer=layer)
+
+    for err, message in [(fq.ShapeMismatchError("m", layer="L", k=3), "m"),
+                         (fq.ShapeMismatchError(message="m", layer="L"), "m"), (LayerError("L"), "bad layer L")]:
+        assert str(err) == message and err.layer == "L"
+        if type(err) is fq.ShapeMismatchError:  # a copy is made by calling the class with the message
+            for again in (copy.deepcopy(err), pickle.loads(pickle.dumps(err))):
+                assert str(again) == message and again.layer == "L"

@@ -152,6 +152,11 @@ def scaled_mm_way(p: GemmProblem) -> str:
     return SCALED_MM_ROW_WISE
 
 
+def _expanded_scale(ws: torch.Tensor, n: int) -> torch.Tensor:
+    """A one-element weight scale as the ``[1, N]`` row-wise scale ``torch._scaled_mm`` takes (a copy)."""
+    return ws.reshape(1, 1).expand(1, n).contiguous()
+
+
 def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
     """``torch._scaled_mm`` for a layer's weight, the ``scaled_mm_way`` of its problem (``way`` overrides
     it: sweeps, tests); the transposed weight view and the scale views made once."""
@@ -171,17 +176,21 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
 
     elif way == SCALED_MM_ROW_WISE:  # CUTLASS's row-wise kernel: both scales row-wise, bf16 out
         ws_row = ws.reshape(1, -1) if ws.numel() == n else None
-        expanded = [None, None]  # a one-element weight scale's [1, N] copy and the scale's version it was made at
+        kept = None  # a one-element weight scale's (version, [1, N] copy), read and replaced as one
 
         def call(xq, xs):  # xs: [M, 1] per token (already row-wise), else one element, expanded
+            nonlocal kept
             scale_a = xs if per_token else xs.reshape(1, 1).expand(m, 1).contiguous()
             scale_b = ws_row
-            if scale_b is None:  # made again after a write into the layer's scale (an inference tensor has no
-                version = None if ws.is_inference() else ws._version  # version: made each call)
-                scale_b = expanded[0]
-                if scale_b is None or version is None or version != expanded[1]:
-                    scale_b = ws.reshape(1, 1).expand(1, n).contiguous()
-                    expanded[:] = (scale_b, version) if not capturing() else (None, None)
+            if scale_b is None:
+                scale_b = _expanded_scale(ws, n) if capturing() else None  # captured: copied again at each replay
+            if scale_b is None:  # kept while the layer's scale keeps its version (an inference tensor has none)
+                version, seen = (None if ws.is_inference() else ws._version), kept
+                if seen is None or version is None or seen[0] != version:
+                    seen = (version, _expanded_scale(ws, n))
+                    if version is not None:
+                        kept = seen
+                scale_b = seen[1]
             out = torch._scaled_mm(xq, wt, scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
             return out if bias is None else out + bias
 

@@ -499,7 +499,9 @@ def test_bound_scaled_mm_runs_the_way_it_chose(tmp_path, monkeypatch, per_token,
 def test_row_wise_call_follows_a_one_element_weight_scale_written_in_place(monkeypatch, inference):
     """The row-wise way takes the weight scale as ``[1, N]``: a one-element scale is expanded into a copy, kept while
     the layer's scale keeps its version and made again after a write into it (each call for an inference tensor,
-    which has no version; never kept from a call under capture, whose copy is filled only at replay)."""
+    which has no version). A call under capture makes its own, which the graph copies again at each replay: it
+    never reads a kept one, which a later eager call may replace and free, nor keeps its own, filled only at
+    replay."""
     seen = []
 
     def scaled_mm(a, b, scale_a, scale_b, out_dtype):
@@ -527,6 +529,9 @@ def test_row_wise_call_follows_a_one_element_weight_scale_written_in_place(monke
     assert (copies[0] is copies[1]) is not inference and copies[1] is not copies[2]
     assert copies[2] is not copies[3]  # the call under capture kept nothing
     assert (copies[3] is copies[4]) is not inference
+    monkeypatch.setattr(g, "capturing", lambda: True)
+    call(xq, xs)
+    assert seen[-1][0] is not copies[4], "a captured call reads a kept copy, which a later call may free"
 
 
 @pytest.mark.parametrize("bound_captured", [False, True])
