@@ -238,3 +238,32 @@ def test_linear_act_quant_mlp_is_the_two_calls_bit_for_bit(backend, key_name, ba
         for _ in range(3):
             got = compiled(x_new).clone()
         assert_bits_equal(got, two(x_new), f"{key_name} torch.compile reduce-overhead M={m}")
+
+
+@pytest.mark.triton_fp8
+def test_row_wise_call_follows_a_one_element_weight_scale_written_in_place(backend_env):
+    """An FP8 layer with one weight scale and a per-token key above the small-M buckets runs ``torch._scaled_mm``
+    row-wise, which takes the scale as a ``[1, N]`` copy: eager calls see a write into the layer's scale (the copy
+    is made again by its version), and a captured graph copies the scale at each replay, so its replays see it
+    too. Doubling the scale doubles the bf16 output exactly."""
+    backend_env("triton_fp8")
+    torch.manual_seed(0)
+    n, k, m = 256, 512, 300
+    w = (torch.randn(n, k, device=CUDA) * 0.1).to(torch.float8_e4m3fn)
+    layer = QuantLinear(w, torch.tensor([0.02], device=CUDA), K.kFp8DynamicTokenSym, name="proj")
+    x = torch.randn(m, k, device=CUDA, dtype=torch.bfloat16)
+    with torch.no_grad():
+        layer(x)
+        first = layer(x).clone()
+        (bound,) = layer._bound.values()
+        assert bound.gemm.provider.name == "scaled_mm_fp8", bound.gemm.provider.name
+        assert g.scaled_mm_way(bound.gemm.problem) == g.SCALED_MM_ROW_WISE
+        layer.weight_scale.mul_(2)
+        assert_bits_equal(layer(x), first * 2, "eager after a write")
+        graph, out = capture_graph(layer, x)
+        graph.replay()
+        assert_bits_equal(out, first * 2, "replayed")
+        layer.weight_scale.mul_(2)
+        graph.replay()
+        assert_bits_equal(out, first * 4, "replayed after a write")
+        assert_bits_equal(layer(x), first * 4, "eager after the replays")
