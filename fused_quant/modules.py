@@ -189,36 +189,32 @@ def _signature(x: object, pair: object) -> tuple | None:
     requires grad (the checks then raise where grad is enabled, so such a call is never bound), and for a
     tensor that is not dense: a sparse one (a COO tensor's strides are a dense expanded one's) or a nested one
     (which has neither sizes nor strides)."""
-    try:
-        return _metadata(x, pair)
+    try:  # no cost where nothing raises
+        if pair is None:
+            if type(x) is torch.Tensor:
+                return None if x.requires_grad or x.layout is not _STRIDED else (_TENSOR, x.dtype, x.shape, x.stride(),
+                                                                                x.device)
+            if type(x) is QuantizedActivation:
+                d, s = x.data, x.scale
+                if type(d) is torch.Tensor and type(s) is torch.Tensor and not (d.requires_grad or s.requires_grad):
+                    return (_QUANTIZED, id(x.quant_key), d.dtype, d.shape, d.stride(), d.device,
+                            s.dtype, s.shape, s.stride(), s.device)
+            return None
+        if type(pair) is not tuple or len(pair) != 2:
+            return None
+        xq, xs = pair
+        if type(xq) is not torch.Tensor or type(xs) is not torch.Tensor or xq.requires_grad or xs.requires_grad:
+            return None
+        if x is None:
+            placeholder = None
+        elif type(x) is torch.Tensor and not x.requires_grad:
+            placeholder = x.shape
+        else:
+            return None
+        return (_HCU_PAIR, placeholder, xq.dtype, xq.shape, xq.stride(), xq.device, xs.dtype, xs.shape, xs.stride(),
+                xs.device)
     except RuntimeError:  # a nested tensor's sizes
         return None
-
-
-def _metadata(x: object, pair: object) -> tuple | None:
-    if pair is None:
-        if type(x) is torch.Tensor:
-            return None if x.requires_grad or x.layout is not _STRIDED else (_TENSOR, x.dtype, x.shape, x.stride(),
-                                                                            x.device)
-        if type(x) is QuantizedActivation:
-            d, s = x.data, x.scale
-            if type(d) is torch.Tensor and type(s) is torch.Tensor and not (d.requires_grad or s.requires_grad):
-                return (_QUANTIZED, id(x.quant_key), d.dtype, d.shape, d.stride(), d.device,
-                        s.dtype, s.shape, s.stride(), s.device)
-        return None
-    if type(pair) is not tuple or len(pair) != 2:
-        return None
-    xq, xs = pair
-    if type(xq) is not torch.Tensor or type(xs) is not torch.Tensor or xq.requires_grad or xs.requires_grad:
-        return None
-    if x is None:
-        placeholder = None
-    elif type(x) is torch.Tensor and not x.requires_grad:
-        placeholder = x.shape
-    else:
-        return None
-    return (_HCU_PAIR, placeholder, xq.dtype, xq.shape, xq.stride(), xq.device, xs.dtype, xs.shape, xs.stride(),
-            xs.device)
 
 
 class _BoundForward:
