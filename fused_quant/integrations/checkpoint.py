@@ -121,9 +121,24 @@ def quantization_config(layers: list[tuple[str, QuantLinear]], float_linears: li
 INDEX = "model.safetensors.index.json"  # a sharded checkpoint's index: tensor name -> shard file
 
 
+def read_json(path: Path) -> dict:
+    """A checkpoint's JSON file as a dict; one that is not (corrupt, truncated, a list) is refused naming the file."""
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UnsupportedError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UnsupportedError(f"{path}: expected a JSON object, got a {type(data).__name__}")
+    return data
+
+
 def index_shards(index: Path) -> list[str]:
     """The shard files a sharded checkpoint's index lists, each once, sorted."""
-    return sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    weight_map = read_json(index).get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(f, str) for f in weight_map.values()):
+        raise UnsupportedError(f"{index}: expected a weight_map of tensor names to shard files, got "
+                               f"{type(weight_map).__name__}")
+    return sorted(set(weight_map.values()))
 
 
 def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[str, torch.Tensor]:
@@ -138,6 +153,9 @@ def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[s
         files = ["model.safetensors"]
     else:
         raise UnsupportedError(f"{path}: expected model.safetensors or model.safetensors.index.json")
+    missing = [f for f in files if not (path / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{path}: {INDEX} lists shard files that are not there: {missing[:4]}")
     tensors: dict[str, torch.Tensor] = {}
     for f in steps(files):
         tensors.update(load_file(str(path / f)))

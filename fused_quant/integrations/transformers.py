@@ -11,7 +11,6 @@ buffers and get no gradients. Importing ``fused_quant`` never imports this modul
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import re
 import sys
@@ -477,6 +476,9 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                             + ([] if targets == "all" else ["targets='all' also quantizes every other nn.Linear"]))
         warnings.warn(f"quantize_model: nothing was quantized in {type(model).__name__}: {why}", stacklevel=2)
         return report
+    if isinstance(model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None, QuantLinear) \
+            and getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        model.config.tie_word_embeddings = False  # the head is quantized now, the input embedding float
     _mark_converted(model, report)
     return report
 
@@ -501,6 +503,30 @@ def _materialize_buffers(model: nn.Module, device: torch.device) -> None:
             model._init_weights(module)
 
 
+def _module_name(model: nn.Module, module: nn.Module | None) -> str | None:
+    return next((name for name, m in model.named_modules() if m is module), None) if module is not None else None
+
+
+def _untie_an_own_head(model: nn.Module, tensors: dict, where: str) -> None:
+    """A config that ties the output embedding to the input one, where the model's head is its own: a quantized
+    head (``quantize_model`` with ``lm_head`` not ignored), or a float head whose checkpoint tensor differs from the
+    embedding's. The head is kept as it is, and the config says so (as transformers' loader keeps a differing
+    head); tying would drop the checkpoint's head or fail on a quantized one."""
+    config = getattr(model, "config", None)
+    if not getattr(config, "tie_word_embeddings", False):
+        return
+    head, embed = model.get_output_embeddings(), model.get_input_embeddings()
+    if isinstance(head, QuantLinear):
+        config.tie_word_embeddings = False
+        return
+    head_key = f"{_module_name(model, head)}.weight"
+    embed_key = f"{_module_name(model, embed)}.weight"
+    if head_key in tensors and embed_key in tensors and not torch.equal(tensors[head_key], tensors[embed_key]):
+        warnings.warn(f"{where}: the config ties {head_key} to {embed_key}, but the checkpoint holds a {head_key} of "
+                      "its own: kept untied, as the checkpoint has it", stacklevel=4)
+        config.tie_word_embeddings = False
+
+
 def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
     expected = model.state_dict()
     unexpected = sorted(k for k in tensors if k not in expected)
@@ -517,6 +543,7 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
             raise ShapeMismatchError(f"{where}: {k} has shape {list(v.shape)}, the model expects "
                                      f"{list(want.shape)}")
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()}, strict=False, assign=True)
+    _untie_an_own_head(model, tensors, where)
     model.tie_weights()  # assign=True replaced the embedding a tied lm_head shared
     _materialize_buffers(model, torch.device("cpu"))
     missing = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
@@ -567,7 +594,7 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"from_pretrained: {path} has no config.json; expected a compressed-tensors "
                                 "checkpoint folder (config.json with a quantization_config, and model.safetensors)")
-    raw = json.loads((path / "config.json").read_text())
+    raw = ckpt.read_json(path / "config.json")
     if raw.get("quantization_config") is None:
         raise UnsupportedError(f"{path}/config.json has no quantization_config: a float checkpoint? Load it with "
                                "transformers' AutoModelForCausalLM.from_pretrained, then quantize_model(model, key)")
@@ -595,6 +622,10 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
                        if isinstance(m, QuantLinear) and not _covered(n, mlps)]
     report.entries += [ConversionEntry(n, "linear", "skipped", "float in the checkpoint")
                        for n, m in model.named_modules() if type(m) is nn.Linear and not _covered(n, mlps)]
+    if (path / "generation_config.json").is_file():  # its stop tokens and sampling settings, as transformers loads them
+        from transformers import GenerationConfig
+
+        model.generation_config = GenerationConfig.from_pretrained(path)
     if device is not None:
         model.to(device)
     # an inference model: no float parameter asks for a gradient, so a plain forward runs with grad on too (the
@@ -644,6 +675,9 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     float_linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
     config = copy.deepcopy(model.config)
     config.quantization_config = ckpt.quantization_config(layers, float_linears)
+    floats = [t.dtype for t in model.parameters() if t.is_floating_point()]
+    if floats:  # the float layers' dtype now (a model moved with .to(dtype) after its config was written)
+        config.dtype = floats[0]
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(path)
@@ -664,7 +698,7 @@ def _drop_stale_shards(path: Path) -> None:
         return
     try:
         shards = ckpt.index_shards(index)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except UnsupportedError:  # an index that lists nothing readable: only the index goes
         shards = []
     root = path.resolve()
     for shard in [s for s in shards if s != "model.safetensors"]:

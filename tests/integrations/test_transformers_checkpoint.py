@@ -423,3 +423,78 @@ def test_from_pretrained_checks_its_options_before_reading_the_checkpoint(tmp_pa
     with pytest.raises(fq.UnsupportedError, match="from_pretrained: device cuda asked for, but "
                                                   "torch.cuda.is_available\\(\\) is False here"):
         fqt.from_pretrained(tmp_path / "none", device="cuda")
+
+
+def test_a_model_moved_to_another_dtype_saves_that_dtype(tmp_path):
+    model = make_model("llama", torch.bfloat16)
+    fqt.quantize_model(model, "int8_dynamic_token")
+    model.to(torch.float16)  # after its config was written with bfloat16
+    fqt.save_pretrained(model, tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["dtype"] == "float16"
+    loaded = fqt.from_pretrained(tmp_path)
+    ids = token_ids()
+    with torch.no_grad():  # not bitwise: .to(float16) also cast the rotary embedding's float32 buffer, which a
+        got, want = loaded(ids).logits, model(ids).logits  # model built in float16 keeps
+    assert loaded.dtype == got.dtype == torch.float16 and torch.allclose(got, want, atol=2e-2, rtol=0)
+
+
+def test_the_generation_config_is_loaded_with_the_model(tmp_path):
+    model = make_model("llama", torch.bfloat16)
+    fqt.quantize_model(model, "int8_dynamic_token")
+    model.generation_config.eos_token_id = [2, 7]  # e.g. an instruct model's end-of-turn token beside eos
+    model.generation_config.temperature, model.generation_config.do_sample = 0.6, True
+    fqt.save_pretrained(model, tmp_path)
+    loaded = fqt.from_pretrained(tmp_path)
+    assert loaded.generation_config.eos_token_id == [2, 7] and loaded.generation_config.temperature == 0.6
+
+
+def _tie_in_config(path: Path) -> None:
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["tie_word_embeddings"] = True
+    (path / "config.json").write_text(json.dumps(cfg))
+
+
+def test_a_quantized_head_of_a_tied_model_is_saved_untied_and_loads_back(tmp_path):
+    model = make_model("llama", torch.bfloat16, tie_word_embeddings=True)
+    fqt.quantize_model(model, "int8_dynamic_token", targets="all", ignore=())
+    assert isinstance(model.lm_head, fq.QuantLinear) and not model.config.tie_word_embeddings
+    fqt.save_pretrained(model, tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["tie_word_embeddings"] is False
+    loaded = fqt.from_pretrained(tmp_path)
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, model(ids).logits)
+    _tie_in_config(tmp_path)  # written tied by another tool: untied too
+    assert isinstance(fqt.from_pretrained(tmp_path).lm_head, fq.QuantLinear)
+
+
+def test_a_head_of_its_own_under_a_tying_config_is_kept_as_the_checkpoint_has_it(tmp_path):
+    model = make_model("llama", torch.bfloat16)  # untied: its head differs from the embedding
+    fqt.quantize_model(model, "int8_dynamic_token")
+    fqt.save_pretrained(model, tmp_path)
+    _tie_in_config(tmp_path)
+    with pytest.warns(UserWarning, match="the config ties lm_head.weight to model.embed_tokens.weight, but the "
+                                         "checkpoint holds a lm_head.weight of its own: kept untied"):
+        loaded = fqt.from_pretrained(tmp_path)
+    assert loaded.lm_head.weight is not loaded.model.embed_tokens.weight
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, model(ids).logits)
+
+
+def test_a_corrupt_config_or_index_is_refused_naming_the_file(tiny, tmp_path):
+    bad = copy_checkpoint(tiny, tmp_path / "config")
+    (bad / "config.json").write_text('{"model_type": "llama", ')
+    with pytest.raises(fq.UnsupportedError, match="config.json: not valid JSON"):
+        fqt.from_pretrained(bad)
+    sharded = copy_checkpoint(tiny, tmp_path / "index")
+    (sharded / "model.safetensors").rename(sharded / "part-1.safetensors")
+    index = sharded / ckpt.INDEX
+    for text, message in [('{"metadata": {}}', "expected a weight_map of tensor names to shard files, got NoneType"),
+                          ("[1, 2]", "expected a JSON object, got a list"), ("{", "not valid JSON")]:
+        index.write_text(text)
+        with pytest.raises(fq.UnsupportedError, match=f"{ckpt.INDEX}: {message}"):
+            fqt.from_pretrained(sharded)
+    index.write_text(json.dumps({"weight_map": {"a": "part-1.safetensors", "b": "part-2.safetensors"}}))
+    with pytest.raises(FileNotFoundError, match="lists shard files that are not there: \\['part-2.safetensors'\\]"):
+        fqt.from_pretrained(sharded)
