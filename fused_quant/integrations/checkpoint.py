@@ -68,7 +68,7 @@ def parse_config(qc: dict | None, where: str = "quantization_config") -> tuple[l
     groups = []
     for name, scheme in cfg.config_groups.items():
         at = f"{where}.config_groups.{name}"
-        fmt = _value(scheme.format or cfg.format)
+        fmt = _value(scheme.format or (cfg.format if "format" in qc else None))  # not the library's default
         _check(fmt in FORMATS, at, "format", fmt, " or ".join(repr(f) for f in FORMATS))
         w, a = scheme.weights, scheme.input_activations
         _check(w is not None, at, "weights", None, "quantized weights")

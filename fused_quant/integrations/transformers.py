@@ -607,7 +607,10 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     tensors = ckpt.load_tensors(path, lambda files: _steps(files, "read checkpoint", progress, "file"))
     report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups})))
-    for group in groups:  # one group after the other: a layer two groups target is refused by the second
+    classes = {type(m).__name__ for m in model.modules()}
+    # the groups that name layers (names, re: patterns) before those that name a class ("Linear"), which take the
+    # rest, as compressed-tensors' precedence has it; a layer two groups of one kind target is refused by the second
+    for group in sorted(groups, key=lambda g: all(t in classes for t in g.targets)):
         targeted = match_named_modules(model, group.targets, ignore)
         for name, module in _steps(targeted, f"load {group.name}", progress, "layer"):
             if not isinstance(module, nn.Linear):

@@ -249,6 +249,7 @@ def test_a_static_fp8_layer_loaded_as_e4m3fnuz_keeps_its_values_and_saves_back()
     (lambda qc: qc["config_groups"]["group_0"]["input_activations"].update(strategy="tensor"),  # dynamic per tensor
      "input_activations is 'strategy tensor, dynamic True'"),
     (lambda qc: qc.update(format="pack-quantized"), "format is 'pack-quantized'"),
+    (lambda qc: qc.pop("format"), "format is None"),  # not compressed-tensors' default, which nobody wrote
     (lambda qc: qc.update(quant_method="gptq"), "got quant_method 'gptq'"),
 ])
 def test_unsupported_schemes_name_the_group_and_field(tiny, tmp_path, edit, field):
@@ -498,3 +499,25 @@ def test_a_corrupt_config_or_index_is_refused_naming_the_file(tiny, tmp_path):
     index.write_text(json.dumps({"weight_map": {"a": "part-1.safetensors", "b": "part-2.safetensors"}}))
     with pytest.raises(FileNotFoundError, match="lists shard files that are not there: \\['part-2.safetensors'\\]"):
         fqt.from_pretrained(sharded)
+
+
+@pytest.mark.parametrize("names_first", [True, False])
+def test_a_group_that_names_layers_wins_over_one_that_names_their_class(tiny, tmp_path, names_first):
+    """Two config groups, one for every Linear (dynamic) and one naming down_proj (static): down_proj is the second
+    group's in either order, as compressed-tensors' precedence has it."""
+    def static_input_scales(tensors):
+        for k in [k for k in tensors if k.endswith("mlp.down_proj.weight")]:
+            tensors[k.removesuffix("weight") + "input_scale"] = torch.tensor([0.02])
+
+    def two_groups(qc):
+        every = qc["config_groups"]["group_0"]
+        down = json.loads(json.dumps(every))
+        down["input_activations"].update(strategy="tensor", dynamic=False)
+        down["targets"] = ["re:.*down_proj$"]
+        qc["config_groups"] = {"down": down, "every": every} if names_first else {"every": every, "down": down}
+
+    path = edit_config(copy_checkpoint(tiny, tmp_path / "two", static_input_scales), two_groups)
+    model = fqt.from_pretrained(path)
+    keys = {name: fq.keys.key_name(m.input_key) for name, m in model.named_modules() if isinstance(m, fq.QuantLinear)}
+    assert {k for n, k in keys.items() if n.endswith("down_proj")} == {"int8_static_tensor"}
+    assert {k for n, k in keys.items() if not n.endswith("down_proj")} == {"int8_dynamic_token"}
