@@ -291,12 +291,16 @@ def _mlp_kind(module: nn.Module) -> str | None:
     return None
 
 
-def _find_mlps(model: nn.Module, structural: bool) -> list[tuple[str, nn.Module, str]]:
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    classes = MODEL_MLPS.get(model_type)
-    if classes is None and not structural:
+def _check_mlp_row(model_type: object, structural: bool) -> None:
+    if model_type not in MODEL_MLPS and not structural:
         raise UnsupportedError(f"model type {model_type!r} has no row in MODEL_MLPS ({', '.join(MODEL_MLPS)}); "
                                f"pass structural=True to match gate/up/down MLPs by their structure")
+
+
+def _find_mlps(model: nn.Module, structural: bool) -> list[tuple[str, nn.Module, str]]:
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    _check_mlp_row(model_type, structural)
+    classes = MODEL_MLPS.get(model_type)
     found = []
     for name, module in model.named_modules():
         if classes is not None and type(module).__name__ in classes:
@@ -600,6 +604,7 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
                                "transformers' AutoModelForCausalLM.from_pretrained, then quantize_model(model, key)")
     groups, ignore = ckpt.parse_config(raw.get("quantization_config"), f"{path}/config.json: quantization_config")
     config = AutoConfig.from_pretrained(path)
+    _check_mlp_row(config.model_type, structural)  # before the checkpoint's tensors are read
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # transformers would hand the model to its emulating quantizer
     dtype = _float_dtype(dtype, config, "from_pretrained")
