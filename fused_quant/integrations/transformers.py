@@ -480,9 +480,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                             + ([] if targets == "all" else ["targets='all' also quantizes every other nn.Linear"]))
         warnings.warn(f"quantize_model: nothing was quantized in {type(model).__name__}: {why}", stacklevel=2)
         return report
-    if isinstance(model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None, QuantLinear) \
-            and getattr(getattr(model, "config", None), "tie_word_embeddings", False):
-        model.config.tie_word_embeddings = False  # the head is quantized now, the input embedding float
+    _untie_an_own_head(model, {}, "quantize_model")  # a head quantized now, the input embedding float
     _mark_converted(model, report)
     return report
 
@@ -517,12 +515,13 @@ def _untie_an_own_head(model: nn.Module, tensors: dict, where: str) -> None:
     embedding's. The head is kept as it is, and the config says so (as transformers' loader keeps a differing
     head); tying would drop the checkpoint's head or fail on a quantized one."""
     config = getattr(model, "config", None)
-    if not getattr(config, "tie_word_embeddings", False):
+    if not getattr(config, "tie_word_embeddings", False) or not hasattr(model, "get_output_embeddings"):
         return
     head, embed = model.get_output_embeddings(), model.get_input_embeddings()
     if isinstance(head, QuantLinear):
         config.tie_word_embeddings = False
         return
+    # a float head: kept where the checkpoint read (``tensors``; none for a model quantized in place) holds its own
     head_key = f"{_module_name(model, head)}.weight"
     embed_key = f"{_module_name(model, embed)}.weight"
     if head_key in tensors and embed_key in tensors and not torch.equal(tensors[head_key], tensors[embed_key]):
@@ -683,9 +682,9 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     float_linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
     config = copy.deepcopy(model.config)
     config.quantization_config = ckpt.quantization_config(layers, float_linears)
-    floats = [t.dtype for t in model.parameters() if t.is_floating_point()]
-    if floats:  # the float layers' dtype now (a model moved with .to(dtype) after its config was written)
-        config.dtype = floats[0]
+    dtype = next((t.dtype for t in model.parameters() if t.is_floating_point()), None)
+    if dtype is not None:  # the float layers' dtype now (a model moved with .to(dtype) after its config was written)
+        config.dtype = dtype
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(path)

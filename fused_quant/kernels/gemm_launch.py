@@ -182,9 +182,9 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
             nonlocal kept
             scale_a = xs if per_token else xs.reshape(1, 1).expand(m, 1).contiguous()
             scale_b = ws_row
-            if scale_b is None:
-                scale_b = _expanded_scale(ws, n) if capturing() else None  # captured: copied again at each replay
-            if scale_b is None:  # kept while the layer's scale keeps its version (an inference tensor has none)
+            if scale_b is None and capturing():  # a copy of its own, made again at each replay
+                scale_b = _expanded_scale(ws, n)
+            elif scale_b is None:  # kept while the layer's scale keeps its version (an inference tensor has none)
                 version, seen = (None if ws.is_inference() else ws._version), kept
                 if seen is None or version is None or seen[0] != version:
                     seen = (version, _expanded_scale(ws, n))
