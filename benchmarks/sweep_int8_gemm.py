@@ -6,7 +6,9 @@ runs) replayed from a CUDA graph (``timing.graph_us``), beside ``torch._int_mm``
 ``torch._scaled_mm`` (the same tensor-core rate on sm_90) and bf16 ``F.linear``. int8 products accumulate exactly in
 int32, so every config's output must equal the installed config's bit for bit (checked; a config that differs
 stops the sweep). Per M the config with the least time summed over the four shapes is printed as a row of
-``INT8_GEMM_CONFIGS`` (one config per M bucket, as the table holds); the table is edited by hand from the JSON.
+``INT8_GEMM_CONFIGS`` (one config per M bucket, as the table holds); the table is edited by hand from the JSON:
+``INT8_GEMM_CONFIGS`` from the H200's sweep, ``INT8_GEMM_DEVICE_CONFIGS`` under the device's name (the log's first
+line) where another kind's sweep picks other tiles. "installed" is what the chain runs on this device.
 
 ``python -m benchmarks.sweep_int8_gemm --out DIR`` (GPU) writes ``int8_gemm_sweep.json``, its log and
 ``int8_gemm_sweep.png`` (TOPS against M per shape); ``--replot JSON --out DIR`` draws the picture of a saved run.
@@ -42,15 +44,16 @@ CANDIDATES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 8, 8, 4), (128, 256, 64,
 
 
 def _bound(p: GemmProblem, w, ws, config: tuple | None):
-    """The provider's bound call with ``config`` as the only table row (None: the installed table)."""
-    saved = g.INT8_GEMM_CONFIGS
+    """The provider's bound call with ``config`` as the only table row, on every device kind (None: the installed
+    rows, this device kind's own where it has them)."""
+    saved = g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS
     if config is not None:
-        g.INT8_GEMM_CONFIGS = ((1 << 62, *config),)
+        g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS = ((1 << 62, *config),), {}
     fused_quant.reset()  # the launch cache holds the last config's compiled call for this problem
     try:
         return g.bind_triton_int8(p, w, ws, None)
     finally:
-        g.INT8_GEMM_CONFIGS = saved
+        g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS = saved
 
 
 def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
@@ -174,6 +177,8 @@ def main(argv=None) -> int:
         print(line, flush=True)
         logf.write(line + "\n")
 
+    index = torch.cuda.current_device()
+    log(f"device: {torch.cuda.get_device_name(index)}; installed rows: {g.int8_gemm_rows(index)}")
     start = time.time()
     rows = sweep(ms, shapes, log)
     summary = per_m(rows)

@@ -2,7 +2,8 @@
 ``torch._int_mm`` + epilogue, the Triton scaled int8 GEMM and the small-M weight-streaming GEMM (FP8 and
 int8), each with its ``(ok, reason)`` predicate and a ``bind`` that resolves a layer's call once.
 
-Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M) and, for the small-M
+Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M; a device kind's own rows where its
+sweep picked others, ``INT8_GEMM_DEVICE_CONFIGS``) and, for the small-M
 GEMM, ``small_m_gemm_configs.json`` beside this file, written by ``benchmarks/sweep_small_m_gemm.py``
 on each arch: per (kind, N, K, M bucket) the fastest config and every torch provider's time there.
 The small-M provider accepts a problem only where its config measured faster; ``torch._scaled_mm`` runs
@@ -37,6 +38,17 @@ INT8_GEMM_CONFIGS = (
     (4096, 128, 128, 64, 8, 4, 5),
     (1 << 62, 128, 256, 128, 16, 8, 3),
 )
+# A device kind's own rows, by the name CUDA reports for it, where its sweep picked other tiles than the rows above
+# (the H200's). The H100 SXM: 128x256x128 with GROUP_M 16 past 256 tokens, as above 4096 (benchmarks/RESULTS.md,
+# thirty-eighth round: 1.17x / 1.12x the H200's 257-4096 tile on gate_up + down at 1024 / 4096 tokens, where the H200's
+# own sweep had that tile 4.9% / 2.5% slower than its pick)
+INT8_GEMM_DEVICE_CONFIGS = {
+    "NVIDIA H100 80GB HBM3": (
+        (64, 64, 64, 128, 8, 4, 4),
+        (256, 64, 128, 128, 8, 4, 4),
+        (1 << 62, 128, 256, 128, 16, 8, 3),
+    ),
+}
 SMALL_M_CONFIG_FILE = Path(__file__).with_name("small_m_gemm_configs.json")
 # The int8 per-token quantizing calls' configs, per arch and (M bucket, shape), as benchmarks/quantizing_calls.py
 # measured them fastest (``quantizing_config``); the same format as the sweep's table
@@ -291,6 +303,14 @@ def _scale_flags(p: GemmProblem) -> dict:
                 HAS_BIAS=p.has_bias, OUT=launch._tl()[1][p.out_dtype])
 
 
+def int8_gemm_rows(index: int) -> tuple:
+    """The Triton int8 GEMM's tile rows on CUDA device ``index``: its kind's own (``INT8_GEMM_DEVICE_CONFIGS``)
+    where measured, else ``INT8_GEMM_CONFIGS``; those for the interpreter's CPU tensors (index -1)."""
+    if index < 0 or not INT8_GEMM_DEVICE_CONFIGS:
+        return INT8_GEMM_CONFIGS
+    return INT8_GEMM_DEVICE_CONFIGS.get(launch.device_name(index), INT8_GEMM_CONFIGS)
+
+
 def _triton_int8_call(p: GemmProblem) -> KernelCall:
     call = _GEMM_LAUNCHES.get(("triton_int8", p))
     if call is not None:
@@ -298,11 +318,11 @@ def _triton_int8_call(p: GemmProblem) -> KernelCall:
     from fused_quant.kernels.triton.int8_gemm import scaled_int8_gemm_kernel
 
     generation = runtime.generation()
-    for max_m, bm, bn, bk, gm, warps, stages in INT8_GEMM_CONFIGS:
+    index = launch.device_index(p.device)
+    for max_m, bm, bn, bk, gm, warps, stages in int8_gemm_rows(index):
         if p.m <= max_m:
             break
     grid = (-(-p.m // bm) * -(-p.n // bn),)
-    index = launch.device_index(p.device)
     kwargs = dict(_scale_flags(p), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, num_warps=warps,
                   num_stages=stages, **launch.pdl_options(index))
     call = KernelCall(launch.make_plan(scaled_int8_gemm_kernel, grid, kwargs, "int8_gemm"), index)

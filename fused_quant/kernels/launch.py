@@ -92,6 +92,12 @@ def _cuda_arch(device_index: int) -> str:
     return sm_arch(*torch.cuda.get_device_capability(device_index))
 
 
+def device_name(device_index: int) -> str:
+    """The name CUDA reports for one device (``NVIDIA H100 80GB HBM3``): the key of tables measured on one
+    device kind rather than one arch."""
+    return torch.cuda.get_device_name(device_index)
+
+
 PDL_MIN_CAPABILITY = (9, 0)  # griddepcontrol: Hopper and later
 
 

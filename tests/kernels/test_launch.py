@@ -467,6 +467,7 @@ def test_pdl_only_on_nvidia_sm90_and_not_when_switched_off(monkeypatch, device, 
     monkeypatch.setattr(launch, "_interpreting", lambda: interpreting)
     monkeypatch.setattr(launch, "_cuda_arch", lambda index: arch)
     monkeypatch.setattr(launch, "_num_sms", lambda index: 2)
+    monkeypatch.setattr(launch, "device_name", lambda index: "NVIDIA H200")  # the int8 GEMM's tile rows
     if expected and not launch.triton_has_pdl():
         pytest.skip("this Triton has no launch_pdl option or grid dependency control")
     if env is None:
@@ -671,3 +672,43 @@ def test_contiguous_strides_are_torchs(shape):
     assert dl.contiguous_strides(shape) == torch.empty(shape).stride()
     out = torch.empty_strided(shape, dl.contiguous_strides(shape))
     assert out.is_contiguous() and out.shape == shape
+
+
+def test_int8_gemm_tiles_follow_the_device_kind_where_it_has_rows(monkeypatch):
+    """The Triton int8 GEMM's tile rows: a device kind's own (``INT8_GEMM_DEVICE_CONFIGS``, by the name CUDA reports)
+    where measured, else ``INT8_GEMM_CONFIGS``; the interpreter's CPU tensors never ask for a name. A bound call's
+    launch takes the tile of its M's row."""
+    from fused_quant.gemm import GemmProblem
+    from fused_quant.kernels import gemm_launch as g
+
+    h100 = "NVIDIA H100 80GB HBM3"
+    names = {0: h100, 1: "NVIDIA H200"}
+    asked = []
+    monkeypatch.setattr(launch, "device_name", lambda index: asked.append(index) or names[index])
+    monkeypatch.setattr(launch, "pdl_options", lambda index, launch_first=False: {})
+    assert g.int8_gemm_rows(0) is g.INT8_GEMM_DEVICE_CONFIGS[h100]
+    assert g.int8_gemm_rows(1) is g.INT8_GEMM_CONFIGS
+    assert g.int8_gemm_rows(-1) is g.INT8_GEMM_CONFIGS and asked == [0, 1]
+    # every kind's rows cover every M, and the H100's differ from the H200's past 256 tokens only
+    for rows in (g.INT8_GEMM_CONFIGS, *g.INT8_GEMM_DEVICE_CONFIGS.values()):
+        assert rows[-1][0] >= 1 << 62 and [r[0] for r in rows] == sorted(r[0] for r in rows)
+    assert g.INT8_GEMM_DEVICE_CONFIGS[h100][:2] == g.INT8_GEMM_CONFIGS[:2]
+
+    def tile(index, m):
+        runtime.reset()
+        p = GemmProblem(m, 256, 512, "int8", torch.int8, torch.bfloat16, torch.device("cuda", index), True, True,
+                        False)
+        kw = g._triton_int8_call(p).plan.kwargs
+        return kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], kw["num_warps"], kw["num_stages"]
+
+    try:
+        assert tile(0, 1024) == (128, 256, 128, 16, 8, 3)  # the H100's row past 256 tokens
+        assert tile(1, 1024) == (128, 128, 64, 8, 4, 5)  # the H200's 257-4096 row
+        assert tile(0, 100) == tile(1, 100) == (64, 128, 128, 8, 4, 4)
+        assert tile(0, 5000) == tile(1, 5000) == (128, 256, 128, 16, 8, 3)
+        # a sweep's override of both tables (benchmarks/sweep_int8_gemm.py) reaches every device kind
+        monkeypatch.setattr(g, "INT8_GEMM_CONFIGS", ((1 << 62, 64, 64, 64, 4, 4, 2),))
+        monkeypatch.setattr(g, "INT8_GEMM_DEVICE_CONFIGS", {})
+        assert tile(0, 1024) == tile(1, 1024) == (64, 64, 64, 4, 4, 2)
+    finally:
+        runtime.reset()

@@ -1,0 +1,57 @@
+"""Thirty-eighth round, run 3: the int8 per-token Llama-3-8B MLP under graph replay with the Triton int8 GEMM's
+H200 rows (``INT8_GEMM_CONFIGS``) against the H100's (``INT8_GEMM_DEVICE_CONFIGS``), both forced on whatever card
+runs it, three alternating turns per token count, bf16's MLP timed in the same turns; each arm's output bits
+compared (int8 sums are exact: any tile gives the same bits)."""
+
+import json
+import sys
+
+import torch
+
+import fused_quant
+from benchmarks import decode
+from benchmarks.timing import graph_us, versions
+from fused_quant import keys as K
+from fused_quant.kernels import gemm_launch as g
+
+H100 = "NVIDIA H100 80GB HBM3"
+ARMS = {"h200_rows": g.INT8_GEMM_CONFIGS, "h100_rows": g.INT8_GEMM_DEVICE_CONFIGS[H100]}
+MS = [int(v) for v in sys.argv[1].split(",")] if len(sys.argv) > 1 else [512, 1024, 2048, 4096, 16384]
+
+
+def use(rows):
+    g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS = rows, {}
+    fused_quant.reset()  # every layer binds again, with these rows
+
+
+def main():
+    d, h = decode.LLAMA_3_8B.d, decode.LLAMA_3_8B.h
+    torch.manual_seed(0)
+    bf16 = decode._mlp(None, d, h, 2)
+    int8 = decode._mlp(K.kInt8DynamicTokenSym, d, h, 2)
+    out = {"versions": versions(), "rows": []}
+    print(out["versions"], flush=True)
+    for m in MS:
+        x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
+        times = {"bf16": [], **{arm: [] for arm in ARMS}}
+        bits = {}
+        for _ in range(3):
+            times["bf16"].append(graph_us([lambda f=f: f(x) for f in bf16], calls=4 if m >= 4096 else 8))
+            for arm, rows in ARMS.items():
+                use(rows)
+                bits[arm] = int8[0](x).view(torch.int16)
+                times[arm].append(graph_us([lambda f=f: f(x) for f in int8], calls=4 if m >= 4096 else 8))
+        same = torch.equal(bits["h200_rows"], bits["h100_rows"])
+        best = {k: min(v) for k, v in times.items()}
+        row = {"M": m, "us": times, "best_us": best, "same_bits": same,
+               "x_bf16": {arm: best["bf16"] / best[arm] for arm in ARMS}}
+        out["rows"].append(row)
+        print(f"M={m:6d} bf16 {best['bf16']:8.1f}  int8 h200 rows {best['h200_rows']:8.1f} ({row['x_bf16']['h200_rows']:.2f}x)"
+              f"  h100 rows {best['h100_rows']:8.1f} ({row['x_bf16']['h100_rows']:.2f}x)  same bits {same}", flush=True)
+        if not same:
+            raise SystemExit(f"M={m}: the two tile rows gave other bits")
+    json.dump(out, open(sys.argv[2] if len(sys.argv) > 2 else "int8_rows_ab.json", "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
