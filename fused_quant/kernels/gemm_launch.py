@@ -39,13 +39,15 @@ INT8_GEMM_CONFIGS = (
     (1 << 62, 128, 256, 128, 16, 8, 3),
 )
 # A device kind's own rows, by the name CUDA reports for it, where its sweep picked other tiles than the rows above
-# (the H200's). The H100 SXM: 128x256x128 with GROUP_M 16 past 256 tokens, as above 4096 (benchmarks/RESULTS.md,
-# thirty-eighth round: 1.17x / 1.12x the H200's 257-4096 tile on gate_up + down at 1024 / 4096 tokens, where the H200's
-# own sweep had that tile 4.9% / 2.5% slower than its pick)
+# (the H200's). The H100 SXM (benchmarks/RESULTS.md, thirty-eighth round, runs 2-3): 128x128x256 at 257-512 tokens
+# (summed over Llama-3-8B's four linears 1.08x the H200's tile at 512), then 128x256x128 with GROUP_M 16 as above
+# 4096 (1.09-1.16x the H200's tile at 1024-4096; the int8 per-token MLP 9.2% / 5.0% quicker at 1024 / 4096 tokens,
+# where the H200's own sweep had that tile 2.5-4.9% slower than its pick)
 INT8_GEMM_DEVICE_CONFIGS = {
     "NVIDIA H100 80GB HBM3": (
         (64, 64, 64, 128, 8, 4, 4),
         (256, 64, 128, 128, 8, 4, 4),
+        (512, 128, 128, 256, 8, 8, 3),
         (1 << 62, 128, 256, 128, 16, 8, 3),
     ),
 }

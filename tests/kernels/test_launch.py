@@ -702,7 +702,8 @@ def test_int8_gemm_tiles_follow_the_device_kind_where_it_has_rows(monkeypatch):
         return kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], kw["num_warps"], kw["num_stages"]
 
     try:
-        assert tile(0, 1024) == (128, 256, 128, 16, 8, 3)  # the H100's row past 256 tokens
+        assert tile(0, 300) == (128, 128, 256, 8, 8, 3)  # the H100's rows: 257-512 tokens, then past 512
+        assert tile(0, 1024) == (128, 256, 128, 16, 8, 3)
         assert tile(1, 1024) == (128, 128, 64, 8, 4, 5)  # the H200's 257-4096 row
         assert tile(0, 100) == tile(1, 100) == (64, 128, 128, 8, 4, 4)
         assert tile(0, 5000) == tile(1, 5000) == (128, 256, 128, 16, 8, 3)

@@ -454,15 +454,24 @@ def test_fnuz_static_and_per_token():
 # ---------------------------------------------------------------- int8 GEMM with the fused dequant
 
 
+@pytest.mark.parametrize("kind_rows", [None, "NVIDIA H100 80GB HBM3"], ids=["default_rows", "h100_rows"])
 @pytest.mark.parametrize("per_token", [True, False], ids=["per_token", "per_tensor"])
 @pytest.mark.parametrize("mnk", [(5, 24, 40), (33, 64, 128), (70, 130, 300), (1, 7, 9), (300, 40, 100),
                                  (4097, 9, 40)], ids=str)
-def test_int8_gemm_bitwise(mnk, per_token):
+def test_int8_gemm_bitwise(mnk, per_token, kind_rows, monkeypatch, request):
     """``triton_int8`` equals ``dequant_epilogue`` of the exact (float64) product, bit for bit, for
     bf16 / fp16 / fp32 outputs, with and without bias (K = 300 spans three BLOCK_K = 128 steps; M = 300 and
-    4097 take the large-M rows of ``INT8_GEMM_CONFIGS``, with N and K inside one block)."""
+    4097 take the large-M rows of ``INT8_GEMM_CONFIGS``, or of a device kind's own rows, with N and K inside
+    one block)."""
     from fused_quant.gemm import dequant_epilogue
+    from fused_quant.kernels import gemm_launch
     from fused_quant.kernels.gemm_launch import triton_int8
+
+    if kind_rows is not None:
+        monkeypatch.setattr(gemm_launch, "int8_gemm_rows",
+                            lambda index: gemm_launch.INT8_GEMM_DEVICE_CONFIGS[kind_rows])
+    runtime.reset()  # the launch cache holds the other rows' calls, before and after
+    request.addfinalizer(runtime.reset)
 
     m, n, k = mnk
     g = torch.Generator().manual_seed(m * 1000 + n)
