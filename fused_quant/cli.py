@@ -146,9 +146,10 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
 
 def _small_m_table(info) -> dict[str, object]:
     """What the small-M GEMM's committed tables hold for this node's GPU: its arch's rows were swept on which GPU
-    (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch; and where
-    the int8 per-token quantizing calls' configs were measured (``quantizing_line``)."""
-    from fused_quant.kernels.gemm_launch import SMALL_M_QUANTIZING_FILE, table_metas
+    (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch; where
+    the int8 per-token quantizing calls' configs were measured (``quantizing_line``); and whose tiles the Triton
+    int8 GEMM takes past 256 tokens (``int8_tiles_line``)."""
+    from fused_quant.kernels.gemm_launch import INT8_GEMM_DEVICE_CONFIGS, SMALL_M_QUANTIZING_FILE, table_metas
 
     metas = table_metas()
     swept, measured = _measured_on(metas), _measured_on(table_metas(SMALL_M_QUANTIZING_FILE))
@@ -160,6 +161,12 @@ def _small_m_table(info) -> dict[str, object]:
         out["quantizing_line"] = (f"int8 per-token quantizing calls: configs measured for {_listed(measured)}"
                                   + (f", none for {info.arch}: the table's rows ({_QUANTIZING} measures them)"
                                      if info.arch is not None else ""))
+    kinds = ", ".join(INT8_GEMM_DEVICE_CONFIGS) or "no GPU model"
+    if info.device_name in INT8_GEMM_DEVICE_CONFIGS:
+        out["int8_tiles_line"] = f"int8 GEMM past 256 tokens: the tiles measured on this GPU model ({info.device_name})"
+    else:
+        out["int8_tiles_line"] = (f"int8 GEMM past 256 tokens: the H200's tiles (own tiles for {kinds}; "
+                                  f"{_INT8_SWEEP} measures them)")
     rows = f"rows for {_listed(swept)}"
     if info.device_count == 0:
         out["line"] = f"{rows}; no GPU here"
@@ -187,6 +194,7 @@ def _listed(measured: dict[str, str]) -> str:
 
 _SWEEP = "python -m benchmarks.sweep_small_m_gemm --out DIR --install"
 _QUANTIZING = "python -m benchmarks.quantizing_calls --out DIR --install"
+_INT8_SWEEP = "python -m benchmarks.sweep_int8_gemm --out DIR"
 
 
 def render_probe(report: dict[str, object]) -> str:
@@ -212,7 +220,8 @@ def render_probe(report: dict[str, object]) -> str:
                                     for row in _grouped(rows)], hang=width + 4)
     lines += _section("gemms", [f"{backend:<{width}}  {', '.join(rows) or '(none)'}"
                                 for backend, rows in report["gemm_providers"].items()], hang=width + 4)
-    lines += _section("small-M", [report["small_m_table"]["line"], report["small_m_table"]["quantizing_line"]])
+    table = report["small_m_table"]
+    lines += _section("small-M", [table["line"], table["quantizing_line"], table["int8_tiles_line"]])
     if "vllm_plugin" in report:
         v = report["vllm_plugin"]
         lines += _section("vllm", [f"{v['vllm'] or 'not installed'} (tested {v['tested']}); would register: "

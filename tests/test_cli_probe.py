@@ -165,7 +165,8 @@ def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
     assert set(report) == {"version", "platform", "env", "backend", "backends", "env_errors", "env_warnings",
                            "producers", "gemm_providers", "small_m_table"}
     assert set(report["backend"]) == {"name", "reason", "requested"}
-    assert set(report["small_m_table"]) == {"arch", "device", "swept", "line", "quantizing", "quantizing_line"}
+    assert set(report["small_m_table"]) == {"arch", "device", "swept", "line", "quantizing", "quantizing_line",
+                                            "int8_tiles_line"}
     assert report["env"] == {name: None for name in envs.VARIABLES}
     assert report["platform"]["summary"] == "no GPU found" and report["platform"]["vendor"] == "cpu"
 
@@ -243,3 +244,21 @@ def test_small_m_section_says_where_the_quantizing_configs_were_measured(node, c
         got = json.loads(_probe(capsys, "--json")[1])["small_m_table"]
         assert got["quantizing_line"] == line and got["quantizing"] == {"sm_90": where}, (info.device_name, got)
         assert line in " ".join(_probe(capsys)[1].split())
+
+
+def test_small_m_section_says_whose_int8_tiles_this_gpu_takes(node, capsys):
+    """The Triton int8 GEMM's tiles past 256 tokens: a GPU model with its own rows (``INT8_GEMM_DEVICE_CONFIGS``)
+    is told so; any other node takes the H200's and is told which models have their own and how to measure them."""
+    from fused_quant.kernels.gemm_launch import INT8_GEMM_DEVICE_CONFIGS
+
+    h100 = dataclasses.replace(H200, device_name="NVIDIA H100 80GB HBM3")
+    assert h100.device_name in INT8_GEMM_DEVICE_CONFIGS and H200.device_name not in INT8_GEMM_DEVICE_CONFIGS
+    others = ("int8 GEMM past 256 tokens: the H200's tiles (own tiles for NVIDIA H100 80GB HBM3; "
+              "python -m benchmarks.sweep_int8_gemm --out DIR measures them)")
+    want = {h100: "int8 GEMM past 256 tokens: the tiles measured on this GPU model (NVIDIA H100 80GB HBM3)",
+            H200: others, CPU: others}
+    for info, line in want.items():
+        node(info)
+        got = json.loads(_probe(capsys, "--json")[1])["small_m_table"]
+        assert got["int8_tiles_line"] == line, (info.device_name, got)
+        assert line in " ".join(_probe(capsys)[1].split())  # the text form, its wrapping undone
