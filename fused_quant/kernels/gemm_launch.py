@@ -39,10 +39,10 @@ INT8_GEMM_CONFIGS = (
     (1 << 62, 128, 256, 128, 16, 8, 3),
 )
 # A device kind's own rows, by the name CUDA reports for it, where its sweep picked other tiles than the rows above
-# (the H200's). The H100 SXM (benchmarks/RESULTS.md, thirty-eighth round, runs 2-3): 128x128x256 at 257-512 tokens
+# (the H200's). The H100 SXM (benchmarks/RESULTS.md, thirty-eighth round, runs 2-4): 128x128x256 at 257-512 tokens
 # (summed over Llama-3-8B's four linears 1.08x the H200's tile at 512), then 128x256x128 with GROUP_M 16 as above
-# 4096 (1.09-1.16x the H200's tile at 1024-4096; the int8 per-token MLP took 8-14% less time at 512-1024 tokens and 5% at 4096,
-# where the H200's own sweep had that tile 2.5-4.9% slower than its pick)
+# 4096 (1.09-1.16x the H200's tile at 1024-4096, where the H200's own sweep had it 2.5-4.9% slower than its pick).
+# The int8 per-token MLP took 8-14% less time at 512-1024 tokens and 5% at 4096 with them, the same bits.
 INT8_GEMM_DEVICE_CONFIGS = {
     "NVIDIA H100 80GB HBM3": (
         (64, 64, 64, 128, 8, 4, 4),
