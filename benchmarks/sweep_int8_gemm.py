@@ -44,8 +44,8 @@ CANDIDATES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 8, 8, 4), (128, 256, 64,
 
 
 def _bound(p: GemmProblem, w, ws, config: tuple | None):
-    """The provider's bound call with ``config`` as the only table row, on every device kind (None: the installed
-    rows, this device kind's own where it has them)."""
+    """The provider's bound call with ``config`` as the only table row, on every GPU model (None: the installed
+    rows, this GPU model's own where it has them)."""
     saved = g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS
     if config is not None:
         g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS = ((1 << 62, *config),), {}

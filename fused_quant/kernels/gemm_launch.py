@@ -2,7 +2,7 @@
 ``torch._int_mm`` + epilogue, the Triton scaled int8 GEMM and the small-M weight-streaming GEMM (FP8 and
 int8), each with its ``(ok, reason)`` predicate and a ``bind`` that resolves a layer's call once.
 
-Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M; a device kind's own rows where its
+Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M; a GPU model's own rows where its
 sweep picked others, ``INT8_GEMM_DEVICE_CONFIGS``) and, for the small-M
 GEMM, ``small_m_gemm_configs.json`` beside this file, written by ``benchmarks/sweep_small_m_gemm.py``
 on each arch: per (kind, N, K, M bucket) the fastest config and every torch provider's time there.
@@ -38,7 +38,7 @@ INT8_GEMM_CONFIGS = (
     (4096, 128, 128, 64, 8, 4, 5),
     (1 << 62, 128, 256, 128, 16, 8, 3),
 )
-# A device kind's own rows, by the name CUDA reports for it, where its sweep picked other tiles than the rows above
+# A GPU model's own rows, by the name CUDA reports for it, where its sweep picked other tiles than the rows above
 # (the H200's). The H100 SXM (benchmarks/RESULTS.md, thirty-eighth round, runs 2-4): 128x128x256 at 257-512 tokens
 # (summed over Llama-3-8B's four linears 1.08x the H200's tile at 512), then 128x256x128 with GROUP_M 16 as above
 # 4096 (1.09-1.16x the H200's tile at 1024-4096, where the H200's own sweep had it 2.5-4.9% slower than its pick).
@@ -306,7 +306,7 @@ def _scale_flags(p: GemmProblem) -> dict:
 
 
 def int8_gemm_rows(index: int) -> tuple:
-    """The Triton int8 GEMM's tile rows on CUDA device ``index``: its kind's own (``INT8_GEMM_DEVICE_CONFIGS``)
+    """The Triton int8 GEMM's tile rows on CUDA device ``index``: its model's own (``INT8_GEMM_DEVICE_CONFIGS``)
     where measured, else ``INT8_GEMM_CONFIGS``; those for the interpreter's CPU tensors (index -1)."""
     if index < 0 or not INT8_GEMM_DEVICE_CONFIGS:
         return INT8_GEMM_CONFIGS

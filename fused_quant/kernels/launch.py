@@ -94,7 +94,7 @@ def _cuda_arch(device_index: int) -> str:
 
 def device_name(device_index: int) -> str:
     """The name CUDA reports for one device (``NVIDIA H100 80GB HBM3``): the key of tables measured on one
-    device kind rather than one arch."""
+    GPU model rather than one arch."""
     return torch.cuda.get_device_name(device_index)
 
 

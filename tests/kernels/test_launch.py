@@ -674,8 +674,8 @@ def test_contiguous_strides_are_torchs(shape):
     assert out.is_contiguous() and out.shape == shape
 
 
-def test_int8_gemm_tiles_follow_the_device_kind_where_it_has_rows(monkeypatch):
-    """The Triton int8 GEMM's tile rows: a device kind's own (``INT8_GEMM_DEVICE_CONFIGS``, by the name CUDA reports)
+def test_int8_gemm_tiles_follow_the_gpu_model_where_it_has_rows(monkeypatch):
+    """The Triton int8 GEMM's tile rows: a GPU model's own (``INT8_GEMM_DEVICE_CONFIGS``, by the name CUDA reports)
     where measured, else ``INT8_GEMM_CONFIGS``; the interpreter's CPU tensors never ask for a name. A bound call's
     launch takes the tile of its M's row."""
     from fused_quant.gemm import GemmProblem
@@ -707,7 +707,7 @@ def test_int8_gemm_tiles_follow_the_device_kind_where_it_has_rows(monkeypatch):
         assert tile(1, 1024) == (128, 128, 64, 8, 4, 5)  # the H200's 257-4096 row
         assert tile(0, 100) == tile(1, 100) == (64, 128, 128, 8, 4, 4)
         assert tile(0, 5000) == tile(1, 5000) == (128, 256, 128, 16, 8, 3)
-        # a sweep's override of both tables (benchmarks/sweep_int8_gemm.py) reaches every device kind
+        # a sweep's override of both tables (benchmarks/sweep_int8_gemm.py) reaches every GPU model
         monkeypatch.setattr(g, "INT8_GEMM_CONFIGS", ((1 << 62, 64, 64, 64, 4, 4, 2),))
         monkeypatch.setattr(g, "INT8_GEMM_DEVICE_CONFIGS", {})
         assert tile(0, 1024) == tile(1, 1024) == (64, 64, 64, 4, 4, 2)

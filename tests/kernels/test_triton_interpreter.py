@@ -461,7 +461,7 @@ def test_fnuz_static_and_per_token():
 def test_int8_gemm_bitwise(mnk, per_token, kind_rows, monkeypatch, request):
     """``triton_int8`` equals ``dequant_epilogue`` of the exact (float64) product, bit for bit, for
     bf16 / fp16 / fp32 outputs, with and without bias (K = 300 spans three BLOCK_K = 128 steps; M = 300 and
-    4097 take the large-M rows of ``INT8_GEMM_CONFIGS``, or of a device kind's own rows, with N and K inside
+    4097 take the large-M rows of ``INT8_GEMM_CONFIGS``, or of a GPU model's own rows, with N and K inside
     one block)."""
     from fused_quant.gemm import dequant_epilogue
     from fused_quant.kernels import gemm_launch
