@@ -70,7 +70,9 @@ def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
             p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, xq.device, True, True, False)
             installed = _bound(p, w, ws, None)
             expected = installed(xq, xs)
-            t = {"installed": graph_us([lambda: installed(xq, xs)])}
+            # a timing thrown away: the first of a shape and M read up to 20% high on an H100 (benchmarks/RESULTS.md,
+            # thirty-eighth round, run 3), so the installed call is timed after the candidates
+            graph_us([lambda: installed(xq, xs)])
             configs = {}
             for cfg in CANDIDATES:
                 try:
@@ -83,6 +85,7 @@ def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
                 if not torch.equal(out.view(torch.int16), expected.view(torch.int16)):
                     raise SystemExit(f"{label} M={m} config {cfg}: output differs from the installed config's")
                 configs[str(cfg)] = {"us": graph_us([lambda c=call: c(xq, xs)])}
+            t = {"installed": graph_us([lambda: installed(xq, xs)])}
             int_mm = g.bind_int_mm(p, w, ws, None)
             t["int_mm + epilogue"] = graph_us([lambda: int_mm(xq, xs)])
             x8 = (torch.randn(m, k, device="cuda") * 4).to(fp8)
