@@ -6,9 +6,10 @@ runs) replayed from a CUDA graph (``timing.graph_us``), beside ``torch._int_mm``
 ``torch._scaled_mm`` (the same tensor-core rate on sm_90) and bf16 ``F.linear``. int8 products accumulate exactly in
 int32, so every config's output must equal the installed config's bit for bit (checked; a config that differs
 stops the sweep). Per M the config with the least time summed over the four shapes is printed as a row of
-``INT8_GEMM_CONFIGS`` (one config per M bucket, as the table holds); the table is edited by hand from the JSON:
-``INT8_GEMM_CONFIGS`` from the H200's sweep, ``INT8_GEMM_DEVICE_CONFIGS`` under the device's name (the log's first
-line) where another kind's sweep picks other tiles. "installed" is what the chain runs on this device.
+``INT8_GEMM_CONFIGS`` (one config per M bucket, as the table holds, with how it reads its tiles); the table is
+edited by hand from the JSON: ``INT8_GEMM_CONFIGS`` from the sweep of ``INT8_GEMM_MEASURED_ON``,
+``INT8_GEMM_DEVICE_CONFIGS`` under the device's name (the log's first line) where another kind's sweep picks other
+tiles. "installed" is what the chain runs on this device.
 
 ``python -m benchmarks.sweep_int8_gemm --out DIR`` (GPU) writes ``int8_gemm_sweep.json``, its log and
 ``int8_gemm_sweep.png`` (TOPS against M per shape); ``--replot JSON --out DIR`` draws the picture of a saved run.
@@ -32,15 +33,14 @@ from fused_quant.kernels import gemm_launch as g
 from benchmarks.decode import SHAPES
 from benchmarks.timing import graph_us, pyplot, save_figure, versions
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first is the one tile the table held past 256
-# tokens before this sweep's first run (benchmarks/RESULTS.md, twenty-fifth round)
-CANDIDATES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 8, 8, 4), (128, 256, 64, 8, 8, 4), (128, 256, 64, 8, 8, 5),
-              (256, 128, 128, 8, 8, 3), (256, 128, 128, 8, 8, 4), (256, 128, 64, 8, 8, 4),
-              (128, 128, 128, 8, 4, 4), (128, 128, 128, 8, 8, 4), (128, 128, 64, 8, 4, 5), (128, 128, 256, 8, 8, 3),
-              (64, 256, 128, 8, 4, 4), (128, 256, 128, 16, 8, 3), (128, 256, 128, 4, 8, 3),
-              # deeper pipelines and 8 warps on the tiles near the 257-4096 row (thirty-eighth round)
-              (128, 128, 64, 8, 4, 6), (128, 128, 64, 8, 8, 5), (128, 128, 64, 16, 4, 5), (128, 128, 128, 8, 4, 5),
-              (128, 256, 64, 8, 8, 3), (256, 128, 64, 8, 8, 3), (256, 128, 64, 8, 8, 5))
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads): the tiles near the rows past 256 tokens read
+# each way of ``INT8_LOADS`` (benchmarks/RESULTS.md, thirty-ninth round: the descriptor kernel 1.14-1.18x the pointer
+# kernel's tiles), and the pointer kernel's own picks of the twenty-fifth and thirty-eighth rounds
+_TMA_TILES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 16, 8, 3), (128, 256, 128, 8, 8, 4), (128, 128, 256, 8, 8, 3),
+              (128, 128, 128, 8, 4, 4), (256, 128, 128, 8, 8, 3))
+CANDIDATES = (tuple((*tile, loads) for loads in ("tma persistent flat", "tma persistent", "tma") for tile in _TMA_TILES)
+              + ((128, 256, 128, 16, 8, 3, "pointers"), (128, 128, 256, 8, 8, 3, "pointers"),
+                 (128, 128, 64, 8, 4, 5, "pointers")))
 
 
 def _bound(p: GemmProblem, w, ws, config: tuple | None):

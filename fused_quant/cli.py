@@ -149,7 +149,8 @@ def _small_m_table(info) -> dict[str, object]:
     (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch; where
     the int8 per-token quantizing calls' configs were measured (``quantizing_line``); and whose tiles the Triton
     int8 GEMM takes past 256 tokens (``int8_tiles_line``)."""
-    from fused_quant.kernels.gemm_launch import INT8_GEMM_DEVICE_CONFIGS, SMALL_M_QUANTIZING_FILE, table_metas
+    from fused_quant.kernels.gemm_launch import (INT8_GEMM_DEVICE_CONFIGS, INT8_GEMM_MEASURED_ON,
+                                                 SMALL_M_QUANTIZING_FILE, table_metas)
 
     metas = table_metas()
     swept, measured = _measured_on(metas), _measured_on(table_metas(SMALL_M_QUANTIZING_FILE))
@@ -165,8 +166,8 @@ def _small_m_table(info) -> dict[str, object]:
     if info.device_name in INT8_GEMM_DEVICE_CONFIGS:
         out["int8_tiles_line"] = f"int8 GEMM past 256 tokens: the tiles measured on this GPU model ({info.device_name})"
     else:
-        out["int8_tiles_line"] = (f"int8 GEMM past 256 tokens: the H200's tiles (own tiles for {kinds}; "
-                                  f"{_INT8_SWEEP} measures them)")
+        out["int8_tiles_line"] = (f"int8 GEMM past 256 tokens: the tiles measured on {INT8_GEMM_MEASURED_ON} "
+                                  f"(own tiles for {kinds}; {_INT8_SWEEP} measures them)")
     rows = f"rows for {_listed(swept)}"
     if info.device_count == 0:
         out["line"] = f"{rows}; no GPU here"

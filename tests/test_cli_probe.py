@@ -246,16 +246,17 @@ def test_small_m_section_says_where_the_quantizing_configs_were_measured(node, c
         assert line in " ".join(_probe(capsys)[1].split())
 
 
-def test_small_m_section_says_whose_int8_tiles_this_gpu_takes(node, capsys):
+def test_small_m_section_says_whose_int8_tiles_this_gpu_takes(node, capsys, monkeypatch):
     """The Triton int8 GEMM's tiles past 256 tokens: a GPU model with its own rows (``INT8_GEMM_DEVICE_CONFIGS``)
-    is told so; any other node takes the H200's and is told which models have their own and how to measure them."""
-    from fused_quant.kernels.gemm_launch import INT8_GEMM_DEVICE_CONFIGS
+    is told so; any other node takes the default rows, is told which GPU model measured them, which models have
+    their own and how to measure them."""
+    from fused_quant.kernels import gemm_launch
 
-    h100 = dataclasses.replace(H200, device_name="NVIDIA H100 80GB HBM3")
-    assert h100.device_name in INT8_GEMM_DEVICE_CONFIGS and H200.device_name not in INT8_GEMM_DEVICE_CONFIGS
-    others = ("int8 GEMM past 256 tokens: the H200's tiles (own tiles for NVIDIA H100 80GB HBM3; "
-              "python -m benchmarks.sweep_int8_gemm --out DIR measures them)")
-    want = {h100: "int8 GEMM past 256 tokens: the tiles measured on this GPU model (NVIDIA H100 80GB HBM3)",
+    own = dataclasses.replace(H200, device_name="NVIDIA A GPU MODEL")
+    monkeypatch.setattr(gemm_launch, "INT8_GEMM_DEVICE_CONFIGS", {own.device_name: gemm_launch.INT8_GEMM_CONFIGS})
+    others = ("int8 GEMM past 256 tokens: the tiles measured on NVIDIA H100 80GB HBM3 (own tiles for NVIDIA A GPU "
+              "MODEL; python -m benchmarks.sweep_int8_gemm --out DIR measures them)")
+    want = {own: "int8 GEMM past 256 tokens: the tiles measured on this GPU model (NVIDIA A GPU MODEL)",
             H200: others, CPU: others}
     for info, line in want.items():
         node(info)

@@ -79,9 +79,13 @@ def tensor_spec(dtype: torch.dtype, aligned: bool = True, small: bool = True) ->
 def arg_spec(a) -> int | tuple:
     """What Triton specializes a runtime argument on (a superset of it): for integers == 1,
     divisibility by 16 and 32-bit range; for tensors the dtype, 16-byte alignment and, on ROCm
-    (buffer ops), a storage within 2 GiB."""
+    (buffer ops), a storage within 2 GiB; for a host tensor descriptor its block and its tensor's, shape's
+    and strides' own."""
     if type(a) is int:
         return (a == 1) | ((a % 16 == 0) << 1) | ((not -(1 << 31) <= a <= MAX_INT32) << 2)
+    base = getattr(a, "base", None)  # a TensorDescriptor (a torch.Tensor has no ``base``)
+    if base is not None:
+        return ("descriptor", tuple(a.block_shape), arg_spec(base), *map(arg_spec, (*a.shape, *a.strides)))
     return tensor_spec(a.dtype, a.data_ptr() % 16 == 0, _HIP and a.untyped_storage().size() <= MAX_INT32)
 
 

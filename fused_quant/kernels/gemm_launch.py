@@ -2,8 +2,8 @@
 ``torch._int_mm`` + epilogue, the Triton scaled int8 GEMM and the small-M weight-streaming GEMM (FP8 and
 int8), each with its ``(ok, reason)`` predicate and a ``bind`` that resolves a layer's call once.
 
-Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M; a GPU model's own rows where its
-sweep picked others, ``INT8_GEMM_DEVICE_CONFIGS``) and, for the small-M
+Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M, with how it reads its tiles; a GPU
+model's own rows where its sweep picks others, ``INT8_GEMM_DEVICE_CONFIGS``) and, for the small-M
 GEMM, ``small_m_gemm_configs.json`` beside this file, written by ``benchmarks/sweep_small_m_gemm.py``
 on each arch: per (kind, N, K, M bucket) the fastest config and every torch provider's time there.
 The small-M provider accepts a problem only where its config measured faster; ``torch._scaled_mm`` runs
@@ -28,29 +28,27 @@ from fused_quant.kernels import direct_launch as dl
 from fused_quant.kernels import launch
 from fused_quant.runtime import capturing
 
-# (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages). Past 256 tokens from
-# benchmarks/sweep_int8_gemm.py on the H200 (benchmarks/RESULTS.md, twenty-fifth round, run 4: summed over
-# Llama-3-8B's four linears, 1.39x the earlier 128x256x128 tile at M = 512, 1.08-1.13x at 1024-4096, and 1.04x
-# with GROUP_M 16 at 16384)
+# How the Triton int8 GEMM reads its tiles (a row's last field): "pointers" (``scaled_int8_gemm_kernel``, one
+# program per tile), or tensor descriptors (``scaled_int8_gemm_tma_kernel``, TMA on SM90+) with one program per tile
+# ("tma"), one program per SM taking tiles in turn ("tma persistent"), or the same with the tile and K loops
+# flattened into one pipeline ("tma persistent flat"). A descriptor row runs through pointers, in its tile, where the
+# operands cannot be described (``tma_ok``, and an activation not 16-byte aligned).
+INT8_LOADS = ("pointers", "tma", "tma persistent", "tma persistent flat")
+# (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads). Up to 256 tokens from
+# benchmarks/sweep_int8_gemm.py on the H200 (benchmarks/RESULTS.md, twenty-fifth round). Past 256 tokens the
+# descriptor kernel, from the thirty-ninth round's run 1 on an H100 SXM: summed over Llama-3-8B's four linears
+# 1.17x the pointer kernel's tiles at 512 tokens, 1.15x at 1024, 1.18x at 4096, 1.14x at 16384, the same bits
 INT8_GEMM_CONFIGS = (
-    (64, 64, 64, 128, 8, 4, 4),
-    (256, 64, 128, 128, 8, 4, 4),
-    (4096, 128, 128, 64, 8, 4, 5),
-    (1 << 62, 128, 256, 128, 16, 8, 3),
+    (64, 64, 64, 128, 8, 4, 4, "pointers"),
+    (256, 64, 128, 128, 8, 4, 4, "pointers"),
+    (512, 128, 128, 256, 8, 8, 3, "tma persistent flat"),
+    (4096, 128, 256, 128, 8, 8, 4, "tma persistent flat"),
+    (1 << 62, 128, 256, 128, 16, 8, 3, "tma persistent"),
 )
-# A GPU model's own rows, by the name CUDA reports for it, where its sweep picked other tiles than the rows above
-# (the H200's). The H100 SXM (benchmarks/RESULTS.md, thirty-eighth round, runs 2-4): 128x128x256 at 257-512 tokens
-# (summed over Llama-3-8B's four linears 1.08x the H200's tile at 512), then 128x256x128 with GROUP_M 16 as above
-# 4096 (1.09-1.16x the H200's tile at 1024-4096, where the H200's own sweep had it 2.5-4.9% slower than its pick).
-# The int8 per-token MLP took 8-14% less time at 512-1024 tokens and 5% at 4096 with them, the same bits.
-INT8_GEMM_DEVICE_CONFIGS = {
-    "NVIDIA H100 80GB HBM3": (
-        (64, 64, 64, 128, 8, 4, 4),
-        (256, 64, 128, 128, 8, 4, 4),
-        (512, 128, 128, 256, 8, 8, 3),
-        (1 << 62, 128, 256, 128, 16, 8, 3),
-    ),
-}
+# The GPU model whose sweep gave the rows past 256 tokens (what ``fused-quant probe`` tells a node)
+INT8_GEMM_MEASURED_ON = "NVIDIA H100 80GB HBM3"
+# A GPU model's own rows, by the name CUDA reports for it, where its sweep picks other tiles than the rows above
+INT8_GEMM_DEVICE_CONFIGS: dict[str, tuple] = {}
 SMALL_M_CONFIG_FILE = Path(__file__).with_name("small_m_gemm_configs.json")
 # The int8 per-token quantizing calls' configs, per arch and (M bucket, shape), as benchmarks/quantizing_calls.py
 # measured them fastest (``quantizing_config``); the same format as the sweep's table
@@ -313,22 +311,60 @@ def int8_gemm_rows(index: int) -> tuple:
     return INT8_GEMM_DEVICE_CONFIGS.get(launch.device_name(index), INT8_GEMM_CONFIGS)
 
 
-def _triton_int8_call(p: GemmProblem) -> KernelCall:
-    call = _GEMM_LAUNCHES.get(("triton_int8", p))
+def int8_gemm_row(p: GemmProblem) -> tuple:
+    """The tile row of ``p``'s M (its first field, max_m, dropped)."""
+    for row in int8_gemm_rows(launch.device_index(p.device)):
+        if p.m <= row[0]:
+            return row[1:]
+    raise ValueError(f"no int8 GEMM tile row covers M = {p.m}")  # every table's last row covers any M (tested)
+
+
+TMA_MIN_CAPABILITY = (9, 0)  # the tensor memory accelerator: Hopper and later
+
+
+def tma_ok(p: GemmProblem, w: torch.Tensor) -> tuple[bool, str]:
+    """Whether the descriptor kernel may read ``p``'s operands: an NVIDIA GPU of SM90+ (or the interpreter),
+    a Triton with host tensor descriptors, and row strides and a weight address the TMA can take (16-byte
+    multiples; the activation's own address is checked per call)."""
+    index = launch.device_index(p.device)
+    if dl._HIP:
+        return False, "ROCm has no TMA"
+    if index >= 0:
+        from fused_quant.platforms import sm_capability
+
+        if (sm_capability(launch._cuda_arch(index)) or (0, 0)) < TMA_MIN_CAPABILITY:
+            return False, "the TMA needs SM90+"
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False, "this Triton has no host tensor descriptors"
+    if p.k % 16 or w.stride(0) % 16 or w.stride(1) != 1 or w.data_ptr() % 16:
+        return False, f"K = {p.k}, weight strides {w.stride()}: rows not in 16-byte multiples"
+    return True, ""
+
+
+def _triton_int8_call(p: GemmProblem, tma: bool = False) -> KernelCall:
+    """The int8 GEMM's launch for ``p`` in its row's tile: through tensor descriptors (``tma``, where the row
+    says so and the caller found them possible) or pointers."""
+    key = ("triton_int8", p, tma)
+    call = _GEMM_LAUNCHES.get(key)
     if call is not None:
         return call
-    from fused_quant.kernels.triton.int8_gemm import scaled_int8_gemm_kernel
+    from fused_quant.kernels.triton import int8_gemm
 
     generation = runtime.generation()
     index = launch.device_index(p.device)
-    for max_m, bm, bn, bk, gm, warps, stages in int8_gemm_rows(index):
-        if p.m <= max_m:
-            break
-    grid = (-(-p.m // bm) * -(-p.n // bn),)
+    bm, bn, bk, gm, warps, stages, loads = int8_gemm_row(p)
+    tiles = -(-p.m // bm) * -(-p.n // bn)
     kwargs = dict(_scale_flags(p), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, num_warps=warps,
                   num_stages=stages, **launch.pdl_options(index))
-    call = KernelCall(launch.make_plan(scaled_int8_gemm_kernel, grid, kwargs, "int8_gemm"), index)
-    return _GEMM_LAUNCHES.put(("triton_int8", p), call, generation)
+    if tma:
+        programs = min(tiles, launch._num_sms(index)) if loads.startswith("tma persistent") else tiles
+        kwargs["FLATTEN"] = loads == "tma persistent flat"
+        plan = launch.make_plan(int8_gemm.scaled_int8_gemm_tma_kernel, (programs,), kwargs, "int8_gemm_tma")
+    else:
+        plan = launch.make_plan(int8_gemm.scaled_int8_gemm_kernel, (tiles,), kwargs, "int8_gemm")
+    return _GEMM_LAUNCHES.put(key, KernelCall(plan, index), generation)
 
 
 # GEMM kernel launches by (provider, problem[, config override]): metadata and compiled kernels only
@@ -350,15 +386,32 @@ def gemm_scalars(p: GemmProblem, w: torch.Tensor) -> tuple:
 
 
 def bind_triton_int8(p: GemmProblem, w, ws, bias):
+    """The Triton int8 GEMM for one layer: through tensor descriptors where its row says so and ``tma_ok``
+    (the weight's descriptor made here, the activation's per call: an activation not 16-byte aligned, or an
+    operand the pointer kernel would read unaligned, takes the pointer kernel, in the same tile), else pointers."""
     ws, bias_arg = _fixed_operands(ws, bias)
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     scalars = gemm_scalars(p, w)
-
     kernel = _triton_int8_call(p)
+    bm, bn, bk = int8_gemm_row(p)[:3]
+    tma = None
+    if int8_gemm_row(p)[-1] != "pointers" and tma_ok(p, w)[0]:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        tma = _triton_int8_call(p, tma=True)
+        w_desc = TensorDescriptor(w, [p.n, p.k], [w.stride(0), 1], [bn, bk])
+        x_box, x_shape, x_strides = [bm, bk], [p.m, p.k], [p.k, 1]
+        tma_scalars = (p.m, p.n, p.k, p.n, tma.plan.grid[0])
 
     def call(xq, xs):
         xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
         out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)
+        if tma is not None:
+            xp, xsp, wsp, bp, op = xq.data_ptr(), xs.data_ptr(), ws.data_ptr(), bias_arg.data_ptr(), out.data_ptr()
+            if not (xp | xsp | wsp | bp | op) & 15:
+                x_desc = TensorDescriptor(xq, x_shape, x_strides, x_box)
+                tma((x_desc, w_desc, xs, ws, bias_arg, out), tma_scalars, (x_desc, w_desc, xsp, wsp, bp, op))
+                return out
         kernel((xq, w, xs, ws, bias_arg, out), scalars)
         return out
 

@@ -401,7 +401,7 @@ def _launch(plan: _Plan, args: tuple) -> object | None:
     """Launch through Triton (its JIT on a miss); returns the compiled kernel when it may be launched
     directly (``direct_launch.usable``), else None."""
     # Triton launches on the current device; a compiled kernel is loaded for the device it was first run on
-    device = torch.cuda.current_device() if args[0].is_cuda else -1
+    device = torch.cuda.current_device() if getattr(args[0], "base", args[0]).is_cuda else -1  # a descriptor's tensor
     spec = (plan.kernel_id, device, *[dl.arg_spec(a) for a in args])
     compiled = _COMPILED.get(spec)
     if compiled is not None:

@@ -43,10 +43,11 @@ def _tokens(m, k, dtype, seed=0):
     return x.to(CUDA)
 
 
-# (M, N, K): M <= 16 and odd sizes select different providers / tiles; M = 300 / 2048 / 4100 reach the Triton int8
-# GEMM's large-M tiles, the last with N and K off its blocks
-SHAPES = [(1, 256, 512), (16, 384, 1024), (17, 4096, 4096), (300, 1024, 2048), (2048, 512, 14336), (33, 72, 200),
-          (4100, 200, 328)]
+# (M, N, K): M <= 16 and odd sizes select different providers / tiles; M = 300 / 700 / 2048 / 4100 reach the Triton
+# int8 GEMM's large-M tiles: through tensor descriptors, at 700 with N and K off its blocks (K a multiple of 16), and
+# through pointers at 4100 (K = 328 is not a multiple of 16)
+SHAPES = [(1, 256, 512), (16, 384, 1024), (17, 4096, 4096), (300, 1024, 2048), (700, 1000, 1040), (2048, 512, 14336),
+          (33, 72, 200), (4100, 200, 328)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -85,6 +86,43 @@ def test_every_provider_against_float64(backend, kind, out_dtype, per_token, bia
     # every provider is tested on some shape; the vendor's only where its library is installed (ROCm / DCU nodes)
     untested = [name for name in providers if name not in ran and name != "hipblaslt_w8a8"]
     assert not untested, f"{backend} {kind}: {untested} accepted none of the shapes: {declined}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mnk", [(300, 1024, 2048), (700, 1000, 1040), (1024, 4096, 4096), (5000, 520, 1024)],
+                         ids=str)
+def test_int8_gemm_through_descriptors_equals_pointers_and_replays(backend, mnk, backend_env, monkeypatch):
+    """Past 256 tokens the Triton int8 GEMM reads its tiles through tensor descriptors on this GPU (``tma_ok``): the
+    same bits as the pointer kernel in the same tile (int8 sums are exact), as a CUDA graph's replays, and as the
+    pointer kernel it takes for an activation not 16-byte aligned; within the float64 bound."""
+    from fused_quant.gemm import GemmProblem
+    from fused_quant.kernels import gemm_launch as g
+
+    backend_env(backend)
+    m, n, k = mnk
+    wq, ws = _weights(n, k, torch.int8, seed=m)
+    x = _tokens(m, k, torch.bfloat16, seed=m)
+    qa = fused_act_quant("identity", x, K.kInt8DynamicTokenSym, None)
+    p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, CUDA, True, True, False)
+    assert g.tma_ok(p, wq) == (True, "") and g.int8_gemm_row(p)[-1] != "pointers"
+    fused_quant.reset()
+    described = g.bind_triton_int8(p, wq, ws, None)
+    out = described(qa.data, qa.scale)
+    assert g._GEMM_LAUNCHES.get(("triton_int8", p, True)) is not None
+    assert_gemm_close(out, qa.data, qa.scale, wq, ws, None, exact_acc=True, what=f"descriptors {mnk}")
+    graph, replayed = capture_graph(described, qa.data, qa.scale)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_bits_equal(replayed, out, f"graph replay {mnk}")
+    shifted = torch.empty(m * k + 1, dtype=torch.int8, device=CUDA)[1:].view(m, k)
+    shifted.copy_(qa.data)
+    assert shifted.data_ptr() % 16
+    assert_bits_equal(described(shifted, qa.scale), out, f"unaligned activation {mnk}")
+    rows = tuple((*r[:-1], "pointers") for r in g.int8_gemm_rows(torch.cuda.current_device()))
+    monkeypatch.setattr(g, "int8_gemm_rows", lambda index: rows)
+    fused_quant.reset()
+    assert_bits_equal(g.bind_triton_int8(p, wq, ws, None)(qa.data, qa.scale), out, f"pointer kernel {mnk}")
+    fused_quant.reset()
 
 
 class MLP(nn.Module):

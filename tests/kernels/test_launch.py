@@ -677,39 +677,50 @@ def test_contiguous_strides_are_torchs(shape):
 def test_int8_gemm_tiles_follow_the_gpu_model_where_it_has_rows(monkeypatch):
     """The Triton int8 GEMM's tile rows: a GPU model's own (``INT8_GEMM_DEVICE_CONFIGS``, by the name CUDA reports)
     where measured, else ``INT8_GEMM_CONFIGS``; the interpreter's CPU tensors never ask for a name. A bound call's
-    launch takes the tile of its M's row."""
+    launch takes the tile of its M's row, through descriptors (one program per tile, or a persistent grid of one per
+    SM, flattened or not) where the row says so."""
     from fused_quant.gemm import GemmProblem
     from fused_quant.kernels import gemm_launch as g
 
-    h100 = "NVIDIA H100 80GB HBM3"
-    names = {0: h100, 1: "NVIDIA H200"}
+    own = "NVIDIA A GPU MODEL"
+    names = {0: own, 1: "NVIDIA H200"}
     asked = []
     monkeypatch.setattr(launch, "device_name", lambda index: asked.append(index) or names[index])
     monkeypatch.setattr(launch, "pdl_options", lambda index, launch_first=False: {})
-    assert g.int8_gemm_rows(0) is g.INT8_GEMM_DEVICE_CONFIGS[h100]
+    monkeypatch.setattr(launch, "_num_sms", lambda index: 132)
+    own_rows = ((256, 32, 32, 32, 4, 4, 2, "pointers"), (1 << 62, 64, 64, 64, 4, 4, 2, "tma"))
+    monkeypatch.setattr(g, "INT8_GEMM_DEVICE_CONFIGS", {own: own_rows})
+    assert g.int8_gemm_rows(0) is own_rows
     assert g.int8_gemm_rows(1) is g.INT8_GEMM_CONFIGS
     assert g.int8_gemm_rows(-1) is g.INT8_GEMM_CONFIGS and asked == [0, 1]
-    # every kind's rows cover every M, and the H100's differ from the H200's past 256 tokens only
-    for rows in (g.INT8_GEMM_CONFIGS, *g.INT8_GEMM_DEVICE_CONFIGS.values()):
+    # the rows cover every M in order, each read in one of the ways there are
+    for rows in (g.INT8_GEMM_CONFIGS, own_rows):
         assert rows[-1][0] >= 1 << 62 and [r[0] for r in rows] == sorted(r[0] for r in rows)
-    assert g.INT8_GEMM_DEVICE_CONFIGS[h100][:2] == g.INT8_GEMM_CONFIGS[:2]
+        assert all(len(r) == 8 and r[-1] in g.INT8_LOADS for r in rows)
 
-    def tile(index, m):
+    def launch_of(index, m, tma):
         runtime.reset()
-        p = GemmProblem(m, 256, 512, "int8", torch.int8, torch.bfloat16, torch.device("cuda", index), True, True,
+        p = GemmProblem(m, 28672, 512, "int8", torch.int8, torch.bfloat16, torch.device("cuda", index), True, True,
                         False)
-        kw = g._triton_int8_call(p).plan.kwargs
-        return kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], kw["num_warps"], kw["num_stages"]
+        plan = g._triton_int8_call(p, tma).plan
+        kw = plan.kwargs
+        tile = kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"], kw["num_warps"], kw["num_stages"]
+        return tile, plan.kernel.fn.__name__, plan.grid[0], kw.get("FLATTEN")
 
     try:
-        assert tile(0, 300) == (128, 128, 256, 8, 8, 3)  # the H100's rows: 257-512 tokens, then past 512
-        assert tile(0, 1024) == (128, 256, 128, 16, 8, 3)
-        assert tile(1, 1024) == (128, 128, 64, 8, 4, 5)  # the H200's 257-4096 row
-        assert tile(0, 100) == tile(1, 100) == (64, 128, 128, 8, 4, 4)
-        assert tile(0, 5000) == tile(1, 5000) == (128, 256, 128, 16, 8, 3)
+        pointers, tma = "scaled_int8_gemm_kernel", "scaled_int8_gemm_tma_kernel"
+        assert launch_of(1, 100, False) == ((64, 128, 128, 8, 4, 4), pointers, 2 * 224, None)
+        # past 256 tokens the default rows read through descriptors on a persistent grid (at most one program per SM)
+        assert launch_of(1, 300, True) == ((128, 128, 256, 8, 8, 3), tma, 132, True)
+        assert launch_of(1, 1024, True) == ((128, 256, 128, 8, 8, 4), tma, 132, True)
+        assert launch_of(1, 5000, True) == ((128, 256, 128, 16, 8, 3), tma, 132, False)
+        # the pointer kernel in the same tile, one program per tile, where descriptors cannot be made
+        assert launch_of(1, 1024, False) == ((128, 256, 128, 8, 8, 4), pointers, 8 * 112, None)
+        assert launch_of(0, 1024, True) == ((64, 64, 64, 4, 4, 2), tma, 16 * 448, False)  # the model's own rows
+        assert launch_of(0, 100, False) == ((32, 32, 32, 4, 4, 2), pointers, 4 * 896, None)
         # a sweep's override of both tables (benchmarks/sweep_int8_gemm.py) reaches every GPU model
-        monkeypatch.setattr(g, "INT8_GEMM_CONFIGS", ((1 << 62, 64, 64, 64, 4, 4, 2),))
+        monkeypatch.setattr(g, "INT8_GEMM_CONFIGS", ((1 << 62, 64, 64, 64, 4, 4, 2, "pointers"),))
         monkeypatch.setattr(g, "INT8_GEMM_DEVICE_CONFIGS", {})
-        assert tile(0, 1024) == tile(1, 1024) == (64, 64, 64, 4, 4, 2)
+        assert launch_of(0, 1024, False)[0] == launch_of(1, 1024, False)[0] == (64, 64, 64, 4, 4, 2)
     finally:
         runtime.reset()

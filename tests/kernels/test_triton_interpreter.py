@@ -454,22 +454,23 @@ def test_fnuz_static_and_per_token():
 # ---------------------------------------------------------------- int8 GEMM with the fused dequant
 
 
-@pytest.mark.parametrize("kind_rows", [None, "NVIDIA H100 80GB HBM3"], ids=["default_rows", "h100_rows"])
+@pytest.mark.parametrize("loads", [None, "pointers", "tma", "tma persistent", "tma persistent flat"],
+                         ids=["default_rows", "pointers", "tma", "tma_persistent", "tma_persistent_flat"])
 @pytest.mark.parametrize("per_token", [True, False], ids=["per_token", "per_tensor"])
 @pytest.mark.parametrize("mnk", [(5, 24, 40), (33, 64, 128), (70, 130, 300), (1, 7, 9), (300, 40, 100),
-                                 (4097, 9, 40)], ids=str)
-def test_int8_gemm_bitwise(mnk, per_token, kind_rows, monkeypatch, request):
+                                 (300, 40, 128), (4097, 9, 40), (4097, 9, 48)], ids=str)
+def test_int8_gemm_bitwise(mnk, per_token, loads, monkeypatch, request):
     """``triton_int8`` equals ``dequant_epilogue`` of the exact (float64) product, bit for bit, for
     bf16 / fp16 / fp32 outputs, with and without bias (K = 300 spans three BLOCK_K = 128 steps; M = 300 and
-    4097 take the large-M rows of ``INT8_GEMM_CONFIGS``, or of a GPU model's own rows, with N and K inside
-    one block)."""
+    4097 take the large-M rows of ``INT8_GEMM_CONFIGS``, whose tiles are read through tensor descriptors where K is
+    a multiple of 16 and through pointers where not), and in 32x32x32 tiles read each way of ``INT8_LOADS`` (two
+    programs in the interpreter: the persistent grids take several tiles each)."""
     from fused_quant.gemm import dequant_epilogue
     from fused_quant.kernels import gemm_launch
     from fused_quant.kernels.gemm_launch import triton_int8
 
-    if kind_rows is not None:
-        monkeypatch.setattr(gemm_launch, "int8_gemm_rows",
-                            lambda index: gemm_launch.INT8_GEMM_DEVICE_CONFIGS[kind_rows])
+    if loads is not None:
+        monkeypatch.setattr(gemm_launch, "int8_gemm_rows", lambda index: ((1 << 62, 32, 32, 32, 2, 4, 2, loads),))
     runtime.reset()  # the launch cache holds the other rows' calls, before and after
     request.addfinalizer(runtime.reset)
 
@@ -486,3 +487,57 @@ def test_int8_gemm_bitwise(mnk, per_token, kind_rows, monkeypatch, request):
             out = triton_int8(xq, xs, w, ws, bias, out_dtype)
             ref = dequant_epilogue(xq.double() @ w.double().T, xs, ws, bias, out_dtype)
             assert_bits_equal(out, ref, f"int8 gemm {mnk} {out_dtype} bias={bias is not None}")
+    # the descriptor kernel ran where the row reads through descriptors and K allows them, and only there
+    row_loads = gemm_launch.int8_gemm_row(gemm_launch._problem_of(xq, xs, w, ws, None, torch.float32))[-1]
+    described = row_loads != "pointers" and k % 16 == 0
+    launched = {key[-1] for key in gemm_launch._GEMM_LAUNCHES._data if key[0] == "triton_int8"}
+    assert launched == ({False, True} if described else {False}), (row_loads, k, launched)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 8], ids=["aligned", "offset_1", "offset_8"])
+def test_int8_gemm_takes_pointers_for_an_activation_tma_cannot_address(offset, monkeypatch, request):
+    """An activation whose address is not a multiple of 16 bytes (a view into a larger buffer) runs the pointer
+    kernel in the row's tile, with the same bits; an aligned one the descriptor kernel. Descriptors made are
+    counted: the weight's once per bind, the activation's per call."""
+    from triton.tools import tensor_descriptor
+
+    from fused_quant.gemm import dequant_epilogue
+    from fused_quant.kernels import gemm_launch
+
+    made = []
+
+    class Counted(tensor_descriptor.TensorDescriptor):
+        def __post_init__(self):
+            made.append(tuple(self.block_shape))
+            super().__post_init__()
+
+    monkeypatch.setattr(tensor_descriptor, "TensorDescriptor", Counted)
+    monkeypatch.setattr(gemm_launch, "int8_gemm_rows", lambda index: ((1 << 62, 32, 32, 32, 2, 4, 2, "tma"),))
+    runtime.reset()
+    request.addfinalizer(runtime.reset)
+    m, n, k = 70, 40, 64
+    g = torch.Generator().manual_seed(offset)
+    buf = torch.randint(-128, 128, (m * k + offset,), generator=g, dtype=torch.int8)
+    xq = buf[offset:].view(m, k)
+    w = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
+    xs, ws = torch.rand(m, 1, generator=g) + 1e-3, torch.rand(n, 1, generator=g) * 1e-2 + 1e-4
+    out = gemm_launch.triton_int8(xq, xs, w, ws, None, torch.bfloat16)
+    assert_bits_equal(out, dequant_epilogue(xq.double() @ w.double().T, xs, ws, None, torch.bfloat16), str(offset))
+    aligned = xq.data_ptr() % 16 == 0
+    assert aligned == (offset == 0)
+    assert made == ([(32, 32), (32, 32)] if aligned else [(32, 32)])
+
+
+def test_tma_ok_names_what_a_descriptor_cannot_take():
+    from fused_quant.gemm import GemmProblem
+    from fused_quant.kernels.gemm_launch import tma_ok
+
+    def ok(k, w):
+        return tma_ok(GemmProblem(8, w.shape[0], k, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True,
+                                  True, False), w)
+
+    assert ok(64, torch.zeros(4, 64, dtype=torch.int8)) == (True, "")
+    good, why = ok(40, torch.zeros(4, 40, dtype=torch.int8))
+    assert not good and "K = 40" in why and "16-byte" in why
+    good, why = ok(64, torch.zeros(4, 72, dtype=torch.int8)[:, :64])  # rows of 72 bytes
+    assert not good and "(72, 1)" in why
