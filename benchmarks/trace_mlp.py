@@ -28,7 +28,8 @@ LABELS = (("small_m_gemm", "small-M GEMM"), ("split_k_epilogue", "split-K epilog
           ("split_absmax", "per-token absmax"), ("token_split", "per-token quantize (split rows)"),
           ("token_chunks", "per-token quantize (chunks)"), ("token_2pass", "per-token quantize (2 sweeps)"),
           ("token_persistent", "per-token quantize (persistent)"), ("token_kernel", "per-token quantize"),
-          ("static_flat", "static quantize"), ("static_kernel", "static quantize"), ("int8_gemm", "int8 GEMM"),
+          ("static_flat", "static quantize"), ("static_kernel", "static quantize"),
+          ("int8_gemm_tma", "int8 GEMM (descriptors)"), ("int8_gemm", "int8 GEMM"),
           ("epilogue", "epilogue"), ("nvjet", "cuBLAS GEMM"), ("gemm", "cuBLAS GEMM"), ("gemv", "cuBLAS GEMV"),
           ("splitkreduce", "cuBLAS split-K reduce"), ("silu_kernel", "torch silu"), ("mulfunctor", "torch mul"))
 

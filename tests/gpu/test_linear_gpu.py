@@ -103,7 +103,7 @@ def test_int8_gemm_through_descriptors_equals_pointers_and_replays(backend, mnk,
     wq, ws = _weights(n, k, torch.int8, seed=m)
     x = _tokens(m, k, torch.bfloat16, seed=m)
     qa = fused_act_quant("identity", x, K.kInt8DynamicTokenSym, None)
-    p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, CUDA, True, True, False)
+    p = GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, wq.device, True, True, False)  # its index set
     assert g.tma_ok(p, wq) == (True, "") and g.int8_gemm_row(p)[-1] != "pointers"
     fused_quant.reset()
     described = g.bind_triton_int8(p, wq, ws, None)
