@@ -277,6 +277,19 @@ def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
     return out
 
 
+def graph_turns(peers: dict, calls: int) -> dict[str, float]:
+    """Each peer's median ``graph_us`` over as many turns as there are peers, the order rotated each turn so every
+    peer is timed first once: a GPU at its power cap after the eager loops clocks lower the longer it runs (an
+    H100 at 1425-1815 MHz in most of a bench's samples, benchmarks/RESULTS.md, thirty-ninth round), and a fixed
+    order would time the last peer at the lowest clocks."""
+    names = list(peers)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for turn in range(len(names)):
+        for name in names[turn:] + names[:turn]:
+            times[name].append(graph_us(peers[name], calls=calls))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model = LLAMA_3_8B) -> dict:
     d, h = model.d, model.h
     torch.manual_seed(0)
@@ -289,8 +302,8 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
         x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
         eager = loop_us({name: (lambda fns=fns: fns[0](x)) for name, fns in peers.items()},
                         target_ms=20 if quick else 40, rounds=3 if quick else 7)
-        graph = {name: graph_us([lambda f=f: f(x) for f in fns], calls=4 if m >= 4096 else 8)
-                 for name, fns in peers.items()}
+        graph = graph_turns({name: [lambda f=f: f(x) for f in fns] for name, fns in peers.items()},
+                            calls=4 if m >= 4096 else 8)
         row = {"M": m, "eager_us": eager, "graph_us": graph, "sqnr_db": sqnr[m],
                "eager_vs_bf16": {k_: eager["bf16"] / v for k_, v in eager.items() if k_ != "bf16"},
                "graph_vs_bf16": {k_: graph["bf16"] / v for k_, v in graph.items() if k_ != "bf16"}}

@@ -370,3 +370,16 @@ def test_profile_host_needs_a_gpu_and_says_so(capsys, monkeypatch):
         profile_host.main()
     assert stop.value.code == 2
     assert "profile_host: needs a GPU (torch.cuda.is_available() is False)" in capsys.readouterr().err
+
+
+def test_graph_turns_time_every_peer_first_once_and_take_the_median(monkeypatch):
+    """``decode.graph_turns``: one turn per peer, the order rotated (each peer first once), each peer's median."""
+    from benchmarks import decode
+
+    order, clock = [], iter(range(100))
+    monkeypatch.setattr(decode, "graph_us", lambda fns, calls: order.append((fns[0], calls)) or float(next(clock)))
+    got = decode.graph_turns({"a": ["fa"], "b": ["fb"], "c": ["fc"]}, calls=4)
+    assert [f for f, _ in order] == ["fa", "fb", "fc", "fb", "fc", "fa", "fc", "fa", "fb"]
+    assert {c for _, c in order} == {4}
+    # a: 0, 5, 7 -> 5; b: 1, 3, 8 -> 3; c: 2, 4, 6 -> 4
+    assert got == {"a": 5.0, "b": 3.0, "c": 4.0}
