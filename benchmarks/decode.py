@@ -279,9 +279,9 @@ def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
 
 def graph_turns(peers: dict, calls: int) -> dict[str, float]:
     """Each peer's median ``graph_us`` over as many turns as there are peers, the order rotated each turn so every
-    peer is timed first once: a GPU at its power cap after the eager loops clocks lower the longer it runs (an
-    H100 at 1425-1815 MHz in most of a bench's samples, benchmarks/RESULTS.md, thirty-ninth round), and a fixed
-    order would time the last peer at the lowest clocks."""
+    peer is timed first once: a GPU that reaches its power cap in the eager loops clocks lower while it stays there
+    (an H100 at 1425-1455 MHz and 659-693 W, benchmarks/RESULTS.md, thirty-ninth round), and a fixed order would
+    time the last peer at the lowest clocks."""
     names = list(peers)
     times: dict[str, list[float]] = {name: [] for name in names}
     for turn in range(len(names)):
