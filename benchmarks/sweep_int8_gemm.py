@@ -74,7 +74,12 @@ def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
             # thirty-eighth round, run 3), so the installed call is timed after the candidates
             graph_us([lambda: installed(xq, xs)])
             configs = {}
+            described, why = g.tma_ok(p, w)
             for cfg in CANDIDATES:
+                if cfg[-1] != "pointers" and not described:  # it would time the pointer kernel under this name
+                    configs[str(cfg)] = {"error": f"no tensor descriptors here: {why}"}
+                    log(f"  {label} M={m} {cfg}: {configs[str(cfg)]['error']}")
+                    continue
                 try:
                     call = _bound(p, w, ws, cfg)
                     out = call(xq, xs)

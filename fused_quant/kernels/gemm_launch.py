@@ -34,10 +34,10 @@ from fused_quant.runtime import capturing
 # flattened into one pipeline ("tma persistent flat"). A descriptor row runs through pointers, in its tile, where the
 # operands cannot be described (``tma_ok``, and an activation not 16-byte aligned).
 INT8_LOADS = ("pointers", "tma", "tma persistent", "tma persistent flat")
-# (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads). Up to 256 tokens from
-# benchmarks/sweep_int8_gemm.py on the H200 (benchmarks/RESULTS.md, twenty-fifth round). Past 256 tokens the
-# descriptor kernel, from the thirty-ninth round's run 1 on an H100 SXM: summed over Llama-3-8B's four linears
-# 1.17x the pointer kernel's tiles at 512 tokens, 1.15x at 1024, 1.18x at 4096, 1.14x at 16384, the same bits
+# (max_m, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads). Past 256 tokens from
+# benchmarks/sweep_int8_gemm.py's candidates, timed on an H100 SXM (benchmarks/RESULTS.md, thirty-ninth round,
+# run 1): the descriptor kernel, summed over Llama-3-8B's four linears 1.17x the pointer kernel's tiles at 512
+# tokens, 1.15x at 1024, 1.18x at 4096, 1.14x at 16384, the same bits
 INT8_GEMM_CONFIGS = (
     (64, 64, 64, 128, 8, 4, 4, "pointers"),
     (256, 64, 128, 128, 8, 4, 4, "pointers"),
@@ -266,9 +266,10 @@ class KernelCall:
         self.plan, self.index, self.direct = plan, index, None
 
     def __call__(self, tensors: tuple, scalars: tuple, ptrs: tuple | None = None) -> None:
-        """``tensors``: the kernel's pointer arguments, which come first in every GEMM kernel's
-        signature; ``scalars``: the runtime arguments after them; ``ptrs``: the tensors' addresses where
-        the caller has read them (an operand passed twice is read once), all 16-byte aligned, else None.
+        """``tensors``: the kernel's pointer (or tensor descriptor) arguments, which come first in every GEMM
+        kernel's signature; ``scalars``: the runtime arguments after them; ``ptrs``: the tensors' addresses where
+        the caller has read them (an operand passed twice is read once), all 16-byte aligned, else None. A call
+        with descriptors passes them in ``ptrs`` as well, their tensors and the other operands 16-byte aligned.
         The direct launch runs the kernel compiled for 16-byte aligned operands (this object is shared
         by every layer of the problem's shape), given the pointers' addresses."""
         if ptrs is None:
@@ -329,6 +330,8 @@ def tma_ok(p: GemmProblem, w: torch.Tensor) -> tuple[bool, str]:
     index = launch.device_index(p.device)
     if dl._HIP:
         return False, "ROCm has no TMA"
+    if not (p.m and p.n and p.k):
+        return False, f"an empty problem (M, N, K = {p.m}, {p.n}, {p.k}): a descriptor has no zero-sized dimension"
     if index >= 0:
         from fused_quant.platforms import sm_capability
 
@@ -338,8 +341,12 @@ def tma_ok(p: GemmProblem, w: torch.Tensor) -> tuple[bool, str]:
         from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
     except ImportError:
         return False, "this Triton has no host tensor descriptors"
-    if p.k % 16 or w.stride(0) % 16 or w.stride(1) != 1 or w.data_ptr() % 16:
+    if w.stride(1) != 1:
+        return False, f"weight strides {w.stride()}: K is not the contiguous dimension"
+    if p.k % 16 or w.stride(0) % 16:
         return False, f"K = {p.k}, weight strides {w.stride()}: rows not in 16-byte multiples"
+    if w.data_ptr() % 16:
+        return False, "the weight's address is not 16-byte aligned"
     return True, ""
 
 
@@ -393,12 +400,13 @@ def bind_triton_int8(p: GemmProblem, w, ws, bias):
     shape, strides, device, out_dtype = (p.m, p.n), (p.n, 1), w.device, p.out_dtype
     scalars = gemm_scalars(p, w)
     kernel = _triton_int8_call(p)
-    bm, bn, bk = int8_gemm_row(p)[:3]
     tma = None
     if int8_gemm_row(p)[-1] != "pointers" and tma_ok(p, w)[0]:
         from triton.tools.tensor_descriptor import TensorDescriptor
 
         tma = _triton_int8_call(p, tma=True)
+        blocks = tma.plan.kwargs  # the launch's own tile: the blocks its descriptors must have
+        bm, bn, bk = blocks["BLOCK_M"], blocks["BLOCK_N"], blocks["BLOCK_K"]
         w_desc = TensorDescriptor(w, [p.n, p.k], [w.stride(0), 1], [bn, bk])
         x_box, x_shape, x_strides = [bm, bk], [p.m, p.k], [p.k, 1]
         tma_scalars = (p.m, p.n, p.k, p.n, tma.plan.grid[0])

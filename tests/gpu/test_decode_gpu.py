@@ -118,7 +118,8 @@ def _launch_pdl_flags() -> set:
             for c in launch._COMPILED._data.values()}
 
 
-GEMM_KERNELS = {"small_m_gemm_kernel", "scaled_int8_gemm_kernel"}  # wait first; the others launch first
+# wait first; the others launch first
+GEMM_KERNELS = {"small_m_gemm_kernel", "scaled_int8_gemm_kernel", "scaled_int8_gemm_tma_kernel"}
 
 
 def _prefetching_kernels() -> int:
@@ -134,7 +135,9 @@ def _prefetching_kernels() -> int:
         if "griddepcontrol.wait" not in ptx:
             continue
         gemm, wait = c.name in GEMM_KERNELS, ptx.index("griddepcontrol.wait")
-        assert not re.search(r"\b(?:ld|st|atom|red)\.global", ptx[:wait]), f"{c.name} accesses memory before its wait"
+        # plain loads and stores, atomics, and asynchronous copies (cp.async, the TMA's cp.async.bulk.tensor)
+        assert not re.search(r"\b(?:ld|st|atom|red)\.global|\bcp\.async", ptx[:wait]), \
+            f"{c.name} accesses memory before its wait"
         assert (wait < ptx.index("griddepcontrol.launch_dependents")) == gemm, c.name
         if "prefetch.global.L2" in ptx:
             assert gemm and ptx.index("prefetch.global.L2") < wait, c.name

@@ -51,7 +51,8 @@ def _backend(name):
 def test_arg_spec_is_at_least_as_fine_as_tritons(backend, monkeypatch):
     """Two arguments with the same ``_arg_spec`` get the same Triton specialization from that
     backend, so a kernel compiled for one is valid for the other: integers at the edges, tensors of
-    several dtypes at every alignment, and (ROCm buffer ops) storages on both sides of 2 GiB."""
+    several dtypes at every alignment, (ROCm buffer ops) storages on both sides of 2 GiB, and tensor
+    descriptors of several blocks, shapes and bases (a descriptor takes a 16-byte aligned one only)."""
     from triton._C.libtriton import native_specialize_impl
 
     monkeypatch.setattr(dl, "_HIP", backend == "hip")
@@ -62,8 +63,14 @@ def test_arg_spec_is_at_least_as_fine_as_tritons(backend, monkeypatch):
     tensors = ([base[i:] for i in range(16)] + [torch.zeros(8, dtype=torch.uint8)[i:] for i in range(8)]
                + [torch.zeros(4, dtype=torch.float32), torch.zeros(4, dtype=torch.float8_e4m3fn)]
                + [torch.empty(2**31 + 64, dtype=torch.uint8, device="meta")[i:] for i in (0, 16, 3)])
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    rows = torch.zeros(4096, dtype=torch.int8)
+    descriptors = [TensorDescriptor(rows[offset:offset + m * k].view(m, k), [m, k], [k, 1], block)
+                   for offset in (0, 16, 32) for m, k in ((16, 64), (3, 32), (1, 16), (24, 48))
+                   for block in ([16, 16], [32, 16], [16, 32])]
     by_spec: dict = {}
-    for v in ints + tensors:
+    for v in ints + tensors + descriptors:
         by_spec.setdefault(dl.arg_spec(v), set()).add(native_specialize_impl(cls, v, False, True, True))
     coarse = {k: v for k, v in by_spec.items() if len(v) > 1}
     assert not coarse, f"_arg_spec merges arguments Triton ({backend}) tells apart: {coarse}"
@@ -557,7 +564,7 @@ def _called(func) -> str:
 @pytest.mark.parametrize("module,names", [
     ("act_quant", KERNELS),
     ("small_m_gemm", ("small_m_gemm_kernel", "split_k_epilogue_kernel")),
-    ("int8_gemm", ("scaled_int8_gemm_kernel",)),
+    ("int8_gemm", ("scaled_int8_gemm_kernel", "scaled_int8_gemm_tma_kernel")),
 ])
 def test_every_kernel_takes_pdl_last(module, names):
     """Each kernel of the package has the PDL constexpr (its prologue's switch) as its last argument,

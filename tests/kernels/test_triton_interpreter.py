@@ -473,6 +473,7 @@ def test_int8_gemm_bitwise(mnk, per_token, loads, monkeypatch, request):
         monkeypatch.setattr(gemm_launch, "int8_gemm_rows", lambda index: ((1 << 62, 32, 32, 32, 2, 4, 2, loads),))
     runtime.reset()  # the launch cache holds the other rows' calls, before and after
     request.addfinalizer(runtime.reset)
+    launched = _count_int8_launches(monkeypatch)
 
     m, n, k = mnk
     g = torch.Generator().manual_seed(m * 1000 + n)
@@ -490,8 +491,46 @@ def test_int8_gemm_bitwise(mnk, per_token, loads, monkeypatch, request):
     # the descriptor kernel ran where the row reads through descriptors and K allows them, and only there
     row_loads = gemm_launch.int8_gemm_row(gemm_launch._problem_of(xq, xs, w, ws, None, torch.float32))[-1]
     described = row_loads != "pointers" and k % 16 == 0
-    launched = {key[-1] for key in gemm_launch._GEMM_LAUNCHES._data if key[0] == "triton_int8"}
-    assert launched == ({False, True} if described else {False}), (row_loads, k, launched)
+    assert launched == {"int8_gemm_tma" if described else "int8_gemm": 6}, (row_loads, k, launched)
+
+
+def _count_int8_launches(monkeypatch) -> dict:
+    """Count the int8 GEMM's launches by kernel (its plan's variant: ``int8_gemm_tma`` reads through
+    descriptors, ``int8_gemm`` through pointers) from now on."""
+    from collections import Counter
+
+    from fused_quant.kernels import gemm_launch
+
+    launched, call = Counter(), gemm_launch.KernelCall.__call__
+
+    def counting(self, *args, **kwargs):
+        if self.plan.variant.startswith("int8_gemm"):
+            launched[self.plan.variant] += 1
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(gemm_launch.KernelCall, "__call__", counting)
+    return launched
+
+
+@pytest.mark.parametrize("mnk", [(300, 0, 64), (300, 8, 0), (0, 8, 64)], ids=str)
+def test_int8_gemm_of_an_empty_problem_under_descriptor_rows(mnk, monkeypatch, request):
+    """A problem with no weight rows or no K (the checked entry returns early only without tokens) takes the
+    pointer kernel under a descriptor row, whose descriptors could have no zero-sized dimension: an empty
+    output, or the bias alone for K = 0 (the product of nothing is 0)."""
+    from fused_quant.kernels import gemm_launch
+
+    monkeypatch.setattr(gemm_launch, "int8_gemm_rows", lambda index: ((1 << 62, 32, 32, 32, 2, 4, 2, "tma"),))
+    runtime.reset()
+    request.addfinalizer(runtime.reset)
+    m, n, k = mnk
+    p = gemm_launch.GemmProblem(m, n, k, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), True, True, True)
+    good, why = gemm_launch.tma_ok(p, torch.zeros(n, k, dtype=torch.int8))
+    assert not good and "empty problem" in why
+    bias = torch.arange(n, dtype=torch.bfloat16)
+    out = gemm_launch.triton_int8(torch.zeros(m, k, dtype=torch.int8), torch.ones(m, 1), torch.zeros(n, k, dtype=torch.int8),
+                                  torch.ones(n, 1), bias, torch.bfloat16)
+    assert out.shape == (m, n)
+    assert_bits_equal(out, bias.expand(m, n), str(mnk))
 
 
 @pytest.mark.parametrize("offset", [0, 1, 8], ids=["aligned", "offset_1", "offset_8"])
@@ -515,6 +554,7 @@ def test_int8_gemm_takes_pointers_for_an_activation_tma_cannot_address(offset, m
     monkeypatch.setattr(gemm_launch, "int8_gemm_rows", lambda index: ((1 << 62, 32, 32, 32, 2, 4, 2, "tma"),))
     runtime.reset()
     request.addfinalizer(runtime.reset)
+    launched = _count_int8_launches(monkeypatch)
     m, n, k = 70, 40, 64
     g = torch.Generator().manual_seed(offset)
     buf = torch.randint(-128, 128, (m * k + offset,), generator=g, dtype=torch.int8)
@@ -526,6 +566,7 @@ def test_int8_gemm_takes_pointers_for_an_activation_tma_cannot_address(offset, m
     aligned = xq.data_ptr() % 16 == 0
     assert aligned == (offset == 0)
     assert made == ([(32, 32), (32, 32)] if aligned else [(32, 32)])
+    assert launched == {"int8_gemm_tma" if aligned else "int8_gemm": 1}
 
 
 def test_tma_ok_names_what_a_descriptor_cannot_take():
@@ -541,3 +582,7 @@ def test_tma_ok_names_what_a_descriptor_cannot_take():
     assert not good and "K = 40" in why and "16-byte" in why
     good, why = ok(64, torch.zeros(4, 72, dtype=torch.int8)[:, :64])  # rows of 72 bytes
     assert not good and "(72, 1)" in why
+    good, why = ok(64, torch.zeros(64, 4, dtype=torch.int8).t())  # K strided
+    assert not good and "K is not the contiguous dimension" in why
+    good, why = ok(64, torch.zeros(4 * 64 + 1, dtype=torch.int8)[1:].view(4, 64))  # an address off by one byte
+    assert not good and "not 16-byte aligned" in why
