@@ -148,9 +148,9 @@ def _small_m_table(info) -> dict[str, object]:
     """What the small-M GEMM's committed tables hold for this node's GPU: its arch's rows were swept on which GPU
     (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch; where
     the int8 per-token quantizing calls' configs were measured (``quantizing_line``); and whose tiles the Triton
-    int8 GEMM takes past 256 tokens (``int8_tiles_line``)."""
+    int8 GEMM takes past 256 tokens, and how it reads them on this GPU (``int8_tiles_line``)."""
     from fused_quant.kernels.gemm_launch import (INT8_GEMM_DEVICE_CONFIGS, INT8_GEMM_MEASURED_ON,
-                                                 SMALL_M_QUANTIZING_FILE, table_metas)
+                                                 SMALL_M_QUANTIZING_FILE, table_metas, tma_arch_ok)
 
     metas = table_metas()
     swept, measured = _measured_on(metas), _measured_on(table_metas(SMALL_M_QUANTIZING_FILE))
@@ -164,10 +164,15 @@ def _small_m_table(info) -> dict[str, object]:
                                      if info.arch is not None else ""))
     kinds = ", ".join(INT8_GEMM_DEVICE_CONFIGS) or "no GPU model"
     if info.device_name in INT8_GEMM_DEVICE_CONFIGS:
-        out["int8_tiles_line"] = f"int8 GEMM past 256 tokens: the tiles measured on this GPU model ({info.device_name})"
+        tiles = f"int8 GEMM past 256 tokens: the tiles measured on this GPU model ({info.device_name})"
     else:
-        out["int8_tiles_line"] = (f"int8 GEMM past 256 tokens: the tiles measured on {INT8_GEMM_MEASURED_ON} "
-                                  f"(own tiles for {kinds}; {_INT8_SWEEP} measures them)")
+        tiles = (f"int8 GEMM past 256 tokens: the tiles measured on {INT8_GEMM_MEASURED_ON} "
+                 f"(own tiles for {kinds}; {_INT8_SWEEP} measures them)")
+    if info.device_count and info.vendor == "nvidia" and tma_arch_ok(info.arch):
+        tiles += f", read through tensor descriptors (TMA) on this {info.arch}"
+    elif info.device_count:
+        tiles += f", read through pointers on this {info.arch or 'GPU'} (tensor descriptors need NVIDIA SM90+)"
+    out["int8_tiles_line"] = tiles
     rows = f"rows for {_listed(swept)}"
     if info.device_count == 0:
         out["line"] = f"{rows}; no GPU here"

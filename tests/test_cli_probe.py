@@ -253,11 +253,18 @@ def test_small_m_section_says_whose_int8_tiles_this_gpu_takes(node, capsys, monk
     from fused_quant.kernels import gemm_launch
 
     own = dataclasses.replace(H200, device_name="NVIDIA A GPU MODEL")
+    a100 = dataclasses.replace(H200, arch="sm_80", device_name="NVIDIA A100-SXM4-80GB")
+    mi300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
+                         "amdsmi: 8 x MI300X", "3.5.1")
     monkeypatch.setattr(gemm_launch, "INT8_GEMM_DEVICE_CONFIGS", {own.device_name: gemm_launch.INT8_GEMM_CONFIGS})
     others = ("int8 GEMM past 256 tokens: the tiles measured on NVIDIA H100 80GB HBM3 (own tiles for NVIDIA A GPU "
               "MODEL; python -m benchmarks.sweep_int8_gemm --out DIR measures them)")
-    want = {own: "int8 GEMM past 256 tokens: the tiles measured on this GPU model (NVIDIA A GPU MODEL)",
-            H200: others, CPU: others}
+    want = {own: "int8 GEMM past 256 tokens: the tiles measured on this GPU model (NVIDIA A GPU MODEL), read through "
+                 "tensor descriptors (TMA) on this sm_90",
+            H200: others + ", read through tensor descriptors (TMA) on this sm_90",
+            a100: others + ", read through pointers on this sm_80 (tensor descriptors need NVIDIA SM90+)",
+            mi300: others + ", read through pointers on this gfx942 (tensor descriptors need NVIDIA SM90+)",
+            CPU: others}
     for info, line in want.items():
         node(info)
         got = json.loads(_probe(capsys, "--json")[1])["small_m_table"]

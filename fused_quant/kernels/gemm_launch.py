@@ -323,6 +323,13 @@ def int8_gemm_row(p: GemmProblem) -> tuple:
 TMA_MIN_CAPABILITY = (9, 0)  # the tensor memory accelerator: Hopper and later
 
 
+def tma_arch_ok(arch: str | None) -> bool:
+    """Whether an NVIDIA arch (``sm_XY``) has the TMA; False for any other (ROCm's ``gfx...``, unknown)."""
+    from fused_quant.platforms import sm_capability
+
+    return (sm_capability(arch) or (0, 0)) >= TMA_MIN_CAPABILITY
+
+
 def tma_ok(p: GemmProblem, w: torch.Tensor) -> tuple[bool, str]:
     """Whether the descriptor kernel may read ``p``'s operands: an NVIDIA GPU of SM90+ (or the interpreter),
     a Triton with host tensor descriptors, and row strides and a weight address the TMA can take (16-byte
@@ -332,11 +339,8 @@ def tma_ok(p: GemmProblem, w: torch.Tensor) -> tuple[bool, str]:
         return False, "ROCm has no TMA"
     if not (p.m and p.n and p.k):
         return False, f"an empty problem (M, N, K = {p.m}, {p.n}, {p.k}): a descriptor has no zero-sized dimension"
-    if index >= 0:
-        from fused_quant.platforms import sm_capability
-
-        if (sm_capability(launch._cuda_arch(index)) or (0, 0)) < TMA_MIN_CAPABILITY:
-            return False, "the TMA needs SM90+"
+    if index >= 0 and not tma_arch_ok(launch._cuda_arch(index)):
+        return False, f"the TMA needs SM90+, this GPU is {launch._cuda_arch(index)}"
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
     except ImportError:
