@@ -325,9 +325,9 @@ TMA_MIN_CAPABILITY = (9, 0)  # the tensor memory accelerator: Hopper and later
 
 def tma_arch_ok(arch: str | None) -> bool:
     """Whether an NVIDIA arch (``sm_XY``) has the TMA; False for any other (ROCm's ``gfx...``, unknown)."""
-    from fused_quant.platforms import sm_capability
+    from fused_quant.platforms import sm_at_least
 
-    return (sm_capability(arch) or (0, 0)) >= TMA_MIN_CAPABILITY
+    return sm_at_least(arch, TMA_MIN_CAPABILITY)
 
 
 def tma_ok(p: GemmProblem, w: torch.Tensor) -> tuple[bool, str]:

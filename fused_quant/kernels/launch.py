@@ -121,9 +121,9 @@ def _pdl_ok(device_index: int) -> bool:
     wanted = runtime.once("pdl", envs.pdl)
     if not wanted or device_index < 0 or not _NVIDIA_TORCH or _interpreting():
         return False
-    from fused_quant.platforms import sm_capability
+    from fused_quant.platforms import sm_at_least
 
-    return (sm_capability(_cuda_arch(device_index)) or (0, 0)) >= PDL_MIN_CAPABILITY and triton_has_pdl()
+    return sm_at_least(_cuda_arch(device_index), PDL_MIN_CAPABILITY) and triton_has_pdl()
 
 
 def triton_has_pdl() -> bool:

@@ -13,6 +13,7 @@ from fused_quant.platforms.info import (
     PlatformInfo,
     fp8_dtype_for,
     sm_arch,
+    sm_at_least,
     sm_capability,
 )
 from fused_quant.platforms.probe import current_platform, decode_gfx_target_version, probe
@@ -33,5 +34,6 @@ __all__ = [
     "fp8_dtype_for",
     "probe",
     "sm_arch",
+    "sm_at_least",
     "sm_capability",
 ]

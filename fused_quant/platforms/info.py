@@ -94,6 +94,12 @@ def sm_capability(arch: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def sm_at_least(arch: str | None, minimum: tuple[int, int]) -> bool:
+    """Whether ``arch`` is an NVIDIA ``sm_XY`` of compute capability ``minimum`` or later; False for any other."""
+    cap = sm_capability(arch)
+    return cap is not None and cap >= minimum
+
+
 def sm_arch(major: int, minor: int) -> str:
     return f"sm_{major}{minor}"
 
@@ -101,8 +107,7 @@ def sm_arch(major: int, minor: int) -> str:
 def fp8_dtype_for(vendor: str, arch: str | None) -> torch.dtype | None:
     """The FP8 dtype a node computes with, or None when its arch has no FP8."""
     if vendor == "nvidia":
-        cap = sm_capability(arch)
-        return torch.float8_e4m3fn if cap is not None and cap >= NVIDIA_FP8_MIN_CAPABILITY else None
+        return torch.float8_e4m3fn if sm_at_least(arch, NVIDIA_FP8_MIN_CAPABILITY) else None
     if vendor == "amd":
         return AMD_FP8_DTYPES.get(_base_gfx(arch))
     if vendor == "hygon":

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fused_quant.selection import BACKENDS, current_backend, preferred_backend, reset_current_backend, select_backend
-from fused_quant.platforms.info import PlatformInfo, fp8_dtype_for
+from fused_quant.platforms.info import PlatformInfo, fp8_dtype_for, sm_at_least
 from fused_quant.validation import BackendUnavailableError
 
 
@@ -114,3 +114,10 @@ def test_fp8_dtype_per_arch():
     assert fp8_dtype_for("amd", "gfx942:sramecc+:xnack-") == torch.float8_e4m3fnuz
     assert fp8_dtype_for("amd", "gfx950") == torch.float8_e4m3fn
     assert fp8_dtype_for("amd", "gfx90a") is None
+
+
+def test_sm_at_least_compares_nvidia_archs_only():
+    """One rule for every minimum compute capability (FP8, PDL, the TMA): ``sm_XY`` against (X, Y), nothing else."""
+    assert sm_at_least("sm_90", (9, 0)) and sm_at_least("sm_100", (9, 0)) and sm_at_least("sm_89", (8, 9))
+    assert not sm_at_least("sm_89", (9, 0)) and not sm_at_least("sm_80", (8, 9))
+    assert not any(sm_at_least(arch, (0, 0)) for arch in ("gfx942", "gfx950", None, "", "sm_x"))
