@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -41,6 +42,16 @@ _TMA_TILES = ((128, 256, 128, 8, 8, 3), (128, 256, 128, 16, 8, 3), (128, 256, 12
 CANDIDATES = (tuple((*tile, loads) for loads in ("tma persistent flat", "tma persistent", "tma") for tile in _TMA_TILES)
               + ((128, 256, 128, 16, 8, 3, "pointers"), (128, 128, 256, 8, 8, 3, "pointers"),
                  (128, 128, 64, 8, 4, 5, "pointers")))
+# Up to ``SMALL_M`` tokens also 64-token tiles, which give down's 4096 columns and qkv / o twice the output tiles
+# of 128-token ones, and the small-M GEMM (the chain's pick there where the small-M table says so) as a peer
+SMALL_M = 256
+SMALL_TILES = tuple((*tile, loads) for loads in ("tma persistent flat", "tma") for tile in
+                    ((64, 128, 128, 8, 4, 4), (64, 256, 128, 8, 4, 4), (64, 128, 256, 8, 4, 3)))
+
+
+def candidates(m: int) -> tuple:
+    """The configs timed at ``m`` tokens."""
+    return CANDIDATES + SMALL_TILES if m <= SMALL_M else CANDIDATES
 
 
 def _bound(p: GemmProblem, w, ws, config: tuple | None):
@@ -75,7 +86,7 @@ def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
             graph_us([lambda: installed(xq, xs)])
             configs = {}
             described, why = g.tma_ok(p, w)
-            for cfg in CANDIDATES:
+            for cfg in candidates(m):
                 if cfg[-1] != "pointers" and not described:  # it would time the pointer kernel under this name
                     configs[str(cfg)] = {"error": f"no tensor descriptors here: {why}"}
                     log(f"  {label} M={m} {cfg}: {configs[str(cfg)]['error']}")
@@ -99,6 +110,9 @@ def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
                 [lambda: torch._scaled_mm(x8, w8.t(), one, one, out_dtype=torch.bfloat16)])
             xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             t["bf16"] = graph_us([lambda: F.linear(xb, wb)])
+            if m <= SMALL_M and g.small_m_swept(p)[0]:
+                small = g.bind_small_m(p, w, ws, None)
+                t["small_m"] = graph_us([lambda: small(xq, xs)])
             timed = {c: v["us"] for c, v in configs.items() if "us" in v}
             if not timed:
                 raise SystemExit(f"{label} M={m}: every candidate config failed (see the errors above)")
@@ -119,7 +133,7 @@ def per_m(rows: list[dict]) -> list[dict]:
     for m in sorted({r["M"] for r in rows}):
         at = [r for r in rows if r["M"] == m]
         sums = {}
-        for c in CANDIDATES:
+        for c in candidates(m):
             times = [r["configs"].get(str(c), {}).get("us") for r in at]
             if all(v is not None for v in times):
                 sums[str(c)] = sum(times)
@@ -128,7 +142,9 @@ def per_m(rows: list[dict]) -> list[dict]:
         best = min(sums, key=sums.get)
         out.append({"M": m, "sum_us": sums, "best": best, "installed_sum_us": sum(r["us"]["installed"] for r in at),
                     "int_mm_sum_us": sum(r["us"]["int_mm + epilogue"] for r in at),
-                    "fp8_sum_us": sum(r["us"]["scaled_mm fp8 (tensor-wise)"] for r in at)})
+                    "fp8_sum_us": sum(r["us"]["scaled_mm fp8 (tensor-wise)"] for r in at),
+                    "small_m_sum_us": (sum(r["us"]["small_m"] for r in at) if all("small_m" in r["us"] for r in at)
+                                       else None)})
     return out
 
 
@@ -146,7 +162,8 @@ def plot(result: dict, path: Path) -> bool:
         ms = [r["M"] for r in rows]
         lines = {"installed tile": [r["tops"]["installed"] for r in rows],
                  "tile picked per M": [r["tops"][picks[r["M"]]] for r in rows]}
-        lines |= {peer: [r["tops"][peer] for r in rows] for peer in rows[0]["us"] if peer != "installed"}
+        peers = dict.fromkeys(peer for r in rows for peer in r["us"] if peer != "installed")  # small_m: small M only
+        lines |= {peer: [r["tops"].get(peer, math.nan) for r in rows] for peer in peers}
         for name, tops in lines.items():
             ax.plot(ms, tops, marker="o", label=name, ls="--" if name == "installed tile" else "-")
         ax.set_xscale("log", base=2)
@@ -193,8 +210,10 @@ def main(argv=None) -> int:
     for s in summary:
         log(f"M={s['M']:6d} sum over shapes: installed {s['installed_sum_us']:.1f} us, best {s['best']} "
             f"{s['sum_us'][s['best']]:.1f} ({s['installed_sum_us'] / s['sum_us'][s['best']]:.3f}x); "
-            f"int_mm + epilogue {s['int_mm_sum_us']:.1f}; FP8 scaled_mm {s['fp8_sum_us']:.1f}")
-    result = {"versions": versions(), "seconds": round(time.time() - start), "candidates": CANDIDATES,
+            f"int_mm + epilogue {s['int_mm_sum_us']:.1f}; FP8 scaled_mm {s['fp8_sum_us']:.1f}"
+            + (f"; small-M GEMM {s['small_m_sum_us']:.1f}" if s["small_m_sum_us"] is not None else ""))
+    result = {"versions": versions(), "seconds": round(time.time() - start),
+              "candidates": sorted({c for m in ms for c in candidates(m)}, key=str),
               "rows": rows, "per_m": summary}
     (out / "int8_gemm_sweep.json").write_text(json.dumps(result, indent=1))
     if not plot(result, out / "int8_gemm_sweep.png"):

@@ -204,6 +204,11 @@ def test_int8_sweep_picks_the_least_sum_over_shapes_among_configs_every_shape_ra
     assert got[512]["best"] == b and got[512]["sum_us"] == {a: 10.0, b: 9.0}  # c failed on down; a won qkv alone
     assert got[512]["installed_sum_us"] == 20.0 and got[512]["int_mm_sum_us"] == 60.0
     assert got[1024]["best"] == a and got[1024]["fp8_sum_us"] == 8.0
+    assert got[512]["small_m_sum_us"] is None  # no shape timed the small-M GEMM
+    small = [{**row("qkv", 256, {a: {"us": 2.0}}), "us": {**peers, "small_m": 1.5}},
+             {**row("down", 256, {a: {"us": 3.0}}), "us": {**peers, "small_m": 4.0}}]
+    assert s.per_m(small)[0]["small_m_sum_us"] == 5.5
+    assert set(s.candidates(256)) - set(s.candidates(512)) == set(s.SMALL_TILES)  # 64-token tiles at small M only
     failed = [row("qkv", 64, {a: {"us": 1.0}}), row("down", 64, {b: {"us": 1.0}})]
     with pytest.raises(SystemExit, match="M=64: no candidate config ran on every shape"):
         s.per_m(failed)
