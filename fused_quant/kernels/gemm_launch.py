@@ -354,33 +354,9 @@ def tma_ok(p: GemmProblem, w: torch.Tensor) -> tuple[bool, str]:
     return True, ""
 
 
-# How the descriptor kernel stores its output tiles (``INT8_STORES``): through pointers, or through a descriptor
-# of the output in whole tiles or in two halves of the tile's columns; pointers where ``out_desc_ok`` says no
-INT8_STORES = ("pointers", "descriptor", "descriptor halves")
-INT8_TMA_STORE = "descriptor halves"
-
-
-def out_desc_ok(p: GemmProblem) -> bool:
-    """Whether a descriptor can store ``p``'s contiguous ``[M, N]`` output: rows in 16-byte multiples (its
-    address, a fresh allocation's, is checked per call with the operands')."""
-    return p.n * p.out_dtype.itemsize % 16 == 0
-
-
-def tma_store(p: GemmProblem, bm: int, bn: int, bk: int, stages: int, index: int) -> int:
-    """The descriptor kernel's ``STORE`` for ``p`` in a tile: ``INT8_TMA_STORE``'s where ``out_desc_ok`` and the
-    tile's staging buffer fits beside its pipeline's ``stages`` int8 operand buffers in a block's shared memory
-    (on a GPU), else 0 (pointers)."""
-    store = INT8_STORES.index(INT8_TMA_STORE) if out_desc_ok(p) else 0
-    if store and index >= 0:
-        staged = bm * (bn // 2 if store == 2 else bn) * p.out_dtype.itemsize
-        if stages * (bm + bn) * bk + staged > launch.max_shared_memory(index):
-            return 0
-    return store
-
-
 def _triton_int8_call(p: GemmProblem, tma: bool = False) -> KernelCall:
     """The int8 GEMM's launch for ``p`` in its row's tile: through tensor descriptors (``tma``, where the row
-    says so and the caller found them possible; the output stored as ``tma_store`` says) or pointers."""
+    says so and the caller found them possible) or pointers."""
     key = ("triton_int8", p, tma)
     call = _GEMM_LAUNCHES.get(key)
     if call is not None:
@@ -396,7 +372,6 @@ def _triton_int8_call(p: GemmProblem, tma: bool = False) -> KernelCall:
     if tma:
         programs = min(tiles, launch._num_sms(index)) if loads.startswith("tma persistent") else tiles
         kwargs["FLATTEN"] = loads == "tma persistent flat"
-        kwargs["STORE"] = tma_store(p, bm, bn, bk, stages, index)
         plan = launch.make_plan(int8_gemm.scaled_int8_gemm_tma_kernel, (programs,), kwargs, "int8_gemm_tma")
     else:
         plan = launch.make_plan(int8_gemm.scaled_int8_gemm_kernel, (tiles,), kwargs, "int8_gemm")
@@ -435,10 +410,9 @@ def bind_triton_int8(p: GemmProblem, w, ws, bias):
 
         tma = _triton_int8_call(p, tma=True)
         blocks = tma.plan.kwargs  # the launch's own tile: the blocks its descriptors must have
-        bm, bn, bk, store = blocks["BLOCK_M"], blocks["BLOCK_N"], blocks["BLOCK_K"], blocks["STORE"]
+        bm, bn, bk = blocks["BLOCK_M"], blocks["BLOCK_N"], blocks["BLOCK_K"]
         w_desc = TensorDescriptor(w, [p.n, p.k], [w.stride(0), 1], [bn, bk])
         x_box, x_shape, x_strides = [bm, bk], [p.m, p.k], [p.k, 1]
-        out_box = [bm, bn // 2 if store == 2 else bn]
         tma_scalars = (p.m, p.n, p.k, p.n, tma.plan.grid[0])
 
     def call(xq, xs):
@@ -448,9 +422,7 @@ def bind_triton_int8(p: GemmProblem, w, ws, bias):
             xp, xsp, wsp, bp, op = xq.data_ptr(), xs.data_ptr(), ws.data_ptr(), bias_arg.data_ptr(), out.data_ptr()
             if not (xp | xsp | wsp | bp | op) & 15:
                 x_desc = TensorDescriptor(xq, x_shape, x_strides, x_box)
-                out_arg = TensorDescriptor(out, shape, strides, out_box) if store else out
-                tma((x_desc, w_desc, xs, ws, bias_arg, out_arg), tma_scalars,
-                    (x_desc, w_desc, xsp, wsp, bp, out_arg if store else op))
+                tma((x_desc, w_desc, xs, ws, bias_arg, out), tma_scalars, (x_desc, w_desc, xsp, wsp, bp, op))
                 return out
         kernel((xq, w, xs, ws, bias_arg, out), scalars)
         return out

@@ -565,41 +565,8 @@ def test_int8_gemm_takes_pointers_for_an_activation_tma_cannot_address(offset, m
     assert_bits_equal(out, dequant_epilogue(xq.double() @ w.double().T, xs, ws, None, torch.bfloat16), str(offset))
     aligned = xq.data_ptr() % 16 == 0
     assert aligned == (offset == 0)
-    # the output's descriptor per call as well, in halves of the tile's 32 columns (``INT8_TMA_STORE``)
-    assert gemm_launch.INT8_TMA_STORE == "descriptor halves"
-    assert made == ([(32, 32), (32, 32), (32, 16)] if aligned else [(32, 32)])
+    assert made == ([(32, 32), (32, 32)] if aligned else [(32, 32)])
     assert launched == {"int8_gemm_tma" if aligned else "int8_gemm": 1}
-
-
-@pytest.mark.parametrize("store", ["pointers", "descriptor", "descriptor halves"])
-@pytest.mark.parametrize("mnk", [(70, 40, 64), (33, 48, 96), (40, 36, 32)], ids=str)
-def test_int8_gemm_descriptor_kernel_stores_each_way(mnk, store, monkeypatch, request):
-    """The descriptor kernel's output stores (``INT8_STORES``): through pointers, a descriptor of whole tiles or of
-    two column halves, each the bits of float64's ``dequant_epilogue`` where tiles cross the last row and column
-    (M = 70, 33, 40 in 32-row tiles; N = 40, 48 in 32-column tiles), in bf16, fp16 and fp32, with and without bias.
-    An output whose rows are no 16-byte multiple (N = 36 in 2-byte elements) is stored through pointers."""
-    from fused_quant.gemm import GemmProblem, dequant_epilogue
-    from fused_quant.kernels import gemm_launch
-
-    monkeypatch.setattr(gemm_launch, "int8_gemm_rows", lambda index: ((1 << 62, 32, 32, 32, 2, 4, 2, "tma persistent"),))
-    monkeypatch.setattr(gemm_launch, "INT8_TMA_STORE", store)
-    runtime.reset()
-    request.addfinalizer(runtime.reset)
-    m, n, k = mnk
-    g = torch.Generator().manual_seed(m + n)
-    xq = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
-    w = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
-    xs, ws = torch.rand(m, 1, generator=g) * 0.05 + 1e-4, torch.rand(n, 1, generator=g) * 1e-3 + 1e-6
-    for out_dtype in (torch.bfloat16, torch.float16, torch.float32):
-        p = GemmProblem(m, n, k, "int8", torch.int8, out_dtype, xq.device, True, True, False)
-        described = gemm_launch.out_desc_ok(p)
-        assert described == (n * out_dtype.itemsize % 16 == 0)
-        want = gemm_launch.INT8_STORES.index(store) if described else 0
-        assert gemm_launch._triton_int8_call(p, tma=True).plan.kwargs["STORE"] == want
-        for bias in (None, torch.randn(n, generator=g).to(out_dtype)):
-            out = gemm_launch.triton_int8(xq, xs, w, ws, bias, out_dtype)
-            ref = dequant_epilogue(xq.double() @ w.double().T, xs, ws, bias, out_dtype)
-            assert_bits_equal(out, ref, f"{store} {mnk} {out_dtype} bias={bias is not None}")
 
 
 def test_tma_ok_names_what_a_descriptor_cannot_take():

@@ -6,8 +6,7 @@ the same order as ``gemm.dequant_epilogue``); x is [M, K] row-major, w is
 epilogue and the same bits (int8 products add up exactly in int32): ``scaled_int8_gemm_kernel``
 loads its tiles through pointers (any K, any arch); ``scaled_int8_gemm_tma_kernel`` through
 tensor descriptors (TMA on SM90+), one tile after another over ``programs`` programs (a
-persistent grid where ``programs`` is below the number of tiles), and stores them through pointers or a
-descriptor.
+persistent grid where ``programs`` is below the number of tiles).
 """
 
 import triton
@@ -26,8 +25,9 @@ def _grouped_tile(tile, num_m, num_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def _dequant(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, M, N,
-             XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr, OUT: tl.constexpr):
+def _dequant_store(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+                   XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
+                   OUT: tl.constexpr):
     if XS_PER_TOKEN:
         xs = tl.load(xs_ptr + rm, mask=rm < M, other=0.0)[:, None]
     else:
@@ -40,14 +40,6 @@ def _dequant(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, M, N,
     if HAS_BIAS:
         bias = tl.load(bias_ptr + rn, mask=rn < N, other=0.0)[None, :]
         out = (out.to(tl.float32) + bias.to(tl.float32)).to(OUT)
-    return out
-
-
-@triton.jit
-def _dequant_store(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
-                   XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
-                   OUT: tl.constexpr):
-    out = _dequant(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, M, N, XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(out_ptr + rm[:, None] * stride_om + rn[None, :], out, mask=mask)
 
@@ -78,15 +70,13 @@ def scaled_int8_gemm_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, 
 
 
 @triton.jit
-def scaled_int8_gemm_tma_kernel(x_desc, w_desc, xs_ptr, ws_ptr, bias_ptr, out, M, N, K, stride_om, programs,
+def scaled_int8_gemm_tma_kernel(x_desc, w_desc, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, K, stride_om, programs,
                                 XS_PER_TOKEN: tl.constexpr, WS_PER_CHANNEL: tl.constexpr, HAS_BIAS: tl.constexpr,
                                 OUT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                 BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, FLATTEN: tl.constexpr,
-                                STORE: tl.constexpr, PDL: tl.constexpr):
+                                PDL: tl.constexpr):
     # x_desc: [M, K] in [BLOCK_M, BLOCK_K] blocks, w_desc: [N, K] in [BLOCK_N, BLOCK_K] blocks; a block past
-    # the tensor's edge reads zeros, so the K tail and the last rows need no masks. ``out``: the output's address
-    # (STORE 0: stored through pointers), or its descriptor in [BLOCK_M, BLOCK_N] blocks (STORE 1) or in two
-    # [BLOCK_M, BLOCK_N / 2] halves (STORE 2), which clips what lies past the edge
+    # the tensor's edge reads zeros, so the K tail and the last rows need no masks
     pdl_prologue(PDL)
     num_m, num_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     steps = tl.cdiv(K, BLOCK_K)
@@ -100,14 +90,5 @@ def scaled_int8_gemm_tma_kernel(x_desc, w_desc, xs_ptr, ws_ptr, bias_ptr, out, M
             acc = tl.dot(a, b.T, acc, out_dtype=tl.int32)
         rm = off_m.to(tl.int64) + tl.arange(0, BLOCK_M)
         rn = off_n.to(tl.int64) + tl.arange(0, BLOCK_N)
-        if STORE == 0:
-            _dequant_store(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, out, M, N, stride_om,
-                           XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
-        else:
-            y = _dequant(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, M, N, XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
-            if STORE == 1:
-                out.store([off_m, off_n], y)
-            else:
-                y0, y1 = tl.split(tl.permute(tl.reshape(y, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-                out.store([off_m, off_n], y0)
-                out.store([off_m, off_n + BLOCK_N // 2], y1)
+        _dequant_store(acc, rm, rn, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
+                       XS_PER_TOKEN, WS_PER_CHANNEL, HAS_BIAS, OUT)
