@@ -214,6 +214,22 @@ def test_int8_sweep_picks_the_least_sum_over_shapes_among_configs_every_shape_ra
         s.per_m(failed)
 
 
+def test_int8_sweep_times_every_call_in_two_passes_the_second_reversed():
+    """``sweep_int8_gemm.timed_passes``: each call timed once per pass, the second pass in the reverse order, so the
+    call timed first in one pass is timed last in the other."""
+    from benchmarks import sweep_int8_gemm as s
+
+    order, clock = [], iter(range(100))
+
+    def time_of(call):
+        order.append(call)
+        return float(next(clock))
+
+    got = s.timed_passes({"a": "A", "b": "B", "installed": "I"}, time_of)
+    assert order == ["A", "B", "I", "I", "B", "A"]
+    assert got == {"a": [0.0, 5.0], "b": [1.0, 4.0], "installed": [2.0, 3.0]}
+
+
 def test_trace_critical_path_shares_add_up_to_the_call_and_overlaps_are_negative_gaps():
     """``trace_mlp.critical_path``: per kernel of a call, the mean (over calls 2..N) of its end minus the previous
     kernel's end and of its duration; the shares add up to the GPU time per call; a kernel that starts before the
