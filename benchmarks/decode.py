@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from fused_quant import keys as K
 
 from benchmarks import models, report
-from benchmarks.timing import copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, versions
+from benchmarks.timing import (copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, timed_in_orders,
+                               versions)
 
 LLAMA_3_8B = models.default()
 SHAPES = LLAMA_3_8B.shapes  # {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
@@ -283,10 +284,8 @@ def graph_turns(peers: dict, calls: int) -> dict[str, float]:
     (an H100 at 1425-1455 MHz and 659-693 W, benchmarks/RESULTS.md, thirty-ninth round), and a fixed order would
     time the last peer at the lowest clocks."""
     names = list(peers)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for turn in range(len(names)):
-        for name in names[turn:] + names[:turn]:
-            times[name].append(graph_us(peers[name], calls=calls))
+    times = timed_in_orders(peers, lambda fns: graph_us(fns, calls=calls),
+                            [names[turn:] + names[:turn] for turn in range(len(names))])
     return {name: statistics.median(t) for name, t in times.items()}
 
 

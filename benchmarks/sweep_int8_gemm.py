@@ -33,7 +33,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES
-from benchmarks.timing import graph_us, pyplot, save_figure, versions
+from benchmarks.timing import graph_us, pyplot, save_figure, timed_in_orders, versions
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads): the tiles near the rows past 256 tokens read
 # each way of ``INT8_LOADS`` (benchmarks/RESULTS.md, thirty-ninth round: the descriptor kernel 1.14-1.18x the pointer
@@ -73,11 +73,7 @@ def timed_passes(calls: dict, time_of) -> dict[str, list[float]]:
     power cap one timing of the same tile moved by up to 14% within a sweep (benchmarks/RESULTS.md, fortieth round,
     run 4), and a drift over one pass favours the calls timed first; a config's time is the lesser of its two."""
     names = list(calls)
-    out: dict[str, list[float]] = {name: [] for name in names}
-    for order in (names, names[::-1]):
-        for name in order:
-            out[name].append(time_of(calls[name]))
-    return out
+    return timed_in_orders(calls, time_of, (names, names[::-1]))
 
 
 def sweep(ms: list[int], shapes: dict, log) -> list[dict]:

@@ -83,6 +83,17 @@ def captured(fns: list, calls: int) -> torch.cuda.CUDAGraph:
     return graph
 
 
+def timed_in_orders(calls: dict, time_of, orders) -> dict[str, list[float]]:
+    """Each named call's times, ``time_of(call)`` once per order of ``orders`` (sequences of the names), in that
+    order: the benchmarks time peers in turns whose order changes, so that no peer always runs first or last while
+    the GPU's clocks drift."""
+    out: dict[str, list[float]] = {name: [] for name in calls}
+    for order in orders:
+        for name in order:
+            out[name].append(time_of(calls[name]))
+    return out
+
+
 def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
     """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
     the operands) replayed from one CUDA graph of ``calls`` calls (``captured``)."""
