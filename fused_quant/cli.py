@@ -168,7 +168,7 @@ def _small_m_table(info) -> dict[str, object]:
     else:
         tiles = (f"int8 GEMM past 256 tokens: the tiles measured on {INT8_GEMM_MEASURED_ON} "
                  f"(own tiles for {kinds}; {_INT8_SWEEP} measures them)")
-    if info.device_count and info.vendor == "nvidia" and tma_arch_ok(info.arch):
+    if info.device_count and tma_arch_ok(info.arch):  # False for any arch but NVIDIA sm_XY
         tiles += f", read through tensor descriptors (TMA) on this {info.arch}"
     elif info.device_count:
         tiles += f", read through pointers on this {info.arch or 'GPU'} (tensor descriptors need NVIDIA SM90+)"
