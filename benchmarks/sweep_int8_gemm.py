@@ -33,7 +33,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES
-from benchmarks.timing import graph_us, pyplot, save_figure, timed_in_orders, versions
+from benchmarks.timing import graph_us, pyplot, save_figure, timed_passes, versions
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads): the tiles near the rows past 256 tokens read
 # each way of ``INT8_LOADS`` (benchmarks/RESULTS.md, thirty-ninth round: the descriptor kernel 1.14-1.18x the pointer
@@ -66,14 +66,6 @@ def _bound(p: GemmProblem, w, ws, config: tuple | None):
         return g.bind_triton_int8(p, w, ws, None)
     finally:
         g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS = saved
-
-
-def timed_passes(calls: dict, time_of) -> dict[str, list[float]]:
-    """Each call's times (``time_of(call)``) over two passes, the second in the reverse order: on an H100 at its
-    power cap one timing of the same tile moved by up to 14% within a sweep (benchmarks/RESULTS.md, fortieth round,
-    run 4), and a drift over one pass favours the calls timed first; a config's time is the lesser of its two."""
-    names = list(calls)
-    return timed_in_orders(calls, time_of, (names, names[::-1]))
 
 
 def sweep(ms: list[int], shapes: dict, log) -> list[dict]:

@@ -94,6 +94,14 @@ def timed_in_orders(calls: dict, time_of, orders) -> dict[str, list[float]]:
     return out
 
 
+def timed_passes(calls: dict, time_of) -> dict[str, list[float]]:
+    """Each call's times (``time_of(call)``) over two passes, the second in the reverse order: on an H100 at its
+    power cap one timing of the same tile moved by up to 14% within a sweep (benchmarks/RESULTS.md, fortieth round,
+    run 4), and a drift over one pass favours the calls timed first; callers keep the lesser of a call's two."""
+    names = list(calls)
+    return timed_in_orders(calls, time_of, (names, names[::-1]))
+
+
 def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
     """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
     the operands) replayed from one CUDA graph of ``calls`` calls (``captured``)."""
