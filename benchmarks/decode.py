@@ -4,8 +4,8 @@ decoder's with ``fused-quant bench --model CONFIG [--tp N]``: ``benchmarks/model
 ``gemm``: every GEMM provider of the chain, the chain's own pick (``QuantLinear``), ``torch._scaled_mm``,
 ``torch._int_mm`` + epilogue and bf16 ``F.linear`` for Llama-3-8B's four linears, FP8 and int8, at
 M in ``GEMM_MS``: GPU time per call replayed from a CUDA graph that cycles through enough copies of the
-weight to exceed L2 (so every call streams its weight from HBM, as in a model), each peer the lesser of two
-passes, the second in the reverse order (``timing.timed_passes``), weight TB/s and % of the copy ceiling.
+weight to exceed L2 (so every call streams its weight from HBM, as in a model), weight TB/s and % of
+the copy ceiling.
 ``mlp``: D = 4096, H = 14336, bf16 vs the three W8A8 keys, at M in ``MLP_MS``: ``eager`` is the wall
 time per call of back-to-back calls (host included, what a launch-bound caller sees), ``graph`` the
 GPU time per call replayed from a CUDA graph, ``sqnr_db`` each key's output SQNR against the bf16 MLP
@@ -24,7 +24,7 @@ from fused_quant import keys as K
 
 from benchmarks import models, report
 from benchmarks.timing import (copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, timed_in_orders,
-                               timed_passes, versions)
+                               versions)
 
 LLAMA_3_8B = models.default()
 SHAPES = LLAMA_3_8B.shapes  # {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
@@ -121,16 +121,15 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
                 xs = torch.rand(m, 1, device="cuda") * 0.01 + 1e-3
                 qa = QuantizedActivation(xq, xs, torch.bfloat16, xq.shape, key)
                 p = GemmProblem(m, n, k, kind, wdtype, torch.bfloat16, xq.device, True, True, False)
-                peers = {"ours": [lambda lay=lay: lay(qa) for lay in layers]}
+                t = {"ours": graph_us([lambda lay=lay: lay(qa) for lay in layers])}
                 picked = picked_name(p)
                 for name, (bind, supported) in _providers(kind).items():
                     if supported(p)[0]:
                         calls = [bind(p, w, ws) for w, ws in weights]  # bound outside the capture
-                        peers[name] = [lambda c=c: c(xq, xs) for c in calls]
+                        t[name] = graph_us([lambda c=c: c(xq, xs) for c in calls])
                 if bf16 is not None:
                     xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-                    peers["bf16"] = [lambda wb=wb: F.linear(xb, wb) for wb in bf16]
-                t = {name: min(times) for name, times in timed_passes(peers, graph_us).items()}
+                    t["bf16"] = graph_us([lambda wb=wb: F.linear(xb, wb) for wb in bf16])
                 wbytes = {name: n * k * (2 if name == "bf16" else 1) for name in t}
                 tbps = {name: wbytes[name] / (us * 1e-6) / 1e12 for name, us in t.items()}
                 row = {"shape": label, "kind": kind, "M": m, "N": n, "K": k, "picked": picked, "us": t,
