@@ -46,12 +46,12 @@ ONE_TOKEN_WIDER = ((4, 2048, 4), (8, 1024, 4), (16, 512, 4), (32, 256, 4), (64, 
 BASELINE = "producer + GEMM"
 
 
-def candidates(arch: str | None, kind: str, n: int, k: int, m: int) -> list[tuple[str, dict]]:
+def candidates(arch: str | None, kind: str, n: int, k: int, m: int, model: str | None = None) -> list[tuple[str, dict]]:
     """(label, config) of the quantizing calls timed for a problem, without repeats: the table's rows at each bucket
     up to 16 that quantize ``m`` float tokens, then (int8 at one token) ``ONE_TOKEN_WIDER``."""
     out: list[tuple[str, dict]] = []
     for bucket in (b for b in g.M_BUCKETS if b <= 16):
-        cfg, _ = g.small_m_config(arch, kind, n, k, bucket, ())
+        cfg, _ = g.small_m_config(arch, kind, n, k, bucket, (), model)
         if cfg is not None and g.quantizes_float_input(cfg, m, kind) and cfg not in [c for _, c in out]:
             out.append((f"table's {bucket}-token row", cfg))
     if kind == "int8" and m == 1:
@@ -73,6 +73,7 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
     from fused_quant.kernels import launch
 
     arch = launch._cuda_arch(torch.cuda.current_device())
+    model = launch.device_name(torch.cuda.current_device())  # the rows this GPU model takes (its own, else the arch's)
     rows = []
     done, total, start = 0, len(shapes) * len(kinds) * len(ms), time.perf_counter()
     for label, (n, k) in shapes.items():
@@ -82,7 +83,7 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
             weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
             for m in ms:
                 done += 1
-                table, _ = g.small_m_config(arch, kind, n, k, m, ())
+                table, _ = g.small_m_config(arch, kind, n, k, m, (), model)
                 if table is None:  # a torch provider is faster there: no quantizing call is bound
                     log(f"{kind:4s} {label:7s} M={m:3d}: no small-M row, nothing to time")
                     continue
@@ -102,7 +103,7 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
                                  baseline_us=round(base, 2), picked=False))
                 log(f"{kind:4s} {label:7s} M={m:3d} {BASELINE:26s} {base:7.2f} us  {_label(table)}  "
                     + progress(done, total, start))
-                for name, cfg in candidates(arch, kind, n, k, m):
+                for name, cfg in candidates(arch, kind, n, k, m, model):
                     calls = [g.bind_small_m_quantizing(p, w, ws, None, (key_name, x.dtype), cfg) for w, ws in weights]
                     if not calls[0].fits(x.dtype):
                         log(f"  {name}: over a block's shared memory, not timed")

@@ -18,11 +18,13 @@ Every config timed is a line of ``DIR/sweep_small_m_gemm.log``, and ``DIR/small_
 shape and token count beside the pick and the fastest torch provider (how close the choices lie);
 ``--replot LOG TABLE --out DIR`` draws it again from a saved log and table (no GPU).
 
-``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json``
-into ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with
-``--kinds`` / ``--shapes`` / ``--ms`` installs part by part). On the H200, 17 of qkv's 18 rows (both kinds)
-took 158 s (benchmarks/RESULTS.md, thirteenth round; 9 buckets then, 11 now, and 256-token blocks tried at
-160 / 192): the four shapes take well over four times that.
+``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json`` into
+``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with ``--kinds`` /
+``--shapes`` / ``--ms`` installs part by part). The rows are the arch's, which every GPU of the arch takes unless
+its model has rows of its own; ``--own-rows`` writes them as this GPU model's own, installed beside the arch's (a
+node of another model of the arch, in a cluster sharing one install, keeps the arch's). On the H200, 17 of qkv's 18
+rows (both kinds) took 158 s (benchmarks/RESULTS.md, thirteenth round; 9 buckets then, 11 now, and 256-token blocks
+tried at 160 / 192): the four shapes take well over four times that.
 """
 
 from __future__ import annotations
@@ -143,9 +145,9 @@ def _error(out, xq, xs, w, ws) -> float:
     return float(((out.double() - ref).abs() / (mag + 1e-30)).max())
 
 
-def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -> list[dict]:
-    """The rows; ``log`` takes a line per row (and per config that could not run), ``note`` (when given) each config
-    timed as ``note(kind, shape, m, us, cfg)``."""
+def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None, model: str | None = None) -> list[dict]:
+    """The rows (GPU ``model``'s own where given: its name as each row's ``device``); ``log`` takes a line per row (and
+    per config that could not run), ``note`` (when given) each config timed as ``note(kind, shape, m, us, cfg)``."""
     from fused_quant.kernels import launch
 
     arch = launch._cuda_arch(torch.cuda.current_device())
@@ -194,6 +196,8 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None) -
                            torch_us=round(tt[best_torch], 2), torch=best_torch,
                            weight_TBps=round(n * k / (us * 1e-6) / 1e12, 3), rel_err=err,
                            torch_all={name: round(v, 2) for name, v in tt.items()})
+                if model is not None:
+                    row["device"] = model
                 rows.append(row)
                 save(rows)
                 log(f"{kind:4s} {label:7s} M={m:4d} ours {us:7.1f} us ({row['weight_TBps']:.2f} TB/s) "
@@ -266,6 +270,9 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
                     help="no search: time the installed table's config of each row again beside the torch providers")
     ap.add_argument("--seed-from", type=int, metavar="B",
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
+    ap.add_argument("--own-rows", action="store_true",
+                    help="write the rows as this GPU model's own: installed beside the arch's, they serve this model "
+                         "only (with --retime, the configs it takes now are timed: its own rows', else the arch's)")
     ap.add_argument("--replot", nargs=2, metavar=("LOG", "TABLE"),
                     help="draw small_m_gemm_sweep.png of a saved sweep's log and table into --out (no GPU)")
     args, decoder = models.parse(ap, argv)
@@ -281,8 +288,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
     if any(m not in g.M_BUCKETS for m in ms):
         ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
                  f"read), got {args.ms}")
-    if args.replot and (args.install or args.retime or args.seed_from is not None):
-        ap.error("--replot only draws a saved sweep; it takes no --install, --retime or --seed-from")
+    if args.replot and (args.install or args.retime or args.seed_from is not None or args.own_rows):
+        ap.error("--replot only draws a saved sweep; it takes no --install, --retime, --seed-from or --own-rows")
     if args.seed_from is not None and not args.retime:
         ap.error("--seed-from goes with --retime")
     if args.seed_from is not None and args.seed_from not in g.M_BUCKETS:
@@ -316,9 +323,10 @@ def main(argv=None) -> int:
         meta["seconds"] = round(time.time() - t0)
         path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
+    model = launch.device_name(torch.cuda.current_device()) if args.own_rows else None
     retime = None
     if args.retime:
-        retime = retime_configs(json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"], ms, args.seed_from)
+        retime = retime_configs(json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"], ms, args.seed_from, model)
         meta["retime"] = True
         if args.seed_from is not None:
             meta["seed_from"] = args.seed_from
@@ -328,7 +336,7 @@ def main(argv=None) -> int:
         logf.write(trial_line(kind, shape, m, us, cfg) + "\n")
         trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
 
-    rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note)
+    rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note, model)
     save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
     if not rows:
         log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
@@ -354,10 +362,10 @@ def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> in
         return 2
     # by (N, K): the same label names other shapes in another model's rows
     rows = [r for r in rows if r["kind"] in kinds and (r["n"], r["k"]) in shapes.values() and r["m"] in ms]
-    archs = sorted({r["arch"] for r in rows})
-    if len(archs) != 1:
-        print(f"sweep: --replot draws the rows of one arch; {table_path} has {archs or 'none'} for kinds {kinds}, "
-              f"shapes {shapes}, M {ms}", file=sys.stderr)
+    tables = sorted({_table_name(r) for r in rows})
+    if len(tables) != 1:
+        print(f"sweep: --replot draws the rows of one arch or GPU model; {table_path} has {tables or 'none'} for "
+              f"kinds {kinds}, shapes {shapes}, M {ms}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     if not plot(rows, trials, out / PICTURE):
@@ -366,27 +374,40 @@ def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> in
     return 0
 
 
-def retime_configs(rows: list[dict], ms: list[int], seed_from: int | None = None) -> dict[tuple, dict]:
-    """``--retime``'s configs by row key: each installed row's, and with ``seed_from`` for every M of ``ms`` a
-    (arch, kind, N, K) lacks, the config of its row at ``seed_from``."""
-    configs_ = {_row_key(r): {f: r[f] for f in g.CONFIG_FIELDS} for r in rows}
+def retime_configs(rows: list[dict], ms: list[int], seed_from: int | None = None,
+                   model: str | None = None) -> dict[tuple, dict]:
+    """``--retime``'s configs by (arch, kind, N, K, M): each installed row's that GPU ``model`` takes (its own rows',
+    else the arch's; other models' rows are not read), and with ``seed_from`` for every M of ``ms`` an (arch, kind,
+    N, K) lacks, the config of its row at ``seed_from``."""
+    taken = [r for r in rows if r.get("device") is None] + [r for r in rows if model and r.get("device") == model]
+    configs_ = {_problem_key(r): {f: r[f] for f in g.CONFIG_FIELDS} for r in taken}
     if seed_from is not None:
-        for r in rows:
+        for r in taken:
             if r["m"] == seed_from:
                 for m in ms:
-                    configs_.setdefault((r["arch"], r["kind"], r["n"], r["k"], m), configs_[_row_key(r)])
+                    configs_.setdefault((r["arch"], r["kind"], r["n"], r["k"], m), configs_[_problem_key(r)])
     return configs_
 
 
-def _row_key(row: dict) -> tuple:
+def _problem_key(row: dict) -> tuple:
     return row["arch"], row["kind"], row["n"], row["k"], row["m"]
+
+
+def _row_key(row: dict) -> tuple:
+    """A row's place in the table: its problem, and whose rows it is among (None: the arch's; a GPU model's name)."""
+    return (*_problem_key(row), row.get("device"))
+
+
+def _table_name(row: dict) -> str:
+    return row["arch"] if row.get("device") is None else f"{row['arch']} {row['device']}"
 
 
 def install(path: Path, table: Path | None = None) -> list[str]:
     """Merge a sweep's rows into the package's table (``table``, default the provider's file): each swept
-    (arch, kind, N, K, M) replaces its old row, the rest stay, so a sweep split over calls (``--kinds``,
-    ``--shapes``, ``--ms``) installs part by part. The arch's meta is the latest sweep's. Returns
-    ``pick_changes`` of the rows replaced."""
+    (arch, kind, N, K, M) replaces its old row among the arch's rows or, for a GPU model's own rows (``--own-rows``),
+    among that model's; the rest stay, so a sweep split over calls (``--kinds``, ``--shapes``, ``--ms``) installs
+    part by part. The arch's meta (``"metas"``) or the model's (``"models"``) is the latest sweep's. Returns
+    ``pick_changes`` against the rows each problem took before."""
     table = table or g.SMALL_M_CONFIG_FILE
     new = json.loads(path.read_text())
     swept = {_row_key(r): r for r in new["rows"]}
@@ -394,8 +415,10 @@ def install(path: Path, table: Path | None = None) -> list[str]:
     rows = [swept.get(_row_key(r), r) for r in old["rows"]]  # in place: the table's order stays
     have = {_row_key(r) for r in old["rows"]}
     rows += [r for key, r in swept.items() if key not in have]
-    metas = {**old.get("metas", {}), **{r["arch"]: new["meta"] for r in new["rows"]}}
-    table.write_text(json.dumps({"metas": metas, "rows": rows}, indent=1) + "\n")
+    metas = {**old.get("metas", {}), **{r["arch"]: new["meta"] for r in new["rows"] if r.get("device") is None}}
+    models = {**old.get("models", {}), **{r["device"]: new["meta"] for r in new["rows"] if r.get("device")}}
+    table.write_text(json.dumps({"metas": metas, **({"models": models} if models else {}), "rows": rows}, indent=1)
+                     + "\n")
     return pick_changes(old["rows"], new["rows"])
 
 
@@ -418,7 +441,8 @@ def pick_changes(old_rows: list[dict], new_rows: list[dict]) -> list[str]:
     old = {_row_key(r): r for r in old_rows}
     lines = []
     for new in new_rows:
-        before = old.get(_row_key(new))
+        # a GPU model's first own row replaces the arch's row for that model
+        before = old.get(_row_key(new)) or old.get((*_problem_key(new), None))
         if before is None or "torch_all" not in before or "torch_all" not in new:
             continue
         peer_sets = FP8_PEER_SETS if new["kind"] == "fp8" else (None, *((name,) for name in new["torch_all"]))
@@ -426,7 +450,8 @@ def pick_changes(old_rows: list[dict], new_rows: list[dict]) -> list[str]:
             was, now = (g._faster_config(r, peers)[0] is not None for r in (before, new))
             if was != now:
                 against = " / ".join(peers) if peers else "every torch provider timed"
-                lines.append(f"{new['arch']} {new['kind']} N={new['n']} K={new['k']} M={new['m']} against {against}: "
+                lines.append(f"{_table_name(new)} {new['kind']} N={new['n']} K={new['k']} M={new['m']} against "
+                             f"{against}: "
                              f"{'small-M GEMM -> torch' if was else 'torch -> small-M GEMM'} (small-M {new['us']:.2f} "
                              f"vs {_peer_time(new, peers)} us; before {before['us']:.2f} vs {_peer_time(before, peers)})")
     return lines

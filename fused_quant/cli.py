@@ -145,16 +145,17 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
 
 
 def _small_m_table(info) -> dict[str, object]:
-    """What the small-M GEMM's committed tables hold for this node's GPU: its arch's rows were swept on which GPU
-    (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for the arch; where
-    the int8 per-token quantizing calls' configs were measured (``quantizing_line``); and whose tiles the Triton
-    int8 GEMM takes past 256 tokens, and how it reads them on this GPU (``int8_tiles_line``)."""
+    """What the small-M GEMM's committed tables hold for this node's GPU: its model's own rows, or its arch's rows
+    swept on which GPU (the provider chain takes the small-M GEMM where that sweep measured it faster), or none for
+    the arch; where the int8 per-token quantizing calls' configs were measured (``quantizing_line``); and whose
+    tiles the Triton int8 GEMM takes past 256 tokens, and how it reads them on this GPU (``int8_tiles_line``)."""
     from fused_quant.kernels.gemm_launch import (INT8_GEMM_DEVICE_CONFIGS, INT8_GEMM_MEASURED_ON,
-                                                 SMALL_M_QUANTIZING_FILE, table_metas, tma_arch_ok)
+                                                 SMALL_M_QUANTIZING_FILE, model_metas, table_metas, tma_arch_ok)
 
-    metas = table_metas()
+    metas, own = table_metas(), model_metas()
     swept, measured = _measured_on(metas), _measured_on(table_metas(SMALL_M_QUANTIZING_FILE))
-    out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept, "quantizing": measured}
+    out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept, "quantizing": measured,
+                              "models": _measured_on(own)}
     if info.arch in measured:
         out["quantizing_line"] = (f"int8 per-token quantizing calls: {info.arch} configs measured on "
                                   f"{measured[info.arch]}")
@@ -173,11 +174,17 @@ def _small_m_table(info) -> dict[str, object]:
     elif info.device_count:
         tiles += f", read through pointers on this {info.arch or 'GPU'} (tensor descriptors need NVIDIA SM90+)"
     out["int8_tiles_line"] = tiles
-    rows = f"rows for {_listed(swept)}"
+    rows = f"rows for {_listed(swept)}" + (f"; own rows for {', '.join(own)}" if own else "")
     if info.device_count == 0:
         out["line"] = f"{rows}; no GPU here"
     elif info.arch is None:
         out["line"] = f"{rows}; the probe did not read this GPU's arch (see probed: above)"
+    elif info.device_name in own:
+        meta = own[info.device_name]
+        how = "the arch's configs timed again beside the torch providers here" if meta.get("retime") else "swept here"
+        out["line"] = f"{info.arch} rows of this GPU model's own ({meta.get('date', '?')}: {how})"
+        if info.arch in metas:
+            out["line"] += f"; the arch's rows ({swept[info.arch]}) where it has none"
     elif info.arch not in metas:
         out["line"] = (f"no rows for {info.arch}: the chain keeps torch._scaled_mm, torch._int_mm and the Triton int8 "
                        f"GEMM; {_SWEEP} measures them on this GPU")
@@ -185,12 +192,12 @@ def _small_m_table(info) -> dict[str, object]:
         out["line"] = f"{info.arch} rows swept on this GPU model ({swept[info.arch]})"
     else:
         out["line"] = (f"{info.arch} rows swept on {swept[info.arch]}, not on this {info.device_name or 'GPU'}: "
-                       f"the provider choices were measured there; {_SWEEP} measures them here")
+                       f"the provider choices were measured there; {_SWEEP_OWN} measures this model's own")
     return out
 
 
 def _measured_on(metas: dict[str, dict]) -> dict[str, str]:
-    """``{arch: "GPU, date"}`` of a committed table's metas (``table_metas``)."""
+    """``{arch (or GPU model): "GPU, date"}`` of a committed table's metas (``table_metas``, ``model_metas``)."""
     return {arch: f"{m.get('device', '?')}, {m.get('date', '?')}" for arch, m in metas.items()}
 
 
@@ -199,6 +206,7 @@ def _listed(measured: dict[str, str]) -> str:
 
 
 _SWEEP = "python -m benchmarks.sweep_small_m_gemm --out DIR --install"
+_SWEEP_OWN = "python -m benchmarks.sweep_small_m_gemm --out DIR --own-rows --install"
 _QUANTIZING = "python -m benchmarks.quantizing_calls --out DIR --install"
 _INT8_SWEEP = "python -m benchmarks.sweep_int8_gemm --out DIR"
 

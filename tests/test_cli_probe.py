@@ -165,8 +165,8 @@ def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
     assert set(report) == {"version", "platform", "env", "backend", "backends", "env_errors", "env_warnings",
                            "producers", "gemm_providers", "small_m_table"}
     assert set(report["backend"]) == {"name", "reason", "requested"}
-    assert set(report["small_m_table"]) == {"arch", "device", "swept", "line", "quantizing", "quantizing_line",
-                                            "int8_tiles_line"}
+    assert set(report["small_m_table"]) == {"arch", "device", "swept", "models", "line", "quantizing",
+                                            "quantizing_line", "int8_tiles_line"}
     assert report["env"] == {name: None for name in envs.VARIABLES}
     assert report["platform"]["summary"] == "no GPU found" and report["platform"]["vendor"] == "cpu"
 
@@ -196,34 +196,44 @@ def test_env_errors_lists_only_bad_values(monkeypatch):
 # --- the small-M GEMM's table -------------------------------------------------------------------
 
 
-def test_small_m_table_line_says_where_this_gpus_rows_were_swept(node, capsys):
-    """The committed table's sm_90 rows were swept on an H200: probe says so on an H200, says that an H100 (same
-    arch) was not swept, that an arch without rows keeps the torch providers, and what a CPU node has."""
+def test_small_m_table_line_says_where_this_gpus_rows_were_swept(node, capsys, monkeypatch):
+    """The committed table's sm_90 rows were swept on an H200: probe says so on an H200, says that a GPU model of the
+    same arch without rows of its own was not swept (and how to measure its own), that a model with its own rows takes
+    them (the arch's where they have none), that an arch without rows keeps the torch providers, and what a CPU node
+    has."""
+    from fused_quant.kernels import gemm_launch
     from fused_quant.kernels.gemm_launch import table_metas
 
     meta = table_metas()["sm_90"]
     swept = f"{meta['device']}, {meta['date']}"
-    h100 = dataclasses.replace(H200, device_name="NVIDIA H100 80GB HBM3")
+    other = dataclasses.replace(H200, device_name="NVIDIA A GPU MODEL OF SM_90")
+    own = dataclasses.replace(H200, device_name="NVIDIA A GPU MODEL WITH ITS OWN ROWS")
+    own_rows = {own.device_name: {"device": own.device_name, "date": "2026-12-06", "retime": True}}
+    monkeypatch.setattr(gemm_launch, "model_metas", lambda path=None: own_rows)
     mi300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
                          "amdsmi: 8 x MI300X", "3.5.1")
     procfs = PlatformInfo("nvidia", None, "NVIDIA H200", 8, torch.float8_e4m3fn, True, "cuda 12.8",
                           "/proc/driver/nvidia/gpus: 8 x NVIDIA H200; compute capability needs NVML", "3.5.1")
+    rows = f"rows for sm_90 ({swept}); own rows for {own.device_name}"
     want = {H200: f"sm_90 rows swept on this GPU model ({swept})" if meta["device"] == H200.device_name else None,
-            procfs: f"rows for sm_90 ({swept}); the probe did not read this GPU's arch",
-            h100: f"sm_90 rows swept on {swept}, not on this NVIDIA H100 80GB HBM3",
+            procfs: f"{rows}; the probe did not read this GPU's arch",
+            other: f"sm_90 rows swept on {swept}, not on this {other.device_name}",
+            own: ("sm_90 rows of this GPU model's own (2026-12-06: the arch's configs timed again beside the torch "
+                  f"providers here); the arch's rows ({swept}) where it has none"),
             mi300: "no rows for gfx942: the chain keeps torch._scaled_mm, torch._int_mm and the Triton int8 GEMM",
-            CPU: f"rows for sm_90 ({swept}); no GPU here"}
+            CPU: f"{rows}; no GPU here"}
     assert want[H200] is not None, meta  # the table's sm_90 rows come from an H200
     for info, line in want.items():
         node(info)
         code, out = _probe(capsys, "--json")
         got = json.loads(out)["small_m_table"]
         assert got["line"].startswith(line) and got["arch"] == info.arch, (info.device_name, got)
+        assert got["models"] == {own.device_name: f"{own.device_name}, 2026-12-06"}
         text = " ".join(_probe(capsys)[1].split())  # the text form, its wrapping undone
         assert f"small-M : {line}" in text, text
-    node(h100)
-    assert "python -m benchmarks.sweep_small_m_gemm --out DIR --install measures them here" in " ".join(
-        _probe(capsys)[1].split())
+    node(other)
+    assert ("python -m benchmarks.sweep_small_m_gemm --out DIR --own-rows --install measures this model's own"
+            in " ".join(_probe(capsys)[1].split()))
 
 
 def test_small_m_section_says_where_the_quantizing_configs_were_measured(node, capsys):

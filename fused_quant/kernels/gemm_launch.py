@@ -5,7 +5,8 @@ int8), each with its ``(ok, reason)`` predicate and a ``bind`` that resolves a l
 Tile configs are data: ``INT8_GEMM_CONFIGS`` (first row whose max_m >= M, with how it reads its tiles; a GPU
 model's own rows where its sweep picks others, ``INT8_GEMM_DEVICE_CONFIGS``) and, for the small-M
 GEMM, ``small_m_gemm_configs.json`` beside this file, written by ``benchmarks/sweep_small_m_gemm.py``
-on each arch: per (kind, N, K, M bucket) the fastest config and every torch provider's time there.
+on each arch: per (kind, N, K, M bucket) the fastest config and every torch provider's time there, and a GPU
+model's own rows where its sweep was installed as such (``--own-rows``), which serve that model only.
 The small-M provider accepts a problem only where its config measured faster; ``torch._scaled_mm`` runs
 per-token / per-channel problems in the way measured faster there (``scaled_mm_way``).
 """
@@ -157,7 +158,7 @@ def scaled_mm_way(p: GemmProblem) -> str:
     ways = scaled_mm_ways(p)
     if len(ways) == 1:
         return ways[0]
-    row, _ = _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m)
+    row, _ = _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m, model=_device_model(p.device))
     times = row["torch_all"] if row else {}
     if times.get(SCALED_MM_FP32, math.inf) < times.get(SCALED_MM_ROW_WISE, math.inf):
         return SCALED_MM_FP32
@@ -449,8 +450,9 @@ def m_bucket(m: int) -> int | None:
 
 
 def config_table(path: Path) -> dict:
-    """``{(arch, kind): {(n, k): {m_bucket: row}}, "metas": {arch: meta}}`` from the sweep's committed output
-    (read once per runtime generation)."""
+    """``{(arch, kind, model): {(n, k): {m_bucket: row}}, "metas": {arch: meta}, "models": {model: meta}}`` from
+    the sweep's committed output (read once per runtime generation): ``model`` None for the arch's rows, a GPU
+    model's name (as CUDA reports it) for that model's own rows (a row's ``"device"``)."""
     return runtime.once(f"small_m_configs:{path}", lambda: _read_table(path))
 
 
@@ -460,14 +462,21 @@ def table_metas(path: Path | None = None) -> dict[str, dict]:
     return config_table(SMALL_M_CONFIG_FILE if path is None else path).get("metas", {})
 
 
+def model_metas(path: Path | None = None) -> dict[str, dict]:
+    """``{GPU model: what its own rows were measured with}`` (versions, date, whether a retime of the arch's
+    configs) from the same output."""
+    return config_table(SMALL_M_CONFIG_FILE if path is None else path).get("models", {})
+
+
 def _read_table(path: Path) -> dict:
     table: dict = {}
     if not path.is_file():
         return table
     data = json.loads(path.read_text())
     for row in data["rows"]:
-        table.setdefault((row["arch"], row["kind"]), {}).setdefault((row["n"], row["k"]), {})[row["m"]] = row
-    table["metas"] = data.get("metas", {})
+        key = (row["arch"], row["kind"], row.get("device"))
+        table.setdefault(key, {}).setdefault((row["n"], row["k"]), {})[row["m"]] = row
+    table["metas"], table["models"] = data.get("metas", {}), data.get("models", {})
     return table
 
 
@@ -516,32 +525,34 @@ def torch_peers(p: GemmProblem, backend: str | None = None) -> tuple[str, ...] |
 _ASKING = threading.local()
 
 
-def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int,
-               path: Path | None = None) -> tuple[dict | None, str]:
+def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int, path: Path | None = None,
+               model: str | None = None) -> tuple[dict | None, str]:
     """(the sweep's row at M's bucket for the nearest (N, K) swept at that bucket on ``arch``, "") or (None, why
-    none), from the table at ``path`` (by default ``SMALL_M_CONFIG_FILE``). A shape swept at some buckets only
-    (``--ms``) is the nearest at those: at the others a fully swept shape answers (on an H100 the problems at a
-    bucket a partial sweep had skipped otherwise fell to torch providers 1.06-1.51x as slow, benchmarks/RESULTS.md,
-    thirty-fifth round)."""
+    none), from the table at ``path`` (by default ``SMALL_M_CONFIG_FILE``): GPU ``model``'s own rows where it has
+    one at the bucket, else the arch's. A shape swept at some buckets only (``--ms``) is the nearest at those: at
+    the others a fully swept shape answers (on an H100 the problems at a bucket a partial sweep had skipped otherwise
+    fell to torch providers 1.06-1.51x as slow, benchmarks/RESULTS.md, thirty-fifth round)."""
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
-    shapes = config_table(SMALL_M_CONFIG_FILE if path is None else path).get((arch, kind))
-    if not shapes:
+    table = config_table(SMALL_M_CONFIG_FILE if path is None else path)
+    tables = [table.get((arch, kind, owner)) for owner in ((model, None) if model is not None else (None,))]
+    if not any(tables):
         return None, (f"no measured {kind} small-M configs for {arch} "
                       "(run benchmarks/sweep_small_m_gemm.py on this arch)")
-    swept = [nk for nk, rows in shapes.items() if bucket in rows]
-    if not swept:
-        return None, f"no {kind} config swept at M bucket {bucket} on {arch}"
-    return shapes[_nearest(swept, n, k)][bucket], ""
+    for shapes in filter(None, tables):
+        swept = [nk for nk, rows in shapes.items() if bucket in rows]
+        if swept:
+            return shapes[_nearest(swept, n, k)][bucket], ""
+    return None, f"no {kind} config swept at M bucket {bucket} on {arch}"
 
 
 def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
-                   peers: tuple[str, ...] | None = None) -> tuple[dict | None, str]:
+                   peers: tuple[str, ...] | None = None, model: str | None = None) -> tuple[dict | None, str]:
     """(config, "") where the sweep measured the small-M GEMM faster than the torch providers ``peers``
     (``torch_peers``; None: all it timed; (): none, the row's config) for the nearest swept (N, K) at M's
-    bucket on ``arch``; else (None, why not)."""
-    row, why = _swept_row(arch, kind, n, k, m)
+    bucket on ``arch`` (GPU ``model``'s own rows first, ``_swept_row``); else (None, why not)."""
+    row, why = _swept_row(arch, kind, n, k, m, model=model)
     if row is None:
         return None, why
     return _faster_config(row, peers)
@@ -568,10 +579,19 @@ def _device_arch(device: torch.device) -> str | None:
     return launch._cuda_arch(launch.device_index(device))
 
 
+def _device_model(device: torch.device) -> str | None:
+    """The GPU model whose own rows the config table may hold for ``device`` (the name CUDA reports); None off the
+    GPU and where torch has no CUDA runtime to ask (a CPU build: nothing of a "cuda" problem runs there)."""
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    return launch.device_name(launch.device_index(device))
+
+
 def _row_of(p: GemmProblem) -> tuple[dict | None, str]:
     """(the table's row for ``p``, "") on a GPU, or (None, why none)."""
     ok, why = _on_gpu(p)
-    return _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m) if ok else (None, why)
+    return _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m, model=_device_model(p.device)) if ok else (
+        None, why)
 
 
 def small_m_supported_in(backend: str | None):
@@ -724,7 +744,7 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | 
         generation = runtime.generation()
         if config is None:
             # the predicate decided; here only the row's config (no peers: no second comparison)
-            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())
+            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, (), _device_model(p.device))
             if cfg is None:
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:
@@ -910,7 +930,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     if x_quant is None:
         return None
     arch = _device_arch(p.device)
-    cfg, _ = small_m_config(arch, p.kind, p.n, p.k, p.m, ())  # the row's, as bound
+    cfg, _ = small_m_config(arch, p.kind, p.n, p.k, p.m, (), _device_model(p.device))  # the row's, as bound
     if cfg is None or not quantizes_float_input(cfg, p.m, p.kind):
         return None
     wide = quantizing_config(p, cfg, arch)
@@ -937,14 +957,15 @@ def quantizing_config(p: GemmProblem, cfg: dict, arch: str | None) -> dict:
     the one-token row of 1-2 weight rows, H100, thirty-first round)."""
     if not (p.per_token and p.kind == "int8"):
         return cfg
-    row, _ = _swept_row(arch, p.kind, p.n, p.k, p.m, SMALL_M_QUANTIZING_FILE)
+    model = _device_model(p.device)
+    row, _ = _swept_row(arch, p.kind, p.n, p.k, p.m, SMALL_M_QUANTIZING_FILE, model)
     if row is not None:
         measured = {f: row[f] for f in CONFIG_FIELDS}
         if quantizes_float_input(measured, p.m, p.kind):
             return cfg if measured == cfg else measured  # the row itself where they agree: one bind to try
     if cfg["BLOCK_M"] != 1:
         return cfg
-    wide, _ = small_m_config(arch, p.kind, p.n, p.k, 2, ())
+    wide, _ = small_m_config(arch, p.kind, p.n, p.k, 2, (), model)
     return wide if wide is not None and wide["BLOCK_M"] > 1 and quantizes_float_input(wide, p.m, p.kind) else cfg
 
 
@@ -993,7 +1014,7 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     y_quant = producing_of(producer, p)
     if y_quant is None or (config is None and m_bucket(p.m) not in PRODUCING_BUCKETS):
         return None
-    cfg = config or small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, ())[0]
+    cfg = config or small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, (), _device_model(p.device))[0]
     if cfg is None or one_split(cfg, p.k) > 1:
         return None
     x_quant = None

@@ -98,7 +98,7 @@ def test_mlp_graph_and_compiled_replay_bitwise_eager(backend, key_name, backend_
         # eager calls quantize x in gate_up's small-M GEMM where its table row does (``quantizes_float_input``: one
         # block of at most 16 tokens; the provider's predicate decided whether the small-M GEMM runs)
         arch = launch._cuda_arch(torch.cuda.current_device())
-        cfg = g.small_m_config(arch, kind, 2 * H, D, m, ())[0]
+        cfg = g.small_m_config(arch, kind, 2 * H, D, m, (), g._device_model(CUDA))[0]
         want = gate_up.startswith("small_m") and g.quantizes_float_input(cfg, m, kind)
         bound = [b.gemm for b in mlp.gate_up._bound.values() if b.gemm.problem.m == m]
         assert [b.from_float is not None for b in bound] == [want], (m, gate_up, bound)
@@ -228,7 +228,7 @@ def test_linear_act_quant_mlp_is_the_two_calls_bit_for_bit(backend, key_name, ba
         assert sum(silu.values()) == 4, fusion_counts()
         p = GemmProblem(m, 2 * H, D, kind, one.down.weight.dtype, torch.bfloat16, CUDA, K.is_per_token(key), True,
                         False)
-        cfg = g.small_m_config(arch, kind, 2 * H, D, m, ())[0]
+        cfg = g.small_m_config(arch, kind, 2 * H, D, m, (), g._device_model(CUDA))[0]
         fused = (not K.is_per_token(key) and select_gemm_provider(p)[0].name.startswith("small_m")
                  and g.one_split(cfg, D) == 1 and g.m_bucket(m) in g.PRODUCING_BUCKETS)
         bound = [b for b in one.gate_up._bound.values() if b.gemm.problem.m == m]

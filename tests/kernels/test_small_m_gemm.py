@@ -128,7 +128,9 @@ def test_retime_seeds_a_new_bucket_with_the_named_ones_config():
                                        (["--ms", "1,x"], "--ms takes token counts"),
                                        (["--ms", "\uff11"], "--ms takes token counts"),
                                        (["--kinds", "fp16"], "--kinds takes fp8"),
-                                       (["--shapes", "gate_up,lm_head"], "--shapes takes names of")])
+                                       (["--shapes", "gate_up,lm_head"], "--shapes takes names of"),
+                                       (["--replot", "log", "table", "--own-rows"], "takes no --install, --retime, "
+                                        "--seed-from or --own-rows")])
 def test_sweep_refuses_options_that_would_write_unread_rows(argv, what, tmp_path, capsys):
     from benchmarks.sweep_small_m_gemm import main
 
@@ -939,7 +941,7 @@ def test_int8_per_token_quantizing_call_takes_the_2_token_row_for_a_one_token_ro
     from fused_quant.kernels import launch
 
     rows = {1: ONE_TOKEN_ROW, 2: row_at_2}
-    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None: (
+    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None, model=None: (
         None if rows[m] is None else dict(rows[m]), ""))
     configs = []
     real = g._small_m_call
@@ -976,7 +978,7 @@ def test_quantizing_config_takes_the_measured_int8_config(monkeypatch, tmp_path,
     at M's bucket), where that config quantizes M tokens in one block; else the table's row, or at one token the
     2-token MMA row."""
     rows = {1: ONE_TOKEN_ROW, 2: MMA_ROW}
-    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None: (dict(rows[m]), ""))
+    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None, model=None: (dict(rows[m]), ""))
     table = [] if measured is None else [("sm_90", kind, 4096, 4096, g.m_bucket(m), measured),
                                          ("sm_90", kind, 28672, 4096, g.m_bucket(m), ONE_TOKEN_ROW)]
     table.append(("sm_80", kind, 4096, 4096, g.m_bucket(m), dict(MMA_ROW, BLOCK_N=128)))  # another arch's: not read
@@ -1012,7 +1014,7 @@ def test_a_quantizing_call_whose_kernel_does_not_fit_shared_memory_gives_way(mon
     from fused_quant.kernels import launch
 
     rows = {1: ONE_TOKEN_ROW, 2: MMA_ROW}
-    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None: (dict(rows[m]), ""))
+    monkeypatch.setattr(g, "small_m_config", lambda arch, kind, n, k, m, peers=None, model=None: (dict(rows[m]), ""))
     asked = []
 
     def fits(self, dtypes, scalars):
@@ -1087,7 +1089,7 @@ def test_a_quantizing_call_from_the_table_fits_and_has_the_producers_bits(key_na
     q, xs = producer(x, scale)
     want = g.bind_small_m(p, w, ws, None)(q, xs)
     arch = g._device_arch(w.device)
-    row = g.small_m_config(arch, kind, n, k, m, ())[0]
+    row = g.small_m_config(arch, kind, n, k, m, (), g._device_model(w.device))[0]
     assert row is not None and g.quantizes_float_input(row, m, kind)
     picked = g.quantizing_config(p, row, arch)
     tried = g.bind_small_m_quantizing(p, w, ws, None, (key_name, x_dtype), picked)
@@ -1565,6 +1567,71 @@ def test_sweep_install_merges_row_by_row(tmp_path):
     assert [(r["kind"], r["m"], r["us"]) for r in got["rows"]] == [("int8", 1, 8.0), ("fp8", 1, 9.0), ("fp8", 2, 8.5),
                                                                   ("fp8", 4, 8.7)]
     assert got["metas"] == {"sm_90": {"date": "new"}, "gfx942": {"date": "amd"}}
+
+
+_MODEL = "NVIDIA A GPU MODEL"
+
+
+def _table_row(m, us, torch_us, device=None, n=4096, block_n=64):
+    row = dict(arch="sm_90", kind="int8", shape="o", n=n, k=4096, m=m, BLOCK_N=block_n, BLOCK_M=16, BLOCK_K=256,
+               splits=1, num_warps=4, num_stages=4, us=us, torch_us=torch_us, torch="triton_int8",
+               torch_all={"triton_int8": torch_us})
+    return row if device is None else dict(row, device=device)
+
+
+def test_a_gpu_models_own_rows_serve_that_model_only_and_the_archs_fill_its_gaps(tmp_path):
+    """A table with the arch's rows and one GPU model's own (a row's ``device``): that model takes its own row at a
+    bucket where it has one (config and provider choice), the arch's row at a bucket it lacks; any other model, and a
+    problem with no model named, takes the arch's rows; a model's rows alone serve an arch without rows of its own."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"metas": {"sm_90": {"device": "NVIDIA H200"}},
+                                 "models": {_MODEL: {"device": _MODEL, "retime": True}},
+                                 "rows": [_table_row(1, 8.0, 9.0), _table_row(16, 9.0, 10.0),
+                                          _table_row(1, 8.5, 8.0, _MODEL, block_n=128),
+                                          dict(_table_row(1, 7.0, 9.0, "ANOTHER MODEL", block_n=32), arch="sm_100")]}))
+    own, _ = g._swept_row("sm_90", "int8", 4096, 4096, 1, table, _MODEL)
+    assert own["device"] == _MODEL and own["BLOCK_N"] == 128 and g._faster_config(own, None)[0] is None  # torch wins
+    arch, _ = g._swept_row("sm_90", "int8", 4096, 4096, 16, table, _MODEL)  # no own row at 16: the arch's
+    assert "device" not in arch and arch["m"] == 16
+    for model in ("NVIDIA H200", None):
+        row, _ = g._swept_row("sm_90", "int8", 4096, 4096, 1, table, model)
+        assert "device" not in row and row["BLOCK_N"] == 64 and g._faster_config(row, None)[0] is not None
+    row, _ = g._swept_row("sm_100", "int8", 4096, 4096, 1, table, "ANOTHER MODEL")
+    assert row["BLOCK_N"] == 32
+    row, why = g._swept_row("sm_100", "int8", 4096, 4096, 1, table, "NVIDIA H200")
+    assert row is None and "no measured int8 small-M configs for sm_100" in why
+    row, why = g._swept_row("sm_90", "int8", 4096, 4096, 64, table, _MODEL)
+    assert row is None and "no int8 config swept at M bucket 64 on sm_90" in why
+    assert g.model_metas(table) == {_MODEL: {"device": _MODEL, "retime": True}}
+
+
+def test_sweep_installs_a_models_own_rows_beside_the_archs(tmp_path, capsys):
+    """``--own-rows`` rows install beside the arch's (which stay), under the model's meta (``"models"``); the pick
+    changes are told against the row that model took before (the arch's, the first time), and a retime of that model
+    times the configs it takes: its own rows' where it has them, else the arch's, never another model's."""
+    from benchmarks.sweep_small_m_gemm import install, retime_configs
+
+    table = tmp_path / "table.json"
+    arch_rows = [_table_row(1, 8.0, 9.0), _table_row(16, 9.0, 10.0)]
+    table.write_text(json.dumps({"metas": {"sm_90": {"date": "arch"}}, "rows": arch_rows}))
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"meta": {"date": "own"}, "rows": [_table_row(1, 8.5, 8.0, _MODEL, block_n=128)]}))
+    changes = install(sweep, table)
+    got = json.loads(table.read_text())
+    assert got["rows"] == [*arch_rows, _table_row(1, 8.5, 8.0, _MODEL, block_n=128)]
+    assert got["metas"] == {"sm_90": {"date": "arch"}} and got["models"] == {_MODEL: {"date": "own"}}
+    assert len(changes) == 2 and all(line.startswith(f"sm_90 {_MODEL} int8 N=4096 K=4096 M=1 against ")
+                                     and "small-M GEMM -> torch" in line for line in changes), changes
+    sweep.write_text(json.dumps({"meta": {"date": "own again"}, "rows": [_table_row(1, 7.5, 8.0, _MODEL)]}))
+    install(sweep, table)  # the model's row replaced, the arch's kept
+    got = json.loads(table.read_text())
+    assert got["rows"] == [*arch_rows, _table_row(1, 7.5, 8.0, _MODEL)] and got["models"] == {_MODEL: {"date":
+                                                                                                        "own again"}}
+    rows = [*arch_rows, _table_row(1, 7.5, 8.0, _MODEL, block_n=128), _table_row(16, 1.0, 2.0, "ANOTHER", block_n=8)]
+    key = ("sm_90", "int8", 4096, 4096)
+    assert retime_configs(rows, [1, 16], model=_MODEL)[(*key, 1)]["BLOCK_N"] == 128  # its own row's
+    assert retime_configs(rows, [1, 16], model=_MODEL)[(*key, 16)]["BLOCK_N"] == 64  # the arch's, never ANOTHER's
+    assert retime_configs(rows, [1, 16])[(*key, 1)]["BLOCK_N"] == 64  # the arch's rows retimed as the arch's
 
 
 def _sweep_files(tmp_path):
