@@ -97,11 +97,14 @@ def test_m_bucket_rounds_up_and_stops_at_the_last():
 
 def test_committed_table_has_every_bucket_of_each_swept_problem():
     """A bucket without its row sends its token counts to the torch providers: every (arch, kind, N, K) the
-    table holds has a row at each of ``M_BUCKETS``."""
+    table holds has a row at each of ``M_BUCKETS``, among the arch's rows and among each GPU model's own; every
+    model with rows has its meta."""
+    data = json.loads(g.SMALL_M_CONFIG_FILE.read_text())
     have: dict = {}
-    for row in json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]:
-        have.setdefault((row["arch"], row["kind"], row["n"], row["k"]), []).append(row["m"])
+    for row in data["rows"]:
+        have.setdefault((row["arch"], row.get("device"), row["kind"], row["n"], row["k"]), []).append(row["m"])
     assert have
+    assert {key[1] for key in have} - {None} == set(data.get("models", {}))
     for problem, ms in have.items():
         assert sorted(ms) == list(g.M_BUCKETS), (problem, sorted(ms))
 
