@@ -46,9 +46,11 @@ ONE_TOKEN_WIDER = ((4, 2048, 4), (8, 1024, 4), (16, 512, 4), (32, 256, 4), (64, 
 BASELINE = "producer + GEMM"
 
 
-def candidates(arch: str | None, kind: str, n: int, k: int, m: int, model: str | None = None) -> list[tuple[str, dict]]:
-    """(label, config) of the quantizing calls timed for a problem, without repeats: the table's rows at each bucket
-    up to 16 that quantize ``m`` float tokens, then (int8 at one token) ``ONE_TOKEN_WIDER``."""
+def candidates(arch: str | None, kind: str, n: int, k: int, m: int,
+               model: str | None = None) -> list[tuple[str, dict]]:
+    """(label, config) of the quantizing calls timed for a problem, without repeats: the table's rows (GPU ``model``'s
+    own where it has them) at each bucket up to 16 that quantize ``m`` float tokens, then (int8 at one token)
+    ``ONE_TOKEN_WIDER``."""
     out: list[tuple[str, dict]] = []
     for bucket in (b for b in g.M_BUCKETS if b <= 16):
         cfg, _ = g.small_m_config(arch, kind, n, k, bucket, (), model)
