@@ -92,9 +92,11 @@ def _cuda_arch(device_index: int) -> str:
     return sm_arch(*torch.cuda.get_device_capability(device_index))
 
 
+@functools.cache
 def device_name(device_index: int) -> str:
     """The name CUDA reports for one device (``NVIDIA H100 80GB HBM3``): the key of tables measured on one
-    GPU model rather than one arch."""
+    GPU model rather than one arch. Read once per device, as ``_cuda_arch``: the small-M predicate asks it on
+    every checked call."""
     return torch.cuda.get_device_name(device_index)
 
 
