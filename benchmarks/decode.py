@@ -8,8 +8,9 @@ weight to exceed L2 (so every call streams its weight from HBM, as in a model), 
 the copy ceiling.
 ``mlp``: D = 4096, H = 14336, bf16 vs the three W8A8 keys, at M in ``MLP_MS``: ``eager`` is the wall
 time per call of back-to-back calls (host included, what a launch-bound caller sees), ``graph`` the
-GPU time per call replayed from a CUDA graph, ``sqnr_db`` each key's output SQNR against the bf16 MLP
-of the same weights (``mlp_sqnr``).
+GPU time per call replayed from a CUDA graph, ``sustained`` (from ``SUSTAINED_FROM`` tokens on) the same
+replayed back to back for seconds (``timing.sustained_us``: what a server sees at the power cap), ``sqnr_db``
+each key's output SQNR against the bf16 MLP of the same weights (``mlp_sqnr``).
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ import torch.nn.functional as F
 from fused_quant import keys as K
 
 from benchmarks import models, report
-from benchmarks.timing import (copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, timed_in_orders,
-                               versions)
+from benchmarks.timing import (copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, sustained_us,
+                               timed_in_orders, versions)
 
 LLAMA_3_8B = models.default()
 SHAPES = LLAMA_3_8B.shapes  # {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
 GEMM_MS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192, 256)  # the small-M table's token counts (gemm_launch.M_BUCKETS)
 MLP_MS = (1, 16, 64, 256, 1024, 4096, 16384)
+# From here on ``bench mlp`` also times each MLP under a sustained load (``sustained_turns``), for this long a turn
+# (``--quick``: half): prefill-sized calls keep a serving GPU busy, and there its power cap sets the clocks
+SUSTAINED_FROM, SUSTAINED_S = 1024, 1.5
 MLP_KEYS = {"fp8_static": K.kFp8StaticTensorSym, "fp8_token": K.kFp8DynamicTokenSym,
             "int8_token": K.kInt8DynamicTokenSym}
 STREAM_BYTES = 256 << 20  # weights cycled per graph: five times the H200's L2
@@ -289,7 +293,20 @@ def graph_turns(peers: dict, calls: int) -> dict[str, float]:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model = LLAMA_3_8B) -> dict:
+def sustained_turns(peers: dict, calls: int, seconds: float) -> dict[str, float]:
+    """Each peer's ``sustained_us`` in two turns, the second in the reverse order, their mean: one power state
+    carries over into the next peer's first blocks, which ``settled_median`` leaves out."""
+    names = list(peers)
+    times = timed_in_orders(peers, lambda fns: sustained_us(fns, calls, seconds), (names, names[::-1]))
+    return {name: statistics.mean(t) for name, t in times.items()}
+
+
+def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model = LLAMA_3_8B,
+              sustained_s: float | None = None) -> dict:
+    """The MLP rows (module docstring); ``sustained_s``: seconds of each sustained turn (default ``SUSTAINED_S``,
+    half of it with ``quick``; 0: none)."""
+    if sustained_s is None:
+        sustained_s = SUSTAINED_S / 2 if quick else SUSTAINED_S
     d, h = model.d, model.h
     torch.manual_seed(0)
     peers = {"bf16": _mlp(None, d, h, 2)}
@@ -306,10 +323,17 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
         row = {"M": m, "eager_us": eager, "graph_us": graph, "sqnr_db": sqnr[m],
                "eager_vs_bf16": {k_: eager["bf16"] / v for k_, v in eager.items() if k_ != "bf16"},
                "graph_vs_bf16": {k_: graph["bf16"] / v for k_, v in graph.items() if k_ != "bf16"}}
+        line = ""
+        if sustained_s > 0 and m >= SUSTAINED_FROM:
+            sus = sustained_turns({name: [lambda f=f: f(x) for f in fns] for name, fns in peers.items()},
+                                  calls=4 if m >= 4096 else 8, seconds=sustained_s)
+            row.update(sustained_us=sus, sustained_s=sustained_s,
+                       sustained_vs_bf16={k_: sus["bf16"] / v for k_, v in sus.items() if k_ != "bf16"})
+            line = "  sustained x" + "/".join(f"{v:.2f}" for v in row["sustained_vs_bf16"].values())
         rows.append(row)
         print(f"mlp M={m:6d} " + "  ".join(f"{k_} eager {eager[k_]:8.1f} graph {graph[k_]:8.1f}" for k_ in peers)
               + "  | graph x" + "/".join(f"{v:.2f}" for v in row["graph_vs_bf16"].values())
-              + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values())
+              + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values()) + line
               + "  SQNR dB " + "/".join(f"{v:.2f}" for v in sqnr[m].values()), flush=True)
     return {"versions": versions(), "model": model.name, "d": d, "h": h, "rows": rows}
 
@@ -350,7 +374,12 @@ def plot_mlp(result: dict, path: str) -> bool:
     for ax, mode in zip(axes, ("graph", "eager")):
         rows = result["rows"]
         for peer in rows[0][f"{mode}_vs_bf16"]:
-            ax.plot([r["M"] for r in rows], [r[f"{mode}_vs_bf16"][peer] for r in rows], marker="o", label=peer)
+            (line,) = ax.plot([r["M"] for r in rows], [r[f"{mode}_vs_bf16"][peer] for r in rows], marker="o",
+                              label=peer)
+            sus = [r for r in rows if peer in r.get("sustained_vs_bf16", {})] if mode == "graph" else []
+            if sus:
+                ax.plot([r["M"] for r in sus], [r["sustained_vs_bf16"][peer] for r in sus], marker="s", ls=":",
+                        color=line.get_color(), label=f"{peer} (sustained)")
         ax.axhline(1.0, color="k", ls="--", label="bf16")
         ax.set_xscale("log", base=2)
         ax.set_title(f"{result.get('model', LLAMA_3_8B.name)} MLP, {mode}: speedup vs bf16")

@@ -119,6 +119,40 @@ def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
     return statistics.median(times)
 
 
+def sustained_us(fns: list, calls: int, seconds: float, block_ms: float = 10.0) -> float:
+    """Median GPU microseconds per call of ``fns`` replayed back to back from one CUDA graph of ``calls`` calls
+    (``captured``) for about ``seconds``: blocks of about ``block_ms`` of replays, each timed by events, the median
+    of the blocks after the first third (``settled_median``). What a server running these calls without pause
+    sees, at the power cap where the load takes the GPU there. ``graph_us``'s seven replays read whatever state
+    the work before them left: at 1024 tokens one graph of the int8 MLP read 313-424 us in four such timings on
+    an H100, and under three seconds of replays 342-346 (benchmarks/RESULTS.md, forty-second round)."""
+    graph = captured(fns, calls)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    per_block = max(1, round(block_ms * 1e3 / (start.elapsed_time(end) * 1e3)))
+    blocks = []
+    stop = time.perf_counter() + seconds
+    while time.perf_counter() < stop or not blocks:
+        start.record()
+        for _ in range(per_block):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        blocks.append(start.elapsed_time(end) * 1e3 / (per_block * calls))
+    del graph
+    return settled_median(blocks)
+
+
+def settled_median(blocks: list[float]) -> float:
+    """The median of ``blocks`` (times in the order they were taken) after the first third: under a sustained
+    load the GPU's clocks settle within a fraction of a second (on an H100 from the second of fifteen slices of three
+    seconds on, benchmarks/RESULTS.md, forty-second round)."""
+    return statistics.median(blocks[len(blocks) // 3:])
+
+
 def loop_us(fns: dict, target_ms: float = 40.0, rounds: int = 7) -> dict[str, float]:
     """Wall microseconds per call of back-to-back calls, host work included: best of ``rounds`` rounds
     of about ``target_ms`` each, the peers taking turns within each round."""

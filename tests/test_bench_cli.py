@@ -404,3 +404,24 @@ def test_graph_turns_time_every_peer_first_once_and_take_the_median(monkeypatch)
     assert {c for _, c in order} == {4}
     # a: 0, 5, 7 -> 5; b: 1, 3, 8 -> 3; c: 2, 4, 6 -> 4
     assert got == {"a": 5.0, "b": 3.0, "c": 4.0}
+
+
+def test_sustained_turns_time_each_peer_twice_in_reversed_orders_and_take_the_mean(monkeypatch):
+    """``decode.sustained_turns``: two turns, the second in the reverse order, each peer's mean."""
+    from benchmarks import decode
+
+    order, clock = [], iter(range(100))
+    monkeypatch.setattr(decode, "sustained_us",
+                        lambda fns, calls, seconds: order.append((fns[0], calls, seconds)) or float(next(clock)))
+    got = decode.sustained_turns({"a": ["fa"], "b": ["fb"], "c": ["fc"]}, calls=8, seconds=1.5)
+    assert [f for f, _, _ in order] == ["fa", "fb", "fc", "fc", "fb", "fa"]
+    assert {(c, s) for _, c, s in order} == {(8, 1.5)}
+    assert got == {"a": 2.5, "b": 2.5, "c": 2.5}  # a: 0, 5; b: 1, 4; c: 2, 3
+
+
+def test_settled_median_leaves_out_the_first_third():
+    from benchmarks.timing import settled_median
+
+    assert settled_median([300.0, 310.0, 320.0, 340.0, 345.0, 350.0]) == 342.5  # of 320, 340, 345, 350
+    assert settled_median([300.0, 340.0]) == 320.0  # two blocks: the first third is none of them
+    assert settled_median([333.0]) == 333.0

@@ -145,3 +145,26 @@ def test_bench_prints_the_targets_of_what_it_ran_last(tmp_path, monkeypatch, cap
     assert cli.main(["bench", "act_quant", "--out", str(tmp_path / "b")]) == 0
     assert "decode targets" not in capsys.readouterr().out  # the producers' run has none
 
+
+
+def test_sustained_replays_get_a_row_of_their_own_and_a_third_figure_in_the_table():
+    """An MLP file with sustained replays (``bench mlp`` from 1024 tokens on): their row against the baselines of
+    the graph line, and each cell's third figure; a file without them shows neither."""
+    mlp = _doc("run2_mlp.json")
+    assert not any(line.startswith("| MLP sustained") for line in report.decode_targets(None, mlp))
+    assert report.mlp_table(mlp)[0].startswith("| M | bf16 graph / eager us |")
+    big = next(r for r in mlp["rows"] if r["M"] == 1024)
+    big["sustained_us"] = {"bf16": 600.0, "fp8_static": 340.0, "fp8_token": 350.0, "int8_token": 400.0}
+    big["sustained_vs_bf16"] = {k: 600.0 / v for k, v in big["sustained_us"].items() if k != "bf16"}
+    row = _row(report.decode_targets(None, mlp), "MLP sustained replay at M >= 1024")
+    assert row[1:] == ["1.50-1.76x", "int8_token M=1024: 1.50x", "missed by 0.08x"]
+    big["sustained_vs_bf16"]["int8_token"] = 1.58
+    assert _row(report.decode_targets(None, mlp), "MLP sustained replay")[3] == "**met**"  # at the baseline
+    table = report.mlp_table(mlp)
+    assert table[0].startswith("| M | bf16 graph / eager [/ sustained] us |")
+    (line,) = [line for line in table if line.startswith("| 1024 |")]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1].endswith(" / 600.0") and cells[1].count(" / ") == 2  # graph / eager / sustained
+    assert cells[2].split(",")[0].endswith(" / 1.76") and cells[2].count(" / ") == 2
+    (small,) = [line for line in table if line.startswith("| 1 |")]
+    assert small.count(" / ") == 1 + 3  # bf16's graph / eager and each key's: no sustained figure at one token
