@@ -313,7 +313,7 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
     for name, key in keys.items():
         peers[name] = _mlp(key, d, h, 2)
     sqnr = mlp_sqnr(ms, keys, d, h)
-    rows = []
+    rows, inputs = [], {}
     for m in ms:
         x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
         eager = loop_us({name: (lambda fns=fns: fns[0](x)) for name, fns in peers.items()},
@@ -323,19 +323,31 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
         row = {"M": m, "eager_us": eager, "graph_us": graph, "sqnr_db": sqnr[m],
                "eager_vs_bf16": {k_: eager["bf16"] / v for k_, v in eager.items() if k_ != "bf16"},
                "graph_vs_bf16": {k_: graph["bf16"] / v for k_, v in graph.items() if k_ != "bf16"}}
-        line = ""
-        if sustained_s > 0 and m >= SUSTAINED_FROM:
-            sus = sustained_turns({name: [lambda f=f: f(x) for f in fns] for name, fns in peers.items()},
-                                  calls=4 if m >= 4096 else 8, seconds=sustained_s)
-            row.update(sustained_us=sus, sustained_s=sustained_s,
-                       sustained_vs_bf16={k_: sus["bf16"] / v for k_, v in sus.items() if k_ != "bf16"})
-            line = "  sustained x" + "/".join(f"{v:.2f}" for v in row["sustained_vs_bf16"].values())
         rows.append(row)
+        inputs[m] = x
         print(f"mlp M={m:6d} " + "  ".join(f"{k_} eager {eager[k_]:8.1f} graph {graph[k_]:8.1f}" for k_ in peers)
               + "  | graph x" + "/".join(f"{v:.2f}" for v in row["graph_vs_bf16"].values())
-              + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values()) + line
+              + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values())
               + "  SQNR dB " + "/".join(f"{v:.2f}" for v in sqnr[m].values()), flush=True)
+    sustained_rows(rows, peers, inputs, sustained_s)
     return {"versions": versions(), "model": model.name, "d": d, "h": h, "rows": rows}
+
+
+def sustained_rows(rows: list[dict], peers: dict, inputs: dict, seconds: float) -> None:
+    """Each row from ``SUSTAINED_FROM`` tokens on gets its peers' ``sustained_turns`` (``sustained_us``,
+    ``sustained_vs_bf16``, ``sustained_s``), the calls made on ``inputs[M]``; none where ``seconds`` is 0. Run after
+    every token count's eager and short graph timings, so that the seconds at the power cap do not precede them."""
+    for row in rows:
+        m = row["M"]
+        if seconds <= 0 or m < SUSTAINED_FROM:
+            continue
+        x = inputs[m]
+        sus = sustained_turns({name: [lambda f=f, x=x: f(x) for f in fns] for name, fns in peers.items()},
+                              calls=4 if m >= 4096 else 8, seconds=seconds)
+        row.update(sustained_us=sus, sustained_s=seconds,
+                   sustained_vs_bf16={k_: sus["bf16"] / v for k_, v in sus.items() if k_ != "bf16"})
+        print(f"mlp M={m:6d} sustained " + "  ".join(f"{k_} {v:8.1f}" for k_, v in sus.items())
+              + "  | sustained x" + "/".join(f"{v:.2f}" for v in row["sustained_vs_bf16"].values()), flush=True)
 
 
 def plot_gemm(result: dict, path: str) -> bool:

@@ -125,14 +125,16 @@ def sustained_us(fns: list, calls: int, seconds: float, block_ms: float = 10.0) 
     of the blocks after the first third (``settled_median``). What a server running these calls without pause
     sees, at the power cap where the load takes the GPU there. ``graph_us``'s seven replays read whatever state
     the work before them left: at 1024 tokens one graph of the int8 MLP read 313-424 us in four such timings on
-    an H100, and under three seconds of replays 342-346 (benchmarks/RESULTS.md, forty-second round)."""
+    an H100 (benchmarks/RESULTS.md, forty-second round, run 3), where three seconds of replays read that MLP at
+    342-346 us in three turns (run 1)."""
     graph = captured(fns, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     graph.replay()
     end.record()
     end.synchronize()
-    per_block = max(1, round(block_ms * 1e3 / (start.elapsed_time(end) * 1e3)))
+    one_us = max(start.elapsed_time(end) * 1e3, 1.0)  # one replay; a timer reading of 0 taken as 1 us
+    per_block = max(1, round(block_ms * 1e3 / one_us))
     blocks = []
     stop = time.perf_counter() + seconds
     while time.perf_counter() < stop or not blocks:

@@ -410,13 +410,77 @@ def test_sustained_turns_time_each_peer_twice_in_reversed_orders_and_take_the_me
     """``decode.sustained_turns``: two turns, the second in the reverse order, each peer's mean."""
     from benchmarks import decode
 
-    order, clock = [], iter(range(100))
+    order, clock = [], iter([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
     monkeypatch.setattr(decode, "sustained_us",
-                        lambda fns, calls, seconds: order.append((fns[0], calls, seconds)) or float(next(clock)))
+                        lambda fns, calls, seconds: order.append((fns[0], calls, seconds)) or next(clock))
     got = decode.sustained_turns({"a": ["fa"], "b": ["fb"], "c": ["fc"]}, calls=8, seconds=1.5)
     assert [f for f, _, _ in order] == ["fa", "fb", "fc", "fc", "fb", "fa"]
     assert {(c, s) for _, c, s in order} == {(8, 1.5)}
-    assert got == {"a": 2.5, "b": 2.5, "c": 2.5}  # a: 0, 5; b: 1, 4; c: 2, 3
+    assert got == {"a": 16.5, "b": 9.0, "c": 6.0}  # a: 1, 32; b: 2, 16; c: 4, 8
+
+
+def test_sustained_rows_time_the_large_token_counts_on_their_own_inputs(monkeypatch, capsys):
+    """``decode.sustained_rows``: rows from ``SUSTAINED_FROM`` tokens on get their peers' sustained times and the
+    ratios to bf16, each peer's calls made on that row's input; fewer calls a graph from 4096 tokens on; none at 0 s."""
+    from benchmarks import decode
+
+    seen = []
+
+    def turns(peers, calls, seconds):
+        got = {name: [fn() for fn in fns] for name, fns in peers.items()}  # each call returns its input
+        seen.append((got, calls, seconds))
+        return {"bf16": 600.0, "int8_token": 400.0 if got["bf16"] == ["x1024", "x1024"] else 1500.0}
+
+    monkeypatch.setattr(decode, "sustained_turns", turns)
+    peers = {"bf16": [lambda x: x, lambda x: x], "int8_token": [lambda x: x]}
+    rows = [{"M": m} for m in (256, 1024, 4096)]
+    inputs = {256: "x256", 1024: "x1024", 4096: "x4096"}
+    decode.sustained_rows(rows, peers, inputs, 1.5)
+    assert [(got["int8_token"], calls, s) for got, calls, s in seen] == [(["x1024"], 8, 1.5), (["x4096"], 4, 1.5)]
+    assert "sustained_us" not in rows[0]
+    assert rows[1]["sustained_vs_bf16"] == {"int8_token": 1.5} and rows[1]["sustained_s"] == 1.5
+    assert rows[2]["sustained_vs_bf16"] == {"int8_token": 0.4}
+    assert "mlp M=  1024 sustained bf16    600.0  int8_token    400.0  | sustained x1.50" in capsys.readouterr().out
+    seen.clear()
+    fresh = [{"M": 1024}]
+    decode.sustained_rows(fresh, peers, inputs, 0)
+    assert seen == [] and fresh == [{"M": 1024}]
+
+
+def test_sustained_us_sizes_its_blocks_from_one_replay_and_times_per_call(monkeypatch):
+    """``timing.sustained_us`` with a fake graph and events: blocks of about ``block_ms`` of replays (one replay
+    of 2 ms -> 5 a block of 10 ms), each block's time per call; with no seconds to run, one block."""
+    from benchmarks import timing
+
+    replays = []
+
+    class Graph:
+        def replay(self):
+            replays.append(1)
+
+    elapsed = iter([2.0, 40.0])  # ms: the replay that sizes the blocks, then the one block
+
+    class Event:
+        def __init__(self, enable_timing):
+            pass
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return next(elapsed)
+
+    monkeypatch.setattr(timing, "captured", lambda fns, calls: Graph())
+    monkeypatch.setattr(timing.torch.cuda, "Event", Event)
+    assert timing.sustained_us(["f"], calls=8, seconds=0.0) == 1000.0  # 40 ms over 5 replays of 8 calls
+    assert len(replays) == 1 + 5
+    replays.clear()
+    elapsed = iter([0.0, 10.0])  # a timer that reads 0: one replay taken as 1 us, 10000 replays a block
+    assert timing.sustained_us(["f"], calls=1, seconds=0.0) == 1.0
+    assert len(replays) == 1 + 10000
 
 
 def test_settled_median_leaves_out_the_first_third():
@@ -425,3 +489,39 @@ def test_settled_median_leaves_out_the_first_third():
     assert settled_median([300.0, 310.0, 320.0, 340.0, 345.0, 350.0]) == 342.5  # of 320, 340, 345, 350
     assert settled_median([300.0, 340.0]) == 320.0  # two blocks: the first third is none of them
     assert settled_median([333.0]) == 333.0
+
+
+def test_mlp_plot_draws_the_sustained_replays_beside_the_graph_line(tmp_path, monkeypatch):
+    """``decode.plot_mlp``: a dotted line per key where rows have sustained replays, in the graph panel only; a file
+    without them draws as before."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from benchmarks import decode
+
+    rows = [{"M": m, "graph_vs_bf16": {"fp8_token": 1.8, "int8_token": 1.5}, "eager_vs_bf16": {"fp8_token": 1.7,
+            "int8_token": 1.4}} for m in (256, 1024, 4096)]
+    for row in rows[1:]:
+        row["sustained_vs_bf16"] = {"fp8_token": 1.78, "int8_token": 1.77}
+    drawn = {}
+    save = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        drawn["labels"] = [[ln.get_label() for ln in ax.get_lines()] for ax in fig.axes]
+        drawn["sustained"] = [ln.get_xdata().tolist() for ln in fig.axes[0].get_lines()
+                              if ln.get_label().endswith("(sustained)")]
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(plt.Figure, "savefig", keep)
+    assert decode.plot_mlp({"rows": rows}, str(tmp_path / "mlp.png"))
+    graph, eager = drawn["labels"]
+    assert "int8_token (sustained)" in graph and "fp8_token (sustained)" in graph
+    assert not any(label.endswith("(sustained)") for label in eager)
+    assert drawn["sustained"] == [[1024, 4096], [1024, 4096]]
+    assert decode.plot_mlp({"rows": [{k: v for k, v in r.items() if k != "sustained_vs_bf16"} for r in rows]},
+                           str(tmp_path / "plain.png"))
+    assert not any(label.endswith("(sustained)") for label in drawn["labels"][0])
+    assert (tmp_path / "mlp.png").stat().st_size > 1000
