@@ -158,7 +158,7 @@ def scaled_mm_way(p: GemmProblem) -> str:
     ways = scaled_mm_ways(p)
     if len(ways) == 1:
         return ways[0]
-    row, _ = _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m, model=_device_model(p.device))
+    row, _ = _device_row(p)
     times = row["torch_all"] if row else {}
     if times.get(SCALED_MM_FP32, math.inf) < times.get(SCALED_MM_ROW_WISE, math.inf):
         return SCALED_MM_FP32
@@ -587,11 +587,21 @@ def _device_model(device: torch.device) -> str | None:
     return launch.device_name(launch.device_index(device))
 
 
+def _device_row(p: GemmProblem) -> tuple[dict | None, str]:
+    """``_swept_row`` for ``p`` on its device: its GPU model's own rows where they have one, else its arch's."""
+    return _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m, model=_device_model(p.device))
+
+
+def _row_config(p: GemmProblem) -> tuple[dict | None, str]:
+    """``small_m_config`` of ``p``'s row on its device with no torch provider to compare (``()``): the config a
+    bind takes once the predicate has decided."""
+    return small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, (), _device_model(p.device))
+
+
 def _row_of(p: GemmProblem) -> tuple[dict | None, str]:
     """(the table's row for ``p``, "") on a GPU, or (None, why none)."""
     ok, why = _on_gpu(p)
-    return _swept_row(_device_arch(p.device), p.kind, p.n, p.k, p.m, model=_device_model(p.device)) if ok else (
-        None, why)
+    return _device_row(p) if ok else (None, why)
 
 
 def small_m_supported_in(backend: str | None):
@@ -744,7 +754,7 @@ def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | 
         generation = runtime.generation()
         if config is None:
             # the predicate decided; here only the row's config (no peers: no second comparison)
-            cfg, why = small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, (), _device_model(p.device))
+            cfg, why = _row_config(p)
             if cfg is None:
                 raise ValueError(f"small-M GEMM has no config for M={p.m} N={p.n} K={p.k}: {why}")
         else:
@@ -930,7 +940,7 @@ def bind_small_m_from_producer(p: GemmProblem, w, ws, bias, quantizer: object):
     if x_quant is None:
         return None
     arch = _device_arch(p.device)
-    cfg, _ = small_m_config(arch, p.kind, p.n, p.k, p.m, (), _device_model(p.device))  # the row's, as bound
+    cfg, _ = _row_config(p)  # the row's, as bound
     if cfg is None or not quantizes_float_input(cfg, p.m, p.kind):
         return None
     wide = quantizing_config(p, cfg, arch)
@@ -1014,7 +1024,7 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     y_quant = producing_of(producer, p)
     if y_quant is None or (config is None and m_bucket(p.m) not in PRODUCING_BUCKETS):
         return None
-    cfg = config or small_m_config(_device_arch(p.device), p.kind, p.n, p.k, p.m, (), _device_model(p.device))[0]
+    cfg = config or _row_config(p)[0]
     if cfg is None or one_split(cfg, p.k) > 1:
         return None
     x_quant = None
