@@ -135,8 +135,8 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
                     xb = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                     calls["bf16"] = [lambda wb=wb: F.linear(xb, wb) for wb in bf16]
                 # two passes, the second in the reverse order, the lesser time kept: where the chain picks a torch
-                # provider, "ours" and that provider are one kernel timed twice, and a drift over a single pass
-                # favoured whichever ran first
+                # provider, "ours" and that provider are one kernel timed twice, and a drift of the clocks over a
+                # single pass told them apart
                 passes = timed_passes(calls, graph_us)
                 t = {name: min(us) for name, us in passes.items()}
                 wbytes = {name: n * k * (2 if name == "bf16" else 1) for name in t}
