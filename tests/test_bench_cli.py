@@ -215,8 +215,8 @@ def test_int8_sweep_picks_the_least_sum_over_shapes_among_configs_every_shape_ra
 
 
 def test_timed_passes_times_every_call_in_two_passes_the_second_reversed():
-    """``timing.timed_passes`` (the int8 sweep's): each call timed once per pass, the second pass in the reverse order,
-    so the call timed first in one pass is timed last in the other."""
+    """``timing.timed_passes`` (the int8 sweep's and ``bench gemm``'s): each call timed once per pass, the second
+    pass in the reverse order, so the call timed first in one pass is timed last in the other."""
     from benchmarks import timing as s
 
     order, clock = [], iter(range(100))
