@@ -299,6 +299,11 @@ def graph_turns(peers: dict, calls: int) -> dict[str, float]:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def mlp_graph_calls(m: int) -> int:
+    """MLP calls per captured graph at ``m`` tokens, for the short and the sustained replays alike."""
+    return 4 if m >= 4096 else 8
+
+
 def sustained_turns(peers: dict, calls: int, seconds: float) -> dict[str, float]:
     """Each peer's ``sustained_us`` in two turns, the second in the reverse order, their mean: one power state
     carries over into the next peer's first blocks, which ``settled_median`` leaves out."""
@@ -325,7 +330,7 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
         eager = loop_us({name: (lambda fns=fns: fns[0](x)) for name, fns in peers.items()},
                         target_ms=20 if quick else 40, rounds=3 if quick else 7)
         graph = graph_turns({name: [lambda f=f: f(x) for f in fns] for name, fns in peers.items()},
-                            calls=4 if m >= 4096 else 8)
+                            calls=mlp_graph_calls(m))
         row = {"M": m, "eager_us": eager, "graph_us": graph, "sqnr_db": sqnr[m],
                "eager_vs_bf16": {k_: eager["bf16"] / v for k_, v in eager.items() if k_ != "bf16"},
                "graph_vs_bf16": {k_: graph["bf16"] / v for k_, v in graph.items() if k_ != "bf16"}}
@@ -349,7 +354,7 @@ def sustained_rows(rows: list[dict], peers: dict, inputs: dict, seconds: float) 
             continue
         x = inputs[m]
         sus = sustained_turns({name: [lambda f=f, x=x: f(x) for f in fns] for name, fns in peers.items()},
-                              calls=4 if m >= 4096 else 8, seconds=seconds)
+                              calls=mlp_graph_calls(m), seconds=seconds)
         row.update(sustained_us=sus, sustained_s=seconds,
                    sustained_vs_bf16={k_: sus["bf16"] / v for k_, v in sus.items() if k_ != "bf16"})
         print(f"mlp M={m:6d} sustained " + "  ".join(f"{k_} {v:8.1f}" for k_, v in sus.items())

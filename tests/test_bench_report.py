@@ -146,7 +146,6 @@ def test_bench_prints_the_targets_of_what_it_ran_last(tmp_path, monkeypatch, cap
     assert "decode targets" not in capsys.readouterr().out  # the producers' run has none
 
 
-
 def test_sustained_replays_get_a_row_of_their_own_and_a_third_figure_in_the_table():
     """An MLP file with sustained replays (``bench mlp`` from 1024 tokens on): their row against the baselines of
     the graph line, and each cell's third figure; a file without them shows neither."""
