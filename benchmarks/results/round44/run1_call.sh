@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# forty-fourth round, run 1: on an H200 bench mlp (sustained replays from 1024
+# tokens on), bench gemm (two passes since d15f94d), bench host once, then the decode targets over them (SQNR against
+# round 31 run 2's mlp.json); the archive written again after each step; on another card nothing
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
+SECONDS=0
+R=/tmp/run1; mkdir -p $R
+nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader > $R/device.txt
+cat $R/device.txt
+grep -q H200 $R/device.txt || { echo "not an H200: stopped"; exit 0; }
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >> $R/device.txt
+save() { echo "$1 at ${SECONDS} s" >> $R/rcs.txt; tar czf $OUT/run1.tgz -C /tmp run1; }
+timeout 120 python3 -m fused_quant bench mlp --out $R/mlp > $R/bench_mlp.txt 2>&1; save "bench mlp rc $?"
+timeout 150 python3 -m fused_quant bench gemm --out $R/gemm > $R/bench_gemm.txt 2>&1; save "bench gemm rc $?"
+timeout 30 python3 -m fused_quant bench host --out $R/host > $R/bench_host.txt 2>&1; save "bench host rc $?"
+python3 -m benchmarks.report $R/gemm/gemm.json $R/mlp/mlp.json $R/host/host.json \
+  --sqnr-baseline benchmarks/results/round31/run2_mlp.json > $R/report.txt 2>&1; save "report rc $?"
+cat $R/rcs.txt; grep "^mlp M=" $R/bench_mlp.txt | sed 's/SQNR.*//' | cut -c1-330
+sed -n '/| target/,$p' $R/report.txt | cut -c1-230
