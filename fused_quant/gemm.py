@@ -204,10 +204,13 @@ def checked_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight
     """Body of the checked entry (also the custom op's implementation)."""
     p = check_gemm_operands(x, xs, K.key_from_name(key), weight, weight_scale, bias, out_dtype, layer or None)
     out_shape = (*x.shape[:-1], p.n)
-    if p.m == 0:
+    if p.m == 0 or p.n == 0:
         return torch.empty(out_shape, dtype=out_dtype, device=x.device)
-    provider, _ = select_gemm_provider(p, backend or None)
     xs2 = xs.reshape(p.m, 1) if p.per_token else xs.reshape(1, 1)
+    if p.k == 0:  # an empty sum: the epilogue of a zero accumulator, with no provider (no kernel takes K = 0)
+        acc = torch.zeros((p.m, p.n), dtype=torch.float32, device=x.device)
+        return dequant_epilogue(acc, xs2, weight_scale, bias, out_dtype).reshape(out_shape)
+    provider, _ = select_gemm_provider(p, backend or None)
     ws2 = weight_scale.reshape(-1, 1)
     if provider.bind is not None:  # the checked problem decides, as on the bound path
         out = provider.bind(p, weight, ws2, bias)(x.reshape(p.m, p.k), xs2)
@@ -268,13 +271,13 @@ def bind_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_sc
               bias: torch.Tensor | None, out_dtype: torch.dtype, key: K.QuantKey, layer: str | None = None,
               backend: str | None = None, quantizer: object = None) -> BoundGemm | None:
     """Check ``x``'s call as the checked entry does and bind the chosen provider to these operands;
-    None for M = 0 (nothing to bind: ``quant_gemm`` answers it) and for a strided weight scale or bias
+    None for an empty M, N or K (nothing to bind: ``quant_gemm`` answers it) and for a strided weight scale or bias
     (the checked entry runs each call). A provider's bound call takes a per-tensor scale of one
     element and rank <= 2 (``[1]``, as static input scales are kept, or ``[1, 1]``; others are viewed so);
     its plain ``fn`` gets ``[1, 1]``. ``quantizer``: the bound producer launch that made ``x`` from a
     float activation; the provider may bind its ``bind_quantizing`` for it (``BoundGemm.from_float``)."""
     p = check_gemm_operands(x, xs, key, weight, weight_scale, bias, out_dtype, layer)
-    if p.m == 0 or not weight_scale.is_contiguous() or not (bias is None or bias.is_contiguous()):
+    if 0 in (p.m, p.n, p.k) or not weight_scale.is_contiguous() or not (bias is None or bias.is_contiguous()):
         # a provider would bind a contiguous copy of a strided scale or bias, which a write into the layer's own
         # tensor leaves stale (QuantLinear holds them contiguous; a tensor put into ``_buffers`` may not be)
         return None

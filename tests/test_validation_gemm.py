@@ -185,6 +185,33 @@ def test_gemm_scales_devices_and_output_dtype():
         quant_gemm(qa.data, layer.weight, layer.weight_scale, out_dtype=torch.bfloat16)
 
 
+@pytest.mark.parametrize("key_name", list(K.KEYS))
+@pytest.mark.parametrize("n,k", [(0, 16), (8, 0), (0, 0)])
+def test_empty_n_or_k_is_answered_without_a_provider(monkeypatch, key_name, n, k):
+    """The checked entry takes a weight of N = 0 or K = 0 (a QuantLinear refuses one) and answers it without a
+    provider, whose tables and kernels have no such shape (on a GPU the small-M chain's row lookup divided by
+    it): an empty ``[*lead, 0]``, or over K = 0 the epilogue of a zero accumulator, ``Tout(0 * xs * ws) + bias``
+    in float64 (a NaN or Inf scale makes NaN, not the bias)."""
+    import fused_quant.gemm as gemm_module
+
+    def no_provider(*args, **kwargs):
+        raise AssertionError("a provider was asked for an empty problem")
+
+    monkeypatch.setattr(gemm_module, "select_gemm_provider", no_provider)
+    key = K.KEYS[key_name]
+    dtype = torch.float8_e4m3fn if K.is_fp8(key) else torch.int8
+    lead, out_dtype = (2, 3), torch.float16
+    xs = torch.tensor([[0.5], [float("inf")], [2.0], [float("nan")], [1e-40], [3e38]])[:, :1]
+    xs = xs.reshape(*lead, 1) if not K.is_static(key) else torch.tensor([0.25])
+    qa = QuantizedActivation(torch.zeros(*lead, k, dtype=dtype), xs, torch.bfloat16, torch.Size((*lead, k)), key)
+    ws = torch.linspace(0.5, 4.0, n) if n else torch.zeros(0)
+    bias = torch.linspace(-3, 3, n).to(out_dtype)
+    out = quant_gemm(qa, torch.zeros(n, k, dtype=dtype), ws, bias, out_dtype=out_dtype)
+    assert out.shape == (*lead, n) and out.dtype == out_dtype
+    want = (torch.zeros(*lead, n, dtype=torch.float64) * xs.double() * ws.double()).to(out_dtype) + bias
+    assert torch.equal(out.isnan(), want.isnan()) and torch.equal(out.nan_to_num(), want.nan_to_num())
+
+
 def test_activation_on_another_device_than_the_weight():
     layer = _layer()
     with pytest.raises(DeviceMismatchError) as exc:

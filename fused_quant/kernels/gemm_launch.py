@@ -188,12 +188,17 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
             return out if bias is None else out + bias
 
     elif way == SCALED_MM_ROW_WISE:  # CUTLASS's row-wise kernel: both scales row-wise, bf16 out
-        ws_row = ws.reshape(1, -1) if ws.numel() == n else None
+        # torch._scaled_mm takes contiguous row-wise scales: a bound layer's weight scale is (gemm.bind_gemm); the
+        # checked entry binds for one call, so a copy made here is as fresh as the call
+        ws_row = ws.reshape(1, -1).contiguous() if ws.numel() == n else None
         kept = None  # a one-element weight scale's (version, [1, N] copy), read and replaced as one
 
         def call(xq, xs):  # xs: [M, 1] per token (already row-wise), else one element, expanded
             nonlocal kept
-            scale_a = xs if per_token else xs.reshape(1, 1).expand(m, 1).contiguous()
+            if per_token:
+                scale_a = xs if xs.is_contiguous() else xs.contiguous()
+            else:
+                scale_a = xs.reshape(1, 1).expand(m, 1).contiguous()
             scale_b = ws_row
             if scale_b is None and capturing():  # a copy of its own, made again at each replay
                 scale_b = _expanded_scale(ws, n)
@@ -209,7 +214,7 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
 
     else:  # the fp32 product (cuBLAS, unit scales), then the scales and the bias in one Triton kernel
         ws_arg, bias_arg = _fixed_operands(ws, bias)
-        epilogue, scalars = _epilogue_call(p), (m, n, 1, n)
+        epilogue, scalars = _epilogue_call(p, 1), (m, n, 1, n)
         shape, strides, device = (m, n), (n, 1), w.device
         # the unit scale, the call's own: made when bound, unless that is under CUDA graph capture, where it would
         # be filled only at replay; then each call makes one until a call outside capture makes the one it keeps
@@ -257,9 +262,11 @@ _data_ptr = torch.Tensor.data_ptr
 
 
 class KernelCall:
-    """One Triton kernel launch for fixed operand metadata (sizes, strides, dtypes, device): through
-    Triton's JIT until it has compiled the kernel for 16-byte aligned operands, then directly
-    (``direct_launch``), like the producers' bound launches. Holds no tensors."""
+    """One Triton kernel launch for fixed operand metadata (sizes, strides, dtypes, device) and fixed scalars:
+    through Triton's JIT until it has compiled the kernel for 16-byte aligned operands, then directly
+    (``direct_launch``), like the producers' bound launches. The direct launch runs the kernel compiled for the
+    first scalars, which Triton specializes (a 1 is compiled in), so one object never serves two sets of them.
+    Holds no tensors."""
 
     __slots__ = ("plan", "index", "direct")
 
@@ -695,6 +702,9 @@ class SmallMCall:
         if y_quant is not None and splits > 1:
             raise ValueError(f"the small-M GEMM applies its output's producer with one K split, the config has "
                              f"{splits}")
+        if y_quant is not None and (bn < 2 or bn % 2):
+            raise ValueError(f"the small-M GEMM applies its output's producer to blocks of gate and up columns, an "
+                             f"even BLOCK_N; the config has BLOCK_N={bn}")
         int8 = p.kind == "int8"
         flags = _scale_flags(p)
         # with the output's silu_and_mul an N block holds BLOCK_N / 2 gate columns and as many up columns
@@ -724,15 +734,17 @@ class SmallMCall:
         if splits > 1:
             fused = launch.make_plan(kernels.small_m_gemm_kernel, grid, dict(kwargs, LAST_REDUCES=True), "small_m")
             self.fused = KernelCall(fused, index)
-            self.reduce = _epilogue_call(p)
+            self.reduce = _epilogue_call(p, splits)
 
 
-def _epilogue_call(p: GemmProblem) -> KernelCall:
-    """The kernel that sums ``SPLITS`` fp32 / int32 partials ``[SPLITS, M, N]`` in order from zero and applies
+def _epilogue_call(p: GemmProblem, splits: int) -> KernelCall:
+    """The kernel that sums ``splits`` fp32 / int32 partials ``[splits, M, N]`` in order from zero and applies
     the scales, the cast and the bias: the split-K reduction, and over one split the epilogue of
     ``torch._scaled_mm``'s fp32 product (``gemm.dequant_epilogue``'s order: its bits, but for a -0.0 product,
-    which the sum from +0 makes +0.0)."""
-    call = _GEMM_LAUNCHES.get(("epilogue", p))
+    which the sum from +0 makes +0.0). One call per problem and split count: a ``KernelCall`` serves one set
+    of scalars (Triton compiles a 1 into the kernel)."""
+    key = ("epilogue", p, splits)
+    call = _GEMM_LAUNCHES.get(key)
     if call is not None:
         return call
     from fused_quant.kernels.triton import small_m_gemm as kernels
@@ -741,9 +753,9 @@ def _epilogue_call(p: GemmProblem) -> KernelCall:
     bn, bm, warps = EPILOGUE_TILE
     kwargs = dict(_scale_flags(p), INT8=p.kind == "int8", BLOCK_N=bn, BLOCK_M=bm, num_warps=warps,
                   **launch.pdl_options(index, launch_first=True))
-    grid = (-(-p.n // bn), -(-p.m // bm))
+    grid = (-(-p.n // bn) * -(-p.m // bm),)
     call = KernelCall(launch.make_plan(kernels.split_k_epilogue_kernel, grid, kwargs, "epilogue"), index)
-    return _GEMM_LAUNCHES.put(("epilogue", p), call, generation)
+    return _GEMM_LAUNCHES.put(key, call, generation)
 
 
 def _small_m_call(p: GemmProblem, config: tuple | None = None, x_quant: tuple | None = None,
@@ -1020,12 +1032,13 @@ def bind_small_m_producing(p: GemmProblem, w, ws, bias, producer: object, quanti
     loads. With ``quantizer`` (the identity producer launch that made ``x`` from floats) it takes the float
     activation, quantized in the kernel as ``bind_small_m_from_producer``'s call does (its ``under_capture``
     likewise). None where the problem's config (the table's row, as bound; ``config`` overrides it: tests) has
-    more than one K split, M's bucket is not one of ``PRODUCING_BUCKETS``, or the producers do not qualify."""
+    more than one K split or blocks of one weight row, M's bucket is not one of ``PRODUCING_BUCKETS``, or the
+    producers do not qualify."""
     y_quant = producing_of(producer, p)
     if y_quant is None or (config is None and m_bucket(p.m) not in PRODUCING_BUCKETS):
         return None
     cfg = config or _row_config(p)[0]
-    if cfg is None or one_split(cfg, p.k) > 1:
+    if cfg is None or one_split(cfg, p.k) > 1 or cfg["BLOCK_N"] < 2:  # a block of one weight row: no gate | up pair
         return None
     x_quant = None
     if quantizer is not None:

@@ -485,7 +485,7 @@ def test_bound_scaled_mm_runs_the_way_it_chose(tmp_path, monkeypatch, per_token,
         return torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype)
 
     monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
-    monkeypatch.setattr(g, "_epilogue_call", lambda p: lambda tensors, scalars: epilogues.append(
+    monkeypatch.setattr(g, "_epilogue_call", lambda p, splits: lambda tensors, scalars: epilogues.append(
         ([tuple(t.shape) for t in tensors], scalars)))
     p = GemmProblem(m, n, k, "fp8", FP8, torch.bfloat16, torch.device("cpu"), per_token, per_channel, False)
     xs = torch.full((m, 1) if per_token else (1,), 0.5)
@@ -552,7 +552,7 @@ def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bo
         return torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype)
 
     monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
-    monkeypatch.setattr(g, "_epilogue_call", lambda p: lambda tensors, scalars: None)
+    monkeypatch.setattr(g, "_epilogue_call", lambda p, splits: lambda tensors, scalars: None)
     p = GemmProblem(16, 64, 32, "fp8", FP8, torch.float16, torch.device("cpu"), True, True, False)
     monkeypatch.setattr(g, "capturing", lambda: bound_captured)
     call = g.bind_scaled_mm(p, torch.zeros(64, 32, dtype=FP8), torch.ones(64, 1), None, g.SCALED_MM_FP32)
@@ -566,6 +566,39 @@ def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bo
     call(xq, xs)  # a capture after an eager call reads the kept one
     kept = seen[-3:]
     assert kept[0] is kept[1] is kept[2] and all(t is not kept[0] for t in seen[:-3])
+
+
+def test_split_k_reduction_and_the_fp32_ways_epilogue_are_two_launches_of_one_problem():
+    """The split-K reduction and the fp32 way's epilogue run one kernel, with SPLITS a runtime argument that Triton
+    compiles in where it is 1: a ``KernelCall`` launches directly the kernel of its first scalars, so the two
+    callers of one problem never share one (a reduction after the fp32 way summed split 0 alone)."""
+    p = GemmProblem(16, 256, 4096, "fp8", FP8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=128, splits=4, num_warps=4, num_stages=2)
+    reduce = g.SmallMCall(p, cfg).reduce
+    assert reduce is g._epilogue_call(p, 4) and reduce is not g._epilogue_call(p, 1)
+    assert g._epilogue_call(p, 1) is g._epilogue_call(p, 1)
+
+
+def test_row_wise_scaled_mm_gets_contiguous_scales(monkeypatch):
+    """``torch._scaled_mm``'s row-wise kernel refuses strided scales, which the checked entry takes (a column of a
+    wider tensor): the row-wise way passes them contiguous, the same values."""
+    n, k, m = 64, 32, 16
+    seen = []
+
+    def scaled_mm(a, b, scale_a, scale_b, out_dtype):
+        if not (scale_a.is_contiguous() and scale_b.is_contiguous()):
+            raise ValueError("Invalid scaling configuration: both should be contiguous")
+        seen.append((scale_a.clone(), scale_b.clone()))
+        return torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype)
+
+    monkeypatch.setattr(torch, "_scaled_mm", scaled_mm)
+    xs_wide, ws_wide = torch.rand(m, 2) + 0.5, torch.rand(n, 2) + 0.5
+    xs, ws = xs_wide[:, :1], ws_wide[:, 1:]  # [M, 1] and [N, 1] with a row stride of 2
+    assert not xs.is_contiguous() and not ws.is_contiguous()
+    p = GemmProblem(m, n, k, "fp8", FP8, torch.bfloat16, torch.device("cpu"), True, True, False)
+    g.bind_scaled_mm(p, torch.zeros(n, k, dtype=FP8), ws, None, g.SCALED_MM_ROW_WISE)(torch.zeros(m, k, dtype=FP8), xs)
+    (scale_a, scale_b), = seen
+    assert torch.equal(scale_a, xs) and torch.equal(scale_b, ws.reshape(1, -1))
 
 
 def _bits_or_nan(t: torch.Tensor) -> torch.Tensor:
@@ -597,7 +630,7 @@ def test_interpreted_epilogue_kernel_is_dequant_epilogue(out_dtype, per_token, p
     p = GemmProblem(m, n, 64, "fp8", FP8, out_dtype, torch.device("cpu"), per_token, per_channel, bias)
     ws_arg, bias_arg = g._fixed_operands(ws, b)
     out = torch.empty(m, n, dtype=out_dtype)
-    g._epilogue_call(p)((acc, xs, ws_arg, bias_arg, out), (m, n, 1, n))
+    g._epilogue_call(p, 1)((acc, xs, ws_arg, bias_arg, out), (m, n, 1, n))
     want = dequant_epilogue(acc + 0.0, xs, ws, b, out_dtype)
     assert torch.equal(_bits_or_nan(out), _bits_or_nan(want)), (out_dtype, per_token, per_channel, bias)
 
@@ -1496,6 +1529,39 @@ def test_gpu_scaled_mm_ways_against_float64(way, out_dtype, bias, per_token, per
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("splits", [2, 4])
+def test_gpu_split_k_reduction_after_the_fp32_ways_epilogue_of_the_same_problem(splits):
+    """As the sweep runs them: the fp32 way of one FP8 problem (its epilogue over one split, launched directly from
+    its second call on), then a split-K config of the same problem, unbound (the reduction kernel), then the fp32
+    way again, each against float64 (fresh random and adversarial operands)."""
+    m, n, k = 16, 256, 4096
+    for adversarial in (False, True):
+        xq, xs, w, ws = _operands("fp8", m, n, k, torch.device("cuda"), seed=splits, adversarial=adversarial)
+        p = g._problem_of(xq, xs, w, ws, None, torch.bfloat16)
+        fp32 = g.bind_scaled_mm(p, w, ws, None, g.SCALED_MM_FP32)
+        cfg = dict(BLOCK_N=64, BLOCK_M=16, BLOCK_K=128, splits=splits, num_warps=4, num_stages=4)
+        for what, call in (("fp32 way", lambda: fp32(xq, xs)), ("fp32 way, direct", lambda: fp32(xq, xs)),
+                           ("split-K", lambda: g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, config=cfg)),
+                           ("split-K, direct", lambda: g.small_m_gemm(xq, xs, w, ws, None, torch.bfloat16, config=cfg)),
+                           ("fp32 way after split-K", lambda: fp32(xq, xs))):
+            assert_gemm_close(call(), xq, xs, w, ws, exact_acc=False,
+                              what=f"{what}, {splits} splits, adversarial={adversarial}")
+
+
+@pytest.mark.gpu
+def test_gpu_row_wise_scaled_mm_with_strided_scales():
+    """The row-wise way given per-token and per-channel scales that are columns of wider tensors (the checked entry
+    takes them; ``torch._scaled_mm`` wants them contiguous), through the checked entry's call, against float64."""
+    m, n, k = 300, 1040, 2064
+    xq, xs, w, ws = _operands("fp8", m, n, k, torch.device("cuda"), seed=7, adversarial=True)
+    xs_strided, ws_strided = torch.cat([xs, xs + 1], 1)[:, :1], torch.cat([ws + 1, ws], 1)[:, 1:]
+    assert not xs_strided.is_contiguous() and not ws_strided.is_contiguous()
+    p = g._problem_of(xq, xs_strided, w, ws_strided, None, torch.bfloat16)
+    out = g.bind_scaled_mm(p, w, ws_strided, None, g.SCALED_MM_ROW_WISE)(xq, xs_strided)
+    assert_gemm_close(out, xq, xs, w, ws, exact_acc=False, what="row-wise, strided scales")
+
+
+@pytest.mark.gpu
 @pytest.mark.triton_fp8
 def test_chain_picks_small_m_where_the_table_says(backend_env):
     from fused_quant.gemm import select_gemm_provider
@@ -1829,15 +1895,38 @@ def quant_ref_for(x, key, scale, device):
     return q.to(device), s.reshape(1, 1).to(device)
 
 
-@pytest.mark.parametrize("why,args", [
-    ("split", dict(splits=2)),
+@pytest.mark.parametrize("why,args,match", [
+    ("split", dict(splits=2), "one K split"),
+    ("one weight row", dict(BLOCK_N=1, BLOCK_M=1), "an even BLOCK_N; the config has BLOCK_N=1"),
 ])
-def test_producing_needs_one_split(why, args):
+def test_producing_needs_one_split_and_gate_up_pairs(why, args, match):
     p = GemmProblem(1, 64, 256, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), False, True, False)
     cfg = dict(BLOCK_N=32, BLOCK_M=16, BLOCK_K=64, splits=1, num_warps=4, num_stages=2, **{})
     cfg.update(args)
-    with pytest.raises(ValueError, match="one K split"):
+    with pytest.raises(ValueError, match=match):
         g.SmallMCall(p, cfg, None, (("QUANT", 2),))
+
+
+def test_producing_declines_a_table_row_of_one_weight_row(monkeypatch):
+    """A layer whose nearest table row holds blocks of one weight row (the committed int8 down row at one token,
+    nearest for a gate_up of that size) runs the two calls: no gate | up pair fits such a block. It was a
+    ZeroDivisionError out of the first one-launch bind; two weight rows a block take it (PRODUCING_CASES)."""
+    import types
+
+    monkeypatch.setattr(g, "producing_of", lambda producer, p: (("QUANT", 0),))
+    rows = {1: dict(BLOCK_N=1, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=4, num_stages=1),
+            2: dict(BLOCK_N=2, BLOCK_M=1, BLOCK_K=512, splits=1, num_warps=1, num_stages=1)}
+    block_n = [1]
+    monkeypatch.setattr(g, "small_m_config", lambda *a: (dict(rows[block_n[0]]), ""))
+    main = types.SimpleNamespace(fits=lambda dtypes, scalars: True)
+    monkeypatch.setattr(g, "_small_m_call", lambda p, key, x_quant, y_quant: types.SimpleNamespace(
+        own_scales=False, main=main))
+    p = GemmProblem(1, 8192, 16384, "int8", torch.int8, torch.bfloat16, torch.device("cpu"), False, True, False)
+    w, ws, producer = torch.zeros(8192, 16384, dtype=torch.int8), torch.ones(8192, 1), types.SimpleNamespace(
+        q_dtype=torch.int8)
+    assert g.bind_small_m_producing(p, w, ws, None, producer) is None
+    block_n[0] = 2
+    assert g.bind_small_m_producing(p, w, ws, None, producer) is not None
 
 
 def test_producing_takes_a_float_input_from_a_table_row_of_one_token_block(monkeypatch):

@@ -294,10 +294,13 @@ def split_k_epilogue_kernel(part_ptr, xs_ptr, ws_ptr, bias_ptr, out_ptr, M, N, S
                             OUT: tl.constexpr, INT8: tl.constexpr, BLOCK_N: tl.constexpr,
                             BLOCK_M: tl.constexpr, PDL: tl.constexpr):
     """Sum the split-K partials ``part[0..SPLITS-1, m, n]`` in order from zero, then the epilogue; over one
-    split, the epilogue of ``torch._scaled_mm``'s fp32 product (``gemm_launch.SCALED_MM_FP32``)."""
+    split, the epilogue of ``torch._scaled_mm``'s fp32 product (``gemm_launch.SCALED_MM_FP32``). A grid of one
+    axis, N blocks first: any M fits it (a second axis takes at most 65535 blocks)."""
     pdl_prologue(PDL)
-    rn = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rm = tl.program_id(1).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    n_blocks = tl.cdiv(N, BLOCK_N)
+    pid = tl.program_id(0).to(tl.int64)
+    rn = (pid % n_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rm = (pid // n_blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
     acc = _sum_partials(part_ptr, rn, rm, M, N, SPLITS, INT8, BLOCK_N, BLOCK_M)
     _epilogue(acc, rn, rm, _load_xs(xs_ptr, rm, M, XS_PER_TOKEN), ws_ptr, bias_ptr, out_ptr, M, N, stride_om,
               WS_PER_CHANNEL, HAS_BIAS, OUT)
