@@ -1,4 +1,5 @@
-"""Central skips (markers gpu, one per backend of the backend table, interpreter, vllm) and shared fixtures.
+"""Central skips (markers gpu, two_gpus, one per backend of the backend table, interpreter, vllm) and shared
+fixtures.
 
 Skip reasons name the missing capability. When ``TRITON_INTERPRET=1`` the
 interpreter shim is installed before any kernel module is imported.
@@ -30,6 +31,12 @@ def _gpu_reason() -> str | None:
     return None
 
 
+def _two_gpus_reason() -> str | None:
+    if _gpu_reason() or torch.cuda.device_count() < 2:
+        return f"needs two GPUs: this machine has {torch.cuda.device_count() if torch.cuda.is_available() else 0}"
+    return None
+
+
 def _backend_reason(name: str) -> str | None:
     from fused_quant.selection import select_backend
     from fused_quant.platforms import probe
@@ -43,10 +50,10 @@ def _backend_reason(name: str) -> str | None:
 
 
 def _markers() -> tuple[str, ...]:
-    """The markers skipped centrally: gpu, one per backend of the backend table, interpreter, vllm."""
+    """The markers skipped centrally: gpu, two_gpus, one per backend of the backend table, interpreter, vllm."""
     from fused_quant.selection import BACKENDS
 
-    return ("gpu", *BACKENDS, "interpreter", "vllm")
+    return ("gpu", "two_gpus", *BACKENDS, "interpreter", "vllm")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -58,6 +65,8 @@ def pytest_collection_modifyitems(config, items):
         if marker not in cache:
             if marker == "gpu":
                 cache[marker] = _gpu_reason()
+            elif marker == "two_gpus":
+                cache[marker] = _two_gpus_reason()
             elif marker in BACKENDS:  # a backend that needs a device: that device, and the backend able to run
                 cache[marker] = None if BACKENDS[marker].any_device else (_gpu_reason() or _backend_reason(marker))
             elif marker == "interpreter":

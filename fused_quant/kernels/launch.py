@@ -402,8 +402,13 @@ _COMPILED = runtime.Cache("compiled")
 def _launch(plan: _Plan, args: tuple) -> object | None:
     """Launch through Triton (its JIT on a miss); returns the compiled kernel when it may be launched
     directly (``direct_launch.usable``), else None."""
-    # Triton launches on the current device; a compiled kernel is loaded for the device it was first run on
-    device = torch.cuda.current_device() if getattr(args[0], "base", args[0]).is_cuda else -1  # a descriptor's tensor
+    # Triton launches on the current device and its stream; a compiled kernel is loaded for the device it was first
+    # run on. Operands on another device (a model spread over GPUs in one process) make it current for the launch.
+    first = getattr(args[0], "base", args[0])  # a descriptor's tensor
+    device = torch.cuda.current_device() if first.is_cuda else -1
+    if first.is_cuda and first.device.index != device:
+        with torch.cuda.device(first.device):
+            return _launch(plan, args)
     spec = (plan.kernel_id, device, *[dl.arg_spec(a) for a in args])
     compiled = _COMPILED.get(spec)
     if compiled is not None:
