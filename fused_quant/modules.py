@@ -299,6 +299,9 @@ class QuantLinear(nn.Module):
             raise TypeError(f"from_float expects torch.nn.Linear, got {type(linear).__name__}")
         where = name or "from_float"
         input_key = K.as_key(input_key, f"{where}: input_key")
+        if isinstance(linear.weight, nn.parameter.UninitializedParameter):  # an nn.LazyLinear before its first call
+            raise UnsupportedError(f"{where}: {type(linear).__name__}'s weight is not initialized yet (a lazy module "
+                                   "learns in_features at its first forward); call it once, then from_float")
         if 0 in linear.weight.shape:
             raise ShapeMismatchError(f"{where}: nn.Linear({linear.in_features}, {linear.out_features}) has no weights "
                                      "to quantize; in_features and out_features must be > 0")

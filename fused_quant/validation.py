@@ -137,14 +137,18 @@ def needing_grad(tensors) -> list[str]:
 
 def check_weight_scale_values(ws: torch.Tensor, *, what: str = "weight_scale", layer: str | None = None) -> None:
     """Once, when weight scales come in (a layer built or loaded, a scale set): every value finite and >= 0 (a zero
-    row's scale is 0). Reads the values: a host-device sync, never per call; meta tensors have none to read."""
+    row's scale is 0) as the float32 a layer holds and the kernels read: a wider scale that overflows float32, or
+    is not 0 and underflows to it, is refused too. Reads the values: a host-device sync, never per call; meta
+    tensors have none to read."""
     if ws.device.type == "meta" or ws.numel() == 0:
         return
     flat = ws.detach().reshape(-1)
-    bad = ~(torch.isfinite(flat) & (flat >= 0))
+    held = flat.to(torch.float32)
+    bad = ~(torch.isfinite(held) & (held >= 0)) | ((held == 0) & (flat != 0))
     if bad.any():
         row = int(bad.nonzero()[0, 0])
-        raise ScaleError(f"{_where(layer)}{what}: weight scales must be finite and >= 0, got {float(flat[row])!r} "
+        got = f"{float(flat[row])!r}" + ("" if flat.dtype == torch.float32 else f" ({float(held[row])!r} as float32)")
+        raise ScaleError(f"{_where(layer)}{what}: weight scales must be finite and >= 0 in float32, got {got} "
                          f"for output channel {row} ({int(bad.sum())} such values)")
 
 

@@ -417,12 +417,9 @@ def test_a_frozen_parameter_set_or_loaded_stays_a_buffer(key, name):
             assert torch.equal(other(x), want)
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0], ids=str)
-def test_a_bad_weight_scale_is_refused_on_every_way_in(value):
-    layer = _layer(K.kInt8DynamicTokenSym)
-    bad = layer.weight_scale.clone()
-    bad[5] = value
-    message = f"weight scales must be finite and >= 0, got {value!r} for output channel 5 \\(1 such values\\)"
+def _refused_on_every_way_in(layer, bad, message: str) -> None:
+    """``bad`` as a weight scale: refused with ``message`` (a pattern) when a layer is built with it, when it is set on
+    ``layer`` and when it is loaded into ``layer`` (copied and assigned)."""
     with pytest.raises(fq.ScaleError, match="QuantLinear: weight_scale: " + message):
         fq.QuantLinear(layer.weight, bad, K.kInt8DynamicTokenSym)
     with pytest.raises(fq.ScaleError, match="blk.0.proj: weight_scale: " + message):
@@ -430,6 +427,15 @@ def test_a_bad_weight_scale_is_refused_on_every_way_in(value):
     for assign in (False, True):
         with pytest.raises(fq.ScaleError, match="the state dict's weight_scale: " + message):
             layer.load_state_dict({**layer.state_dict(), "weight_scale": bad}, assign=assign)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0], ids=str)
+def test_a_bad_weight_scale_is_refused_on_every_way_in(value):
+    layer = _layer(K.kInt8DynamicTokenSym)
+    bad = layer.weight_scale.clone()
+    bad[5] = value
+    message = f"weight scales must be finite and >= 0 in float32, got {value!r} for output channel 5 \\(1 such values\\)"
+    _refused_on_every_way_in(layer, bad, message)
     w = nn.Linear(16, 8).to(torch.bfloat16)
     with torch.no_grad():
         w.weight[5, 3] = value if value != -1.0 else float("inf")  # a weight that gives no scale
@@ -437,6 +443,29 @@ def test_a_bad_weight_scale_is_refused_on_every_way_in(value):
         fq.QuantLinear.from_float(w, K.kInt8DynamicTokenSym)
     x = torch.randn(2, 16).to(torch.bfloat16)
     assert torch.isfinite(layer(x)).all()  # each refusal left the layer as it was
+
+
+@pytest.mark.parametrize("value,held", [(1e300, "inf"), (1e-300, "0.0"), (-1e-300, "-0.0")], ids=str)
+def test_a_wider_weight_scale_is_checked_as_the_float32_the_layer_holds(value, held):
+    """A float64 weight scale beyond float32's range (inf once held), or not 0 and below it (0: the channel's output
+    silently zero), is refused on every way in, naming both values; a float64 0 is a zero row, as in float32."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    bad = layer.weight_scale.double()
+    bad[5] = value
+    message = re.escape(f"weight scales must be finite and >= 0 in float32, got {value!r} ({held} as float32) for "
+                        "output channel 5 (1 such values)")
+    _refused_on_every_way_in(layer, bad, message)
+    bad[5] = 0.0
+    assert torch.equal(fq.QuantLinear(layer.weight, bad, K.kInt8DynamicTokenSym).weight_scale, bad.float())
+
+
+def test_from_float_of_a_lazy_linear_before_its_first_call():
+    with pytest.raises(fq.UnsupportedError, match="LazyLinear's weight is not initialized yet .* call it once, then "
+                                                  "from_float"):
+        fq.QuantLinear.from_float(nn.LazyLinear(8), K.kInt8DynamicTokenSym)
+    lazy = nn.LazyLinear(8)
+    lazy(torch.randn(2, 16))  # now an nn.Linear(16, 8)
+    assert fq.QuantLinear.from_float(lazy, K.kInt8DynamicTokenSym).weight.shape == (8, 16)
 
 
 def test_a_zero_weight_scale_is_a_zero_row():

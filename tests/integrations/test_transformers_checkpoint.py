@@ -288,7 +288,7 @@ def test_wrong_tensor_shape_dtype_and_leftovers_name_the_tensor(tiny, tmp_path):
     (lambda t, n: t.__setitem__(n + ".weight_scale", t[n + ".weight_scale"].to(torch.int8)), fq.QuantDTypeError,
      r"o_proj\.weight_scale: weight scales are float .* got torch\.int8"),
     (lambda t, n: t[n + ".weight_scale"].__setitem__(3, -0.5), fq.ScaleError,
-     r"o_proj\.weight_scale: weight scales must be finite and >= 0, got -0\.5 for output channel 3 \(1 such"),
+     r"o_proj\.weight_scale: weight scales must be finite and >= 0 in float32, got -0\.5 for output channel 3 \(1 such"),
     (lambda t, n: t[n + ".weight_scale"].__setitem__(5, float("nan")), fq.ScaleError,
      r"o_proj\.weight_scale: .* got nan for output channel 5"),
     (lambda t, n: t.__setitem__("model.embed_tokens.weight", t["model.embed_tokens.weight"].to(torch.int8)),
