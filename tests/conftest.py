@@ -32,9 +32,8 @@ def _gpu_reason() -> str | None:
 
 
 def _two_gpus_reason() -> str | None:
-    if _gpu_reason() or torch.cuda.device_count() < 2:
-        return f"needs two GPUs: this machine has {torch.cuda.device_count() if torch.cuda.is_available() else 0}"
-    return None
+    count = torch.cuda.device_count()  # 0 where CUDA is not available
+    return f"needs two GPUs: this machine has {count}" if count < 2 else None
 
 
 def _backend_reason(name: str) -> str | None:
