@@ -487,8 +487,9 @@ def _read_table(path: Path) -> dict:
     return table
 
 
-def _nearest(shapes, n: int, k: int) -> tuple[int, int]:
-    return min(shapes, key=lambda s: (abs(math.log2(s[0] / n)) + abs(math.log2(s[1] / k)), s))
+def _distance(shape: tuple[int, int], n: int, k: int) -> float:
+    """How far a swept (N, K) is from a problem's: the sum of the log2 ratios (0 for the same shape)."""
+    return abs(math.log2(shape[0] / n)) + abs(math.log2(shape[1] / k))
 
 
 def torch_time(row: dict, names: tuple[str, ...] | None = None) -> tuple[str | None, float]:
@@ -535,10 +536,13 @@ _ASKING = threading.local()
 def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int, path: Path | None = None,
                model: str | None = None) -> tuple[dict | None, str]:
     """(the sweep's row at M's bucket for the nearest (N, K) swept at that bucket on ``arch``, "") or (None, why
-    none), from the table at ``path`` (by default ``SMALL_M_CONFIG_FILE``): GPU ``model``'s own rows where it has
-    one at the bucket, else the arch's. A shape swept at some buckets only (``--ms``) is the nearest at those: at
-    the others a fully swept shape answers (on an H100 the problems at a bucket a partial sweep had skipped otherwise
-    fell to torch providers 1.06-1.51x as slow, benchmarks/RESULTS.md, thirty-fifth round)."""
+    none), from the table at ``path`` (by default ``SMALL_M_CONFIG_FILE``). GPU ``model``'s own rows and the arch's
+    are searched together and the nearest shape answers, a tie going to the model's own row: its own row of the same
+    shape first, then the arch's row of that shape (a shape swept into the arch's rows, README's ``--model``, serves
+    a model with rows of other shapes), then the nearest of either. A shape swept at some buckets only (``--ms``) is
+    the nearest at those: at the others a fully swept shape answers (on an H100 the problems at a bucket a partial
+    sweep had skipped otherwise fell to torch providers 1.06-1.51x as slow, benchmarks/RESULTS.md, thirty-fifth
+    round)."""
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
@@ -547,11 +551,12 @@ def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int, path: Path |
     if not any(tables):
         return None, (f"no measured {kind} small-M configs for {arch} "
                       "(run benchmarks/sweep_small_m_gemm.py on this arch)")
-    for shapes in filter(None, tables):
-        swept = [nk for nk, rows in shapes.items() if bucket in rows]
-        if swept:
-            return shapes[_nearest(swept, n, k)][bucket], ""
-    return None, f"no {kind} config swept at M bucket {bucket} on {arch}"
+    swept = [(_distance(nk, n, k), rank, nk) for rank, shapes in enumerate(tables) if shapes
+             for nk, rows in shapes.items() if bucket in rows]
+    if not swept:
+        return None, f"no {kind} config swept at M bucket {bucket} on {arch}"
+    _, rank, nk = min(swept)
+    return tables[rank][nk][bucket], ""
 
 
 def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,

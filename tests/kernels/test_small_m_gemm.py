@@ -1682,6 +1682,27 @@ def test_a_gpu_models_own_rows_serve_that_model_only_and_the_archs_fill_its_gaps
     assert g.model_metas(table) == {_MODEL: {"device": _MODEL, "retime": True}}
 
 
+def test_an_archs_row_of_the_problems_own_shape_answers_before_a_models_row_of_another(tmp_path):
+    """A GPU model's own rows and the arch's are one search, the nearest shape first: a shape swept into the arch's
+    rows (README's ``--model``) serves a model whose own rows hold other shapes; the model's own row wins a tie (the
+    same shape in both, or two shapes as near); a shape in neither takes the nearest of either."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"metas": {"sm_90": {"device": "NVIDIA H200"}},
+                                 "models": {_MODEL: {"device": _MODEL, "retime": True}},
+                                 "rows": [_table_row(1, 8.0, 9.0), _table_row(1, 8.0, 9.0, n=11008, block_n=32),
+                                          _table_row(1, 8.5, 9.0, _MODEL, block_n=128)]}))
+    row, _ = g._swept_row("sm_90", "int8", 11008, 4096, 1, table, _MODEL)  # only the arch swept 11008
+    assert "device" not in row and row["n"] == 11008 and row["BLOCK_N"] == 32
+    row, _ = g._swept_row("sm_90", "int8", 4096, 4096, 1, table, _MODEL)  # both swept 4096: the model's own
+    assert row["device"] == _MODEL and row["BLOCK_N"] == 128
+    row, _ = g._swept_row("sm_90", "int8", 5000, 4096, 1, table, _MODEL)  # nearer 4096 (log2): the model's
+    assert row["device"] == _MODEL
+    row, _ = g._swept_row("sm_90", "int8", 9000, 4096, 1, table, _MODEL)  # nearer 11008: the arch's
+    assert "device" not in row and row["n"] == 11008
+    row, _ = g._swept_row("sm_90", "int8", 11008, 4096, 1, table, None)  # no model: the arch's rows alone
+    assert row["BLOCK_N"] == 32
+
+
 def test_sweep_installs_a_models_own_rows_beside_the_archs(tmp_path, capsys):
     """``--own-rows`` rows install beside the arch's (which stay), under the model's meta (``"models"``); the pick
     changes are told against the row that model took before (the arch's, the first time), and a retime of that model
