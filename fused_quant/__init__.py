@@ -36,6 +36,7 @@ from fused_quant.runtime import reset
 from fused_quant.selection import current_backend, select_backend
 from fused_quant.errors import (
     BackendUnavailableError,
+    BiasError,
     DeviceMismatchError,
     FusedQuantError,
     GemmProviderError,
@@ -58,7 +59,7 @@ _load_backends()
 __version__ = "0.1.0"
 
 __all__ = [
-    "BackendUnavailableError", "DeviceMismatchError", "FusedQuantError", "FusedSiluAndMulAndQuant",
+    "BackendUnavailableError", "BiasError", "DeviceMismatchError", "FusedQuantError", "FusedSiluAndMulAndQuant",
     "GemmProviderError", "GroupShape", "LayoutError", "NumericsProfile", "NumericsProfileError",
     "ProducerError", "QuantDTypeError", "QuantKey", "QuantKeyMismatchError", "QuantLinear",
     "QuantizedActivation", "ReLUSquared", "ScaleDesc", "ScaleError", "ShapeMismatchError", "SiluAndMul",

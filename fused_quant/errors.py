@@ -40,6 +40,10 @@ class ScaleError(FusedQuantError, ValueError):
     """A scale has the wrong number of elements or a non-finite / non-positive value."""
 
 
+class BiasError(FusedQuantError, ValueError):
+    """A layer's bias has a value it cannot hold: not finite in the layer's output dtype."""
+
+
 class DeviceMismatchError(FusedQuantError, ValueError):
     """Operands live on different devices."""
 

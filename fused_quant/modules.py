@@ -38,7 +38,9 @@ from fused_quant.validation import (
     UnsupportedError,
     check_activation_k,
     check_scale_tensor,
+    check_bias_values,
     check_static_scale_value,
+    check_weight_scale_shape,
     check_weight_scale_values,
     needing_grad,
 )
@@ -127,14 +129,6 @@ def _check_bias(bias: object, where: str) -> None:
         raise QuantDTypeError(f"{where}: bias must be floating point (it is held in the output dtype), got {bias.dtype}")
 
 
-def _check_scale_shape(ws: torch.Tensor, where: str) -> None:
-    """A weight scale's shape: one scale per output row along one dim ([N], [N, 1], [1, N], ...), or one scale (its N
-    checked with the weight's); not a grid such as [N / 2, 2], whose flattening would be a guess."""
-    if sum(d != 1 for d in ws.shape) > 1:
-        raise ScaleError(f"{where}: weight_scale must hold one scale per output channel along one dim ([N] or [N, 1]) "
-                         f"or one element, got shape {tuple(ws.shape)}")
-
-
 def _held_scale(ws: torch.Tensor) -> torch.Tensor:
     """A weight scale as a layer holds it: float32 [N, 1] (or [1, 1]), contiguous. The tensor given where it has that
     layout already (the layer's scale is then the caller's tensor); else a copy, made once here: a bound call never
@@ -142,8 +136,10 @@ def _held_scale(ws: torch.Tensor) -> torch.Tensor:
     return ws.to(torch.float32).reshape(-1, 1).contiguous()
 
 
-def _held_bias(bias: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
-    """A bias as a layer holds it: in the output dtype, contiguous (as ``_held_scale``)."""
+def _held_bias(bias: torch.Tensor, out_dtype: torch.dtype, where: str) -> torch.Tensor:
+    """A bias as a layer holds it: in the output dtype, contiguous (as ``_held_scale``), its values finite there
+    (``check_bias_values``)."""
+    check_bias_values(bias, out_dtype, layer=where)
     return bias.to(out_dtype).contiguous()
 
 
@@ -153,10 +149,9 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
     if not isinstance(weight_scale, torch.Tensor):
         raise TypeError(f"{where}: weight_scale must be a torch.Tensor, got {type(weight_scale).__name__}")
     n = weight.shape[0]
-    _check_scale_shape(weight_scale, where)
-    if weight_scale.numel() not in (n, 1) or not weight_scale.is_floating_point():
-        raise ScaleError(f"{where}: weight_scale must be floating point with N={n} (per channel) or 1 element, got "
-                         f"{weight_scale.dtype} of shape {tuple(weight_scale.shape)}")
+    check_weight_scale_shape(weight_scale, n, layer=where)
+    if not weight_scale.is_floating_point():
+        raise ScaleError(f"{where}: weight_scale must be floating point, got {weight_scale.dtype}")
     if weight_scale.device != weight.device:
         raise DeviceMismatchError(f"{where}: weight_scale is on {weight_scale.device}, weight on {weight.device}")
     check_weight_scale_values(weight_scale, layer=where)
@@ -281,7 +276,7 @@ class QuantLinear(nn.Module):
         self.name = name or _default_name(weight.shape[-1], weight.shape[0])
         self.register_buffer("weight", weight)
         self.register_buffer("weight_scale", _held_scale(weight_scale.detach()))
-        self.register_buffer("bias", None if bias is None else _held_bias(bias.detach(), out_dtype))
+        self.register_buffer("bias", None if bias is None else _held_bias(bias.detach(), out_dtype, where))
         self.register_buffer("input_scale", None)
         if K.is_static(key):
             if input_scale is None:
@@ -340,7 +335,7 @@ class QuantLinear(nn.Module):
                     raise QuantDTypeError(f"{self.name}: output dtype must be one of bf16, fp16, fp32; got {value}")
                 bias = self._buffers.get("bias")
                 if bias is not None and bias.dtype != value:  # as .to(dtype) sets both
-                    self._buffers["bias"] = _held_bias(bias, value)
+                    self._buffers["bias"] = _held_bias(bias, value, self.name)
             if name in _TENSORS:
                 value = self._buffer_value(name, value)
         super().__setattr__(name, value)
@@ -365,12 +360,12 @@ class QuantLinear(nn.Module):
                 raise TypeError(f"{self.name}: weight_scale must be a torch.Tensor, got {type(value).__name__}")
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
-            _check_scale_shape(value, self.name)
+            check_weight_scale_shape(value, None, layer=self.name)
             check_weight_scale_values(value, layer=self.name)
             value = _held_scale(value)  # as the constructor holds it
         if name == "bias" and value is not None:
             _check_bias(value, self.name)
-            value = _held_bias(value, self.out_dtype)
+            value = _held_bias(value, self.out_dtype, self.name)
         return value
 
     def _unbind(self) -> None:
@@ -396,7 +391,19 @@ class QuantLinear(nn.Module):
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight_scale is {ws.dtype}; weight scales "
                                   "are float (stored as float32)")
         if isinstance(ws, torch.Tensor):
-            check_weight_scale_values(ws, what=f"the state dict's {prefix}weight_scale", layer=self.name)
+            what = f"the state dict's {prefix}weight_scale"
+            held = self.weight_scale
+            check_weight_scale_shape(ws, None, what=what, layer=self.name)
+            if ws.numel() != held.numel():  # torch's loader would report a size mismatch of the buffer
+                raise ScaleError(f"{self.name}: {what} has {ws.numel()} element{'s' * (ws.numel() != 1)}, this layer "
+                                 f"holds {held.numel()} ({'per channel' if held.numel() > 1 else 'per tensor'}); load "
+                                 "a state dict of a layer with the same weight scales")
+            check_weight_scale_values(ws, what=what, layer=self.name)
+            if ws.shape != held.shape:  # [N] or [1, N]: the layer's [N, 1], as every other way in takes it
+                state_dict[f"{prefix}weight_scale"] = ws.reshape(held.shape)
+        bias = state_dict.get(f"{prefix}bias")
+        if isinstance(bias, torch.Tensor) and bias.is_floating_point():  # torch's loader reports a wrong shape
+            check_bias_values(bias, self.out_dtype, what=f"the state dict's {prefix}bias", layer=self.name)
         scale = state_dict.get(f"{prefix}input_scale")
         if isinstance(scale, torch.Tensor) and scale.numel() == 1 and K.is_static(self.input_key):
             # before it is copied in: a refused value never takes the place of the layer's scale
@@ -408,7 +415,7 @@ class QuantLinear(nn.Module):
         if ws.dtype != torch.float32 or not ws.is_contiguous():
             self._buffers["weight_scale"] = _held_scale(ws)
         if bias is not None and (bias.dtype != self.out_dtype or not bias.is_contiguous()):
-            self._buffers["bias"] = _held_bias(bias, self.out_dtype)
+            self._buffers["bias"] = _held_bias(bias, self.out_dtype, self.name)
         if self.input_scale is not None and f"{prefix}input_scale" in state_dict:
             self._check_input_scale(self.input_scale, "state dict")
 
@@ -463,6 +470,8 @@ class QuantLinear(nn.Module):
             warnings.warn(f"{self.name}: QuantLinear outputs bf16, fp16 or fp32; .to({probe.dtype}) keeps its "
                           f"{self.out_dtype} output (its weights and scales are never cast)", stacklevel=3)
         keep = {name: buf for name, buf in self._buffers.items() if buf is not None}
+        if "bias" in keep and out_dtype != keep["bias"].dtype:  # before anything moves: refused, the layer is as it was
+            check_bias_values(keep["bias"], out_dtype, layer=self.name)
         super()._apply(fn, recurse)
         for name, old in keep.items():
             new = self._buffers[name]

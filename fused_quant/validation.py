@@ -23,6 +23,7 @@ from fused_quant.errors import (  # noqa: F401  (re-exported: the checks and the
     QuantDTypeError,
     BackendUnavailableError,
     ScaleError,
+    BiasError,
     DeviceMismatchError,
     LayoutError,
     QuantKeyMismatchError,
@@ -152,6 +153,39 @@ def check_weight_scale_values(ws: torch.Tensor, *, what: str = "weight_scale", l
                          f"for output channel {row} ({int(bad.sum())} such values)")
 
 
+def check_weight_scale_shape(ws: torch.Tensor, n: int | None, *, what: str = "weight_scale",
+                             layer: str | None = None) -> None:
+    """A weight scale's shape, the one rule on every way one comes in (a layer built, assigned or loaded, a
+    checkpoint, the checked GEMM entry): one scale per output channel along one dim (``[N]``, ``[N, 1]``, ``[1, N]``,
+    ...) or one element; not a grid such as ``[N / 2, 2]``, whose flattening would be a guess. ``n`` None: its N is
+    checked later, with the weight's (an assigned scale)."""
+    lined = sum(d != 1 for d in ws.shape) <= 1
+    if lined and (n is None or ws.numel() in (n, 1)):
+        return
+    count = "one scale per output channel" if n is None else f"N={n} scales (per channel)"
+    raise ScaleError(f"{_where(layer)}{what}: must hold {count} along one dim ([N], [N, 1] or [1, N]) or one "
+                     f"element (per tensor), got shape {tuple(ws.shape)}")
+
+
+def check_bias_values(bias: torch.Tensor, out_dtype: torch.dtype, *, what: str = "bias",
+                      layer: str | None = None) -> None:
+    """Once, when a layer's bias comes in or its output dtype changes: every value finite in ``out_dtype``, the dtype
+    the layer holds it in and adds it in (a NaN or an infinity, or a float32 value beyond fp16's range, would give
+    every token that output channel's NaN or infinity). Reads the values: a host-device sync, never per call; meta
+    tensors have none to read. The functional ``quant_gemm`` adds the bias it is given, as given."""
+    if bias.device.type == "meta" or bias.numel() == 0:
+        return
+    flat = bias.detach().reshape(-1)
+    held = flat.to(out_dtype)
+    bad = ~torch.isfinite(held)
+    if bad.any():
+        col = int(bad.nonzero()[0, 0])
+        given = float(flat[col])
+        got = f"{given!r}" + (f" ({float(held[col])!r} as {out_dtype})" if math.isfinite(given) else "")
+        raise BiasError(f"{_where(layer)}{what}: a bias must be finite in the layer's output dtype {out_dtype}, got "
+                        f"{got} for output channel {col} ({int(bad.sum())} such values)")
+
+
 @dataclass(frozen=True)
 class GemmProblem:
     """What a provider's predicate sees: sizes, dtypes, device and scale granularity."""
@@ -231,8 +265,7 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
                 layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
     elif xs.numel() != 1:
         raise ScaleError(f"{name}: per-tensor activation scale must have 1 element, got shape {tuple(xs.shape)}")
-    if ws.numel() not in (n, 1):
-        raise ScaleError(f"{name}: weight scale must have N={n} (per channel) or 1 element, got {tuple(ws.shape)}")
+    check_weight_scale_shape(ws, n, what="weight scale", layer=name)
     if out_dtype not in ACT_DTYPES:
         raise QuantDTypeError(f"{name}: output dtype must be bfloat16, float16 or float32, got {out_dtype}")
     if bias is not None:

@@ -130,7 +130,7 @@ def test_construction_checks():
         fq.QuantLinear(w.float(), torch.ones(8), K.kInt8DynamicTokenSym, name="q")
     with pytest.raises(fq.QuantDTypeError, match="needs fp8 weights"):
         fq.QuantLinear(w, torch.ones(8), K.kFp8DynamicTokenSym)
-    with pytest.raises(fq.ScaleError, match="N=8 .* got torch.float32 of shape \\(7,\\)"):
+    with pytest.raises(fq.ScaleError, match="N=8 scales .* got shape \\(7,\\)"):
         fq.QuantLinear(w, torch.ones(7), K.kInt8DynamicTokenSym)
     with pytest.raises(fq.ShapeMismatchError, match="bias must be \\[N=8\\], got \\(9,\\)"):
         fq.QuantLinear(w, torch.ones(8), K.kInt8DynamicTokenSym, bias=torch.zeros(9))
@@ -743,12 +743,20 @@ def test_a_wrong_python_type_is_a_type_error_naming_what_was_expected():
 def test_a_weight_scale_of_another_layout_is_refused_on_every_way_in(shape):
     layer = _layer(K.kInt8DynamicTokenSym)
     bad = torch.full(shape, 0.01)
-    message = re.escape(f"weight_scale must hold one scale per output channel along one dim ([N] or [N, 1]) or one "
-                        f"element, got shape {tuple(shape)}")
-    with pytest.raises(fq.ScaleError, match="blk.0.proj: " + message):
+    def message(count):
+        return re.escape(f"weight_scale: must hold {count} along one dim ([N], [N, 1] or [1, N]) or one element (per "
+                         f"tensor), got shape {tuple(shape)}")
+
+    one_each, eight = "one scale per output channel", "N=8 scales (per channel)"
+    with pytest.raises(fq.ScaleError, match="blk.0.proj: " + message(one_each)):
         layer.weight_scale = bad
-    with pytest.raises(fq.ScaleError, match="QuantLinear: " + message):
+    with pytest.raises(fq.ScaleError, match="QuantLinear: " + message(eight)):
         fq.QuantLinear(layer.weight, bad, K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.ScaleError, match="blk.0.proj: the state dict's " + message(one_each)):
+        layer.load_state_dict(dict(layer.state_dict(), weight_scale=bad))
+    qa = fq.quantize(torch.randn(2, 16), K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.ScaleError, match="quant_gemm: weight " + re.escape("scale: must hold N=8 scales")):
+        fq.quant_gemm(qa, layer.weight, bad, None, out_dtype=torch.bfloat16)
 
 
 @pytest.mark.parametrize("shape", [(8,), (8, 1), (1, 8), (8, 1, 1), (), (1,), (1, 1, 1)])
@@ -760,6 +768,70 @@ def test_a_weight_scale_along_one_dim_is_taken_in_any_such_shape(shape):
     layer.weight_scale = scale
     assert built.weight_scale.shape == layer.weight_scale.shape == (scale.numel(), 1)
     assert torch.equal(built(x), layer(x))
+
+
+@pytest.mark.parametrize("assign", [False, True])
+@pytest.mark.parametrize("shape", [(8,), (1, 8), (8, 1, 1)])
+def test_a_state_dicts_weight_scale_along_one_dim_loads_as_the_layer_holds_it(shape, assign):
+    """A state dict's per-channel scale in another one-dim shape loads as every other way in takes it (it was torch's
+    size mismatch); one of another count is refused naming both counts, the layer unchanged."""
+    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(2, 16).to(torch.bfloat16)
+    want = layer(x)
+    saved = layer.state_dict()
+    target = _layer(K.kInt8DynamicTokenSym)
+    target.load_state_dict(dict(saved, weight_scale=saved["weight_scale"].reshape(shape) * 2), assign=assign)
+    assert target.weight_scale.shape == (8, 1) and target.weight_scale.dtype == torch.float32
+    assert torch.equal(target.weight_scale, layer.weight_scale * 2) and not torch.equal(target(x), want)
+    target.load_state_dict(dict(saved, weight_scale=saved["weight_scale"].reshape(shape)), assign=assign)
+    assert torch.equal(target(x), want)
+    before = target.weight_scale.clone()
+    with pytest.raises(fq.ScaleError, match=re.escape("blk.0.proj: the state dict's weight_scale has 1 element, this "
+                                                      "layer holds 8 (per channel)")):
+        target.load_state_dict(dict(saved, weight_scale=torch.tensor([0.5])), assign=assign)
+    assert torch.equal(target.weight_scale, before)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")], ids=str)
+def test_a_non_finite_bias_is_refused_on_every_way_in(value):
+    """A bias is checked where it comes in, as weight scales are: finite in the output dtype the layer holds it in
+    (before, a NaN or infinite bias was kept and every token's output channel became it)."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    bad = layer.bias.float().clone()
+    bad[3] = value
+    message = re.escape(f"bias: a bias must be finite in the layer's output dtype torch.bfloat16, got {value!r} for "
+                        "output channel 3 (1 such values)")
+    with pytest.raises(fq.BiasError, match="QuantLinear: " + message):
+        fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, bias=bad)
+    linear = nn.Linear(16, 8).to(torch.bfloat16)
+    with torch.no_grad():
+        linear.bias[3] = value
+    with pytest.raises(fq.BiasError, match="lin: " + message):
+        fq.QuantLinear.from_float(linear, K.kInt8DynamicTokenSym, name="lin")
+    with pytest.raises(fq.BiasError, match="blk.0.proj: " + message):
+        layer.bias = bad
+    for assign in (False, True):
+        with pytest.raises(fq.BiasError, match="blk.0.proj: the state dict's " + message):
+            layer.load_state_dict(dict(layer.state_dict(), bias=bad), assign=assign)
+    assert torch.isfinite(layer.bias).all()
+
+
+def test_a_bias_beyond_the_new_output_dtypes_range_is_refused_and_the_layer_kept():
+    """A float32 bias beyond fp16's range would be held as an infinity once the output dtype is fp16: ``.half()``, the
+    ``out_dtype`` setter and a build in fp16 refuse it, naming the value and what it would become."""
+    torch.manual_seed(0)
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8), K.kInt8DynamicTokenSym, name="wide")
+    with torch.no_grad():
+        layer.bias[5] = 1e5
+    message = re.escape("wide: bias: a bias must be finite in the layer's output dtype torch.float16, got 100000.0 "
+                        "(inf as torch.float16) for output channel 5")
+    for change in (lambda: layer.half(), lambda: setattr(layer, "out_dtype", torch.float16)):
+        with pytest.raises(fq.BiasError, match=message):
+            change()
+        assert layer.out_dtype == layer.bias.dtype == torch.float32 and layer.bias[5] == 1e5
+    with pytest.raises(fq.BiasError, match=message.replace("wide", "QuantLinear")):
+        fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, bias=layer.bias,
+                       out_dtype=torch.float16)
+    assert layer.bfloat16().bias.dtype == torch.bfloat16  # within bf16's range: taken
 
 
 def test_a_swapped_hcu_pair_is_named_so():

@@ -166,7 +166,7 @@ def test_bias_wrong_shape_and_dtype():
 def test_gemm_scales_devices_and_output_dtype():
     layer = _layer()
     qa = _qa(3, 16)
-    with pytest.raises(ScaleError, match=r"weight scale must have N=8 .* got \(3, 1\)"):
+    with pytest.raises(ScaleError, match=r"weight scale: must hold N=8 scales .* got shape \(3, 1\)"):
         quant_gemm(qa, layer.weight, layer.weight_scale[:3], out_dtype=torch.bfloat16)
     with pytest.raises(QuantDTypeError, match=r"weight scale must be float32, got torch.float16"):
         quant_gemm(qa, layer.weight, layer.weight_scale.half(), out_dtype=torch.bfloat16)

@@ -20,7 +20,7 @@ from torch import nn
 from fused_quant import keys as K
 from fused_quant.errors import QuantDTypeError, ScaleError, ShapeMismatchError, UnsupportedError
 from fused_quant.modules import QuantLinear
-from fused_quant.validation import check_weight_scale_values
+from fused_quant.validation import check_weight_scale_shape, check_weight_scale_values
 
 FORMATS = {"int-quantized": "int", "float-quantized": "float"}  # checkpoint format -> weights.type
 # (input_activations.type, strategy, dynamic) -> the key QuantLinear consumes
@@ -207,9 +207,7 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
                                  f"{linear.in_features}], the checkpoint has {list(w.shape)}", layer=name,
                                  n=linear.out_features, k=linear.in_features, w_shape=w.shape)
     n = w.shape[0]
-    if ws.numel() not in (1, n):
-        raise ScaleError(f"{name}.weight_scale: expected {n} (per channel) or 1 (per tensor) values, "
-                         f"got shape {list(ws.shape)}")
+    check_weight_scale_shape(ws, n, what=f"{name}.weight_scale")
     if not ws.is_floating_point():
         raise QuantDTypeError(f"{name}.weight_scale: weight scales are float (float32 in compressed-tensors "
                               f"checkpoints), got {ws.dtype}")

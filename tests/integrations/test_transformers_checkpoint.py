@@ -291,15 +291,18 @@ def test_wrong_tensor_shape_dtype_and_leftovers_name_the_tensor(tiny, tmp_path):
      r"o_proj\.weight_scale: weight scales must be finite and >= 0 in float32, got -0\.5 for output channel 3 \(1 such"),
     (lambda t, n: t[n + ".weight_scale"].__setitem__(5, float("nan")), fq.ScaleError,
      r"o_proj\.weight_scale: .* got nan for output channel 5"),
+    (lambda t, n: t.__setitem__(n + ".weight_scale", t[n + ".weight_scale"].reshape(64, 2)), fq.ScaleError,
+     r"o_proj\.weight_scale: must hold N=128 scales \(per channel\) along one dim .* got shape \(64, 2\)"),
     (lambda t, n: t.__setitem__("model.embed_tokens.weight", t["model.embed_tokens.weight"].to(torch.int8)),
      fq.QuantDTypeError, r"model\.embed_tokens\.weight is torch\.int8; the model's model\.embed_tokens\.weight is "
                          r"float"),
     (lambda t, n: t.__setitem__("model.norm.weight", t["model.norm.weight"][:3].clone()), fq.ShapeMismatchError,
      r"model\.norm\.weight has shape \[3\], the model expects \[128\]"),
-], ids=["int scale", "negative scale", "nan scale", "int embedding", "short norm"])
+], ids=["int scale", "negative scale", "nan scale", "grid scale", "int embedding", "short norm"])
 def test_tensors_that_would_load_as_garbage_are_refused_by_name(tiny, tmp_path, edit, error, message):
     """Before, an integer weight scale or embedding was cast to float (zeros: a model that generates token 0), a
-    negative or NaN scale was kept, and a float tensor of another shape failed inside load_state_dict."""
+    negative or NaN scale was kept, a grid of N scales was flattened (a guess at their order), and a float tensor of
+    another shape failed inside load_state_dict."""
     with pytest.raises(error, match=message):
         fqt.from_pretrained(copy_checkpoint(tiny, tmp_path / "bad",
                                             lambda t: edit(t, "model.layers.0.self_attn.o_proj")))
