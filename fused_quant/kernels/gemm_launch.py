@@ -170,6 +170,19 @@ def _expanded_scale(ws: torch.Tensor, n: int) -> torch.Tensor:
     return ws.reshape(1, 1).expand(1, n).contiguous()
 
 
+# The fp32 way's unit scale, one per device for the process's life: CUDA graphs captured with it, and calls on
+# other streams, read it after any bound call is gone (a reset drops bound calls; a scale a bound call owned would
+# go back to the allocator, and a graph replayed after that would read whatever took its place)
+_UNIT_SCALES: dict[torch.device, torch.Tensor] = {}
+
+
+def _unit_scale(device: torch.device) -> torch.Tensor:
+    """The unit scale of ``device``, made at the first call outside CUDA graph capture; under capture, where a tensor
+    made would be filled only at replay, a call's own until then."""
+    unit = torch.ones((), dtype=torch.float32, device=device)
+    return unit if capturing() else _UNIT_SCALES.setdefault(device, unit)
+
+
 def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
     """``torch._scaled_mm`` for a layer's weight, the ``scaled_mm_way`` of its problem (``way`` overrides
     it: sweeps, tests); the transposed weight view and the scale views made once."""
@@ -180,6 +193,8 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
                          f"({', '.join(SCALED_MM_WAYS)} in all), got {way!r}")
     n, m, out_dtype, per_token = p.n, p.m, p.out_dtype, p.per_token
     wt = w.t()
+    index = launch.device_index(w.device)
+    stream_of = dl.raw_stream if index >= 0 else _no_stream  # tests' stand-ins run on the CPU: no stream
     if way == SCALED_MM_TENSOR_WISE:
         ws_scalar = ws.reshape(())
 
@@ -191,10 +206,13 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
         # torch._scaled_mm takes contiguous row-wise scales: a bound layer's weight scale is (gemm.bind_gemm); the
         # checked entry binds for one call, so a copy made here is as fresh as the call
         ws_row = ws.reshape(1, -1).contiguous() if ws.numel() == n else None
-        kept = None  # a one-element weight scale's (version, [1, N] copy), read and replaced as one
+        # a one-element weight scale's (version, [1, N] copy), read and replaced as one, per stream: each made on the
+        # stream that reads it, so that when it is replaced or the bound call goes, the caching allocator hands its
+        # memory out again on that stream alone, never while another stream's kernel may still read it (two
+        # streams running one layer's calls side by side, as overlapped micro-batches do)
+        kept: dict = {}
 
         def call(xq, xs):  # xs: [M, 1] per token (already row-wise), else one element, expanded
-            nonlocal kept
             if per_token:
                 scale_a = xs if xs.is_contiguous() else xs.contiguous()
             else:
@@ -203,11 +221,12 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
             if scale_b is None and capturing():  # a copy of its own, made again at each replay
                 scale_b = _expanded_scale(ws, n)
             elif scale_b is None:  # kept while the layer's scale keeps its version (an inference tensor has none)
-                version, seen = (None if ws.is_inference() else ws._version), kept
+                stream = stream_of(index)
+                version, seen = (None if ws.is_inference() else ws._version), kept.get(stream)
                 if seen is None or version is None or seen[0] != version:
                     seen = (version, _expanded_scale(ws, n))
                     if version is not None:
-                        kept = seen
+                        kept[stream] = seen
                 scale_b = seen[1]
             out = torch._scaled_mm(xq, wt, scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
             return out if bias is None else out + bias
@@ -216,17 +235,11 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
         ws_arg, bias_arg = _fixed_operands(ws, bias)
         epilogue, scalars = _epilogue_call(p, 1), (m, n, 1, n)
         shape, strides, device = (m, n), (n, 1), w.device
-        # the unit scale, the call's own: made when bound, unless that is under CUDA graph capture, where it would
-        # be filled only at replay; then each call makes one until a call outside capture makes the one it keeps
-        one = None if capturing() else torch.ones((), dtype=torch.float32, device=device)
 
         def call(xq, xs):
-            nonlocal one
-            unit = one
+            unit = _UNIT_SCALES.get(device)
             if unit is None:
-                unit = torch.ones((), dtype=torch.float32, device=device)
-                if not capturing():
-                    one = unit
+                unit = _unit_scale(device)
             acc = torch._scaled_mm(xq, wt, scale_a=unit, scale_b=unit, out_dtype=torch.float32)
             xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
             out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)

@@ -11,6 +11,7 @@ import json
 import pytest
 import torch
 
+from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import gemm_launch as g
 from tests.helpers import assert_bits_equal, assert_gemm_close, bit_patterns, capture_graph
@@ -541,10 +542,12 @@ def test_row_wise_call_follows_a_one_element_weight_scale_written_in_place(monke
 
 @pytest.mark.parametrize("bound_captured", [False, True])
 def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bound_captured):
-    """The fp32 way's unit scale is the bound call's own. Bound outside capture, it is made then and every call
-    passes that one. Bound under CUDA graph capture, where a tensor made then is filled only at replay, each
-    captured call makes its own; the first call outside capture makes the one the call keeps after that."""
+    """The fp32 way's unit scale is the device's, made at the first call outside CUDA graph capture and kept for the
+    process's life: every later call passes that one, under capture too, also after a reset drops the bound call (a
+    graph captured before the reset replays with it; a scale the bound call owned would have been freed). Before
+    that first call, where a tensor made is filled only at replay, each captured call makes its own."""
     seen = []
+    monkeypatch.setattr(g, "_UNIT_SCALES", {})
 
     def scaled_mm(a, b, scale_a, scale_b, out_dtype):
         assert scale_a is scale_b and float(scale_a) == 1.0 and out_dtype == torch.float32
@@ -564,8 +567,29 @@ def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bo
     call(xq, xs), call(xq, xs)
     monkeypatch.setattr(g, "capturing", lambda: True)
     call(xq, xs)  # a capture after an eager call reads the kept one
-    kept = seen[-3:]
-    assert kept[0] is kept[1] is kept[2] and all(t is not kept[0] for t in seen[:-3])
+    runtime.reset()
+    g.bind_scaled_mm(p, torch.zeros(64, 32, dtype=FP8), torch.ones(64, 1), None, g.SCALED_MM_FP32)(xq, xs)
+    kept = seen[-4:]
+    assert kept[0] is kept[1] is kept[2] is kept[3] and all(t is not kept[0] for t in seen[:-4])
+
+
+def test_row_wise_calls_keep_a_scale_copy_per_stream(monkeypatch):
+    """The row-wise way's expanded copy of a one-element weight scale is kept per stream, made on the stream that
+    reads it: replaced or dropped, its memory goes back to that stream alone (the caching allocator hands it out
+    again there), never while another stream's kernel may still read it."""
+    seen, stream = [], [7]
+    monkeypatch.setattr(torch, "_scaled_mm", lambda a, b, scale_a, scale_b, out_dtype: seen.append(scale_b) or
+                        torch.zeros(a.shape[0], b.shape[1], dtype=out_dtype))
+    monkeypatch.setattr(g, "capturing", lambda: False)
+    monkeypatch.setattr(g.launch, "device_index", lambda device: 0)
+    monkeypatch.setattr(g.dl, "raw_stream", lambda index: stream[0])
+    p = GemmProblem(16, 64, 32, "fp8", FP8, torch.bfloat16, torch.device("cpu"), True, False, False)
+    call = g.bind_scaled_mm(p, torch.zeros(64, 32, dtype=FP8), torch.full((1, 1), 0.25), None, g.SCALED_MM_ROW_WISE)
+    xq, xs = torch.zeros(16, 32, dtype=FP8), torch.ones(16, 1)
+    for s in (7, 8, 7, 8):
+        stream[0] = s
+        call(xq, xs)
+    assert seen[0] is seen[2] and seen[1] is seen[3] and seen[0] is not seen[1]
 
 
 def test_split_k_reduction_and_the_fp32_ways_epilogue_are_two_launches_of_one_problem():
