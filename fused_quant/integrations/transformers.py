@@ -277,11 +277,33 @@ class ConversionReport:
 
 
 def _matches(name: str, patterns) -> str | None:
-    """The first pattern (a module name, a name suffix after a dot, or ``re:<regex>``) matching ``name``."""
+    """The first pattern matching module ``name``: ``re:<regex>`` matching the start of its path, or a module name or
+    a name suffix after a dot naming the module or a module it is inside (``"mlp"`` and
+    ``"model.layers.0.mlp"`` cover that MLP's linears, as ``re:model\\.layers\\.0\\.mlp`` does)."""
+    paths = None
     for p in patterns:
-        if p.startswith("re:") and re.match(p[3:], name) or name == p or name.endswith("." + p):
+        if p.startswith("re:"):
+            if re.match(p[3:], name):
+                return p
+            continue
+        if paths is None:  # the module's path and each enclosing module's
+            parts = name.split(".")
+            paths = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+        if any(path == p or path.endswith("." + p) for path in paths):
             return p
     return None
+
+
+def _warn_unmatched(model: nn.Module, ignore: tuple[str, ...]) -> None:
+    """A warning naming the ``ignore`` patterns that match no module of ``model`` (a misspelt name would leave
+    quantized what was meant to stay float); the default ``("lm_head",)`` of a model without a head says nothing."""
+    if ignore == ("lm_head",):
+        return
+    names = [name for name, _ in model.named_modules() if name]
+    unmatched = [p for p in ignore if not any(_matches(name, (p,)) for name in names)]
+    if unmatched:
+        warnings.warn(f"quantize_model: ignore pattern{'s' * (len(unmatched) > 1)} {', '.join(map(repr, unmatched))} "
+                      f"match{'es' * (len(unmatched) == 1)} no module of {type(model).__name__}", stacklevel=3)
 
 
 def _mlp_kind(module: nn.Module) -> str | None:
@@ -297,7 +319,67 @@ def _check_mlp_row(model_type: object, structural: bool) -> None:
                                f"pass structural=True to match gate/up/down MLPs by their structure")
 
 
-def _find_mlps(model: nn.Module, structural: bool) -> list[tuple[str, nn.Module, str]]:
+_PROBE_FEATURES = 16  # the in and out features of the linears a structural match's probe runs with
+
+
+def _probe_formula(module: nn.Module, kind: str, x: torch.Tensor) -> torch.Tensor:
+    """What the fused stand-in of ``kind`` computes from ``module``'s linears and activation."""
+    if kind == "mlp":
+        return module.down_proj(module.act_fn(module.up_proj(x)))
+    if kind == "merged_gated_mlp":
+        gate, up = module.gate_up_proj(x).chunk(2, dim=-1)
+        return module.down_proj(module.activation_fn(gate) * up)
+    return module.down_proj(module.act_fn(module.gate_proj(x)) * module.up_proj(x))
+
+
+def _forward_differs(module: nn.Module, kind: str) -> str:
+    """Why a structurally matched MLP's own forward is not what its fused stand-in runs (``down(act(gate(x)) *
+    up(x))`` or ``down(act(up(x)))``), or "" where it is: its class's forward and the formula run on one float64
+    probe, tokens of small to large values through a copy of the module whose linears are small random ones and
+    whose own tensors are random too (a multiplier, a scale or a clamp in the forward gives another result; a
+    forward that cannot run on the probe is not taken either). The module itself is only read; hooks do not run."""
+    g = torch.Generator().manual_seed(0)
+
+    def rand(*shape):
+        return torch.randn(shape, generator=g, dtype=torch.float64)
+
+    def linear(features_in: int, features_out: int, like: nn.Module) -> nn.Linear:
+        new = nn.Linear(features_in, features_out, bias=getattr(like, "bias", None) is not None, dtype=torch.float64)
+        with torch.no_grad():
+            new.weight.copy_(rand(features_out, features_in) / features_in ** 0.5)
+            if new.bias is not None:
+                new.bias.copy_(rand(features_out))
+        return new
+
+    f = _PROBE_FEATURES
+    probe = copy.copy(module)  # its own dicts below: the module's are never written
+    probe._parameters = {n: None if t is None else nn.Parameter(rand(*t.shape), requires_grad=False)
+                         for n, t in module._parameters.items()}
+    probe._buffers = {n: rand(*t.shape) if t is not None and t.is_floating_point() else t
+                      for n, t in module._buffers.items()}
+    probe._modules = dict(module._modules)
+    first = {"mlp": ("up_proj", f), "merged_gated_mlp": ("gate_up_proj", 2 * f)}.get(kind)
+    for name, out in ((first,) if first else (("gate_proj", f), ("up_proj", f))):
+        probe._modules[name] = linear(f, out, getattr(module, name))
+    probe._modules["down_proj"] = linear(f, f, module.down_proj)
+    x = rand(3, f) * torch.tensor([[1e-2], [1.0], [1e3]], dtype=torch.float64)  # small to large: a clamp shows
+    try:
+        with torch.no_grad():
+            got, want = type(module).forward(probe, x), _probe_formula(probe, kind, x)
+    except Exception as exc:  # noqa: BLE001  (any failure: the forward is not the formula's)
+        return f"its forward could not be checked against the formula on a probe ({type(exc).__name__}: {exc})"
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not torch.allclose(got, want, rtol=1e-12,
+                                                                                            atol=1e-12):
+        return (f"its forward ({type(module).__name__}.forward) computes something else than "
+                f"{'down(act(up(x)))' if kind == 'mlp' else 'down(act(gate(x)) * up(x))'} (a multiplier, scale or "
+                "clamp of its own?)")
+    return ""
+
+
+def _find_mlps(model: nn.Module, structural: bool) -> list[tuple[str, nn.Module, str, str]]:
+    """(name, module, kind, why it is left as it is or "") of each MLP of the model's ``MODEL_MLPS`` row, or, without
+    one, of each module ``structural`` matches: an MLP's linears, an activation fused-quant knows and a forward that
+    computes the formula (``_forward_differs``; a structural match that fails it is reported skipped)."""
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     _check_mlp_row(model_type, structural)
     classes = MODEL_MLPS.get(model_type)
@@ -308,14 +390,14 @@ def _find_mlps(model: nn.Module, structural: bool) -> list[tuple[str, nn.Module,
             if kind is None:
                 raise UnsupportedError(f"{name}: {type(module).__name__} lacks the linears of MODEL_MLPS' "
                                        f"{model_type!r} row (gate_proj/up_proj/down_proj or up_proj/down_proj)")
-            found.append((name, module, kind))
+            found.append((name, module, kind, ""))
         elif classes is None and hasattr(module, "act_fn") and _mlp_kind(module):
             kind = _mlp_kind(module)
             want = "silu" if kind == "gated_mlp" else "relu2"
             ok = _qualname(module.act_fn) in _SILU_TYPES if kind == "gated_mlp" else \
                 name_of_type(type(module.act_fn)) == "relu2"
-            if ok:  # a structural match needs an activation we know, so its forward is the formula we run
-                found.append((name, module, kind))
+            if ok:  # a structural match needs an activation we know, and a forward that is the formula we run
+                found.append((name, module, kind, _forward_differs(module, kind)))
             else:
                 logger.debug("fused-quant: %s matches an MLP's structure but its activation %s is not %s",
                              name, type(module.act_fn).__name__, want)
@@ -353,8 +435,8 @@ def convert_mlps(model: nn.Module, key, report: ConversionReport, *, ignore=(), 
     """Swap each MLP of the model's table row (or, ``structural``, each MLP matched by structure);
     ``quantized_only``: only MLPs whose linears are QuantLinears already (a loaded checkpoint);
     ``progress``: a bar over the MLPs (None: where stderr is a terminal)."""
-    for name, mlp, kind in _steps(_find_mlps(model, structural), "quantize MLPs", progress, "mlp"):
-        why = _mlp_skip_reason(name, mlp, kind, ignore, filter_fn, quantized_only)
+    for name, mlp, kind, why in _steps(_find_mlps(model, structural), "quantize MLPs", progress, "mlp"):
+        why = why or _mlp_skip_reason(name, mlp, kind, ignore, filter_fn, quantized_only)
         if why:
             report.entries.append(ConversionEntry(name, kind, "skipped", why))
             continue
@@ -428,7 +510,8 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
     """Quantize a float transformers model in place (per-channel weights, round to nearest).
 
     ``targets``: "mlp" (the MLPs, swapped for fused modules) or "all" (also every other ``nn.Linear``);
-    ``ignore``: module names, name suffixes or ``re:`` patterns left float; ``filter_fn(module, name)``:
+    ``ignore``: module names, name suffixes (each covering what the module holds) or ``re:`` patterns left float
+    (a pattern that matches no module is warned of); ``filter_fn(module, name)``:
     False leaves a module float; ``numerics``: the fused producers' profile (None: FUSED_QUANT_NUMERICS);
     ``structural``: match MLPs by structure in models without a ``MODEL_MLPS`` row; ``progress``: bars over
     the MLPs and linears on stderr (None: where stderr is a terminal, True: always, False: never).
@@ -453,6 +536,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
         raise UnsupportedError(f"quantize_model: the model holds fused-quant layers already ({len(done)}, e.g. "
                                f"{done[:3]}); quantize a float model once (targets='all' converts the MLPs and the "
                                "other linears in one call), and load the float model again for another key")
+    _warn_unmatched(model, ignore)
     report = ConversionReport(K.key_name(key))
     before = dict(model.named_modules(remove_duplicate=False))  # every path of a module shared between layers
     try:

@@ -9,6 +9,7 @@ unpadded; then the refusals, targets="all", the structural match and torch.compi
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import types
@@ -266,8 +267,9 @@ def test_a_failed_conversion_of_a_model_sharing_an_mlp_puts_every_path_back():
 
 
 class _ToyMLP(nn.Module):
-    def __init__(self, act: nn.Module):
+    def __init__(self, act: nn.Module | None = None):
         super().__init__()
+        act = nn.SiLU() if act is None else act
         self.gate_proj, self.up_proj, self.down_proj = nn.Linear(32, 48), nn.Linear(32, 48), nn.Linear(48, 32)
         self.act_fn = act
 
@@ -305,6 +307,65 @@ def test_structural_match_is_opt_in_and_needs_a_known_activation():
     assert "save_pretrained" not in gelu.__dict__  # still a float model: nothing refuses its own saving
 
 
+class _MultipliedMLP(_ToyMLP):  # FalconH1's shape: the linears and SiLU of a gated MLP, multipliers in its forward
+    def __init__(self):
+        super().__init__()
+        self.gate_multiplier, self.down_multiplier = 4.0, 0.25
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x) * self.gate_multiplier) * self.up_proj(x)) * \
+            self.down_multiplier
+
+
+class _ScaledMLP(_ToyMLP):  # a scale of its own, a buffer
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("global_scale", torch.ones(()))
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x)) * self.global_scale
+
+
+class _ClampedMLP(_ToyMLP):
+    def forward(self, x):
+        return self.down_proj((self.act_fn(self.gate_proj(x)) * self.up_proj(x)).clamp(-7.0, 7.0))
+
+
+class _ReshapingMLP(_ToyMLP):  # a forward tied to its own sizes: the probe cannot run it
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x)).view(-1, 32)
+
+
+@pytest.mark.parametrize("mlp,why", [
+    (_MultipliedMLP, r"its forward \(_MultipliedMLP.forward\) computes something else than down\(act\(gate\(x\)\) \* "
+                     r"up\(x\)\)"),
+    (_ScaledMLP, r"its forward \(_ScaledMLP.forward\) computes something else"),
+    (_ClampedMLP, r"its forward \(_ClampedMLP.forward\) computes something else"),
+    (_ReshapingMLP, r"its forward could not be checked against the formula on a probe \(RuntimeError: "),
+])
+def test_a_structural_match_whose_forward_is_not_the_formula_is_skipped_and_its_linears_quantized_apart(mlp, why):
+    """A structural match fuses an MLP only where its own forward computes ``down(act(gate(x)) * up(x))``: a
+    multiplier, a scale of its own or a clamp (FalconH1's, DeepSeek-V4's) would be dropped by the fused module, a
+    silently wrong output (36% off for FalconH1's multipliers). Such an MLP is reported skipped, saying why; with
+    targets="all" its linears are quantized one by one inside its own forward; the module itself is only read."""
+    toy = _Toy(nn.SiLU())
+    toy.block["mlp"] = module = mlp()
+    x = torch.randn(5, 32)
+    with torch.no_grad():
+        ref = toy(x)
+    with pytest.warns(UserWarning, match="were all skipped"):
+        report = fqt.quantize_model(toy, structural=True)
+    assert [(e.name, e.status) for e in report.entries] == [("block.mlp", "skipped")]
+    assert re.search(why, report.entries[0].reason), report.entries[0].reason
+    assert toy.block["mlp"] is module and type(module.gate_proj) is nn.Linear
+    report = fqt.quantize_model(toy, targets="all", ignore=(), structural=True)
+    assert report.skipped == ["block.mlp"] and sorted(report.names("quantized")) == [
+        "block.mlp.down_proj", "block.mlp.gate_proj", "block.mlp.up_proj"]
+    assert toy.block["mlp"] is module and isinstance(module.gate_proj, fq.QuantLinear)
+    with torch.no_grad():
+        assert (toy(x) - ref).abs().max() < 0.05 * ref.abs().max()
+
+
 def test_a_model_with_nothing_quantized_keeps_transformers_save_pretrained(tmp_path):
     model = make_model("llama")
     with pytest.warns(UserWarning, match="the 2 modules it considered were all skipped"):
@@ -323,6 +384,27 @@ def test_quantizing_twice_is_refused():
                                                       r"\['model\.layers\.0\.mlp'"):
             fqt.quantize_model(model, key, targets="all")
     assert model.fused_quant_report is report  # the first call's report stays
+
+
+@pytest.mark.parametrize("pattern", ["model.layers.0.mlp", "layers.0.mlp", "re:model\\.layers\\.0\\.mlp"])
+def test_an_ignored_module_keeps_what_it_holds_float_however_it_is_named(pattern):
+    """A module's name or suffix in ``ignore`` covers its linears, as a ``re:`` prefix does (a plain name skipped the
+    MLP and quantized its three linears one by one with targets="all")."""
+    model = make_model("llama")
+    report = fqt.quantize_model(model, targets="all", ignore=("lm_head", pattern))
+    mlp = model.model.layers[0].mlp
+    assert type(mlp).__name__ == "LlamaMLP" and all(type(m) is nn.Linear for m in (mlp.gate_proj, mlp.up_proj,
+                                                                                   mlp.down_proj))
+    assert report.fused == ["model.layers.1.mlp"] and not any(".layers.0.mlp." in n for n in report.names("quantized"))
+
+
+def test_ignore_patterns_that_match_no_module_are_warned_of():
+    """A pattern that names no module of the model (a misspelling, another family's name) is warned of: what it
+    was meant to keep float is quantized."""
+    model = make_model("llama")
+    with pytest.warns(UserWarning, match="ignore patterns 'attn', 're:.*decoder' match no module of LlamaForCausalLM"):
+        fqt.quantize_model(model, targets="all", ignore=("lm_head", "attn", "self_attn", "re:.*decoder"))
+    assert type(model.model.layers[0].self_attn.q_proj) is nn.Linear
 
 
 def test_ignore_given_as_one_string_is_one_pattern():
