@@ -231,9 +231,13 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
     return QuantLinear(w, ws, group.key, bias=bias, input_scale=scale, out_dtype=out_dtype, name=name)
 
 
-def layer_tensors(name: str, layer: QuantLinear, rows: slice) -> dict[str, torch.Tensor]:
-    """``layer``'s checkpoint tensors (its rows ``rows``, e.g. the gate half of a merged gate_up) under ``name``."""
+def layer_tensors(name: str, layer: QuantLinear, rows: slice,
+                  input_scale: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """``layer``'s checkpoint tensors (its rows ``rows``, e.g. the gate half of a merged gate_up) under ``name``;
+    ``input_scale`` (as the layer would hold it) in place of the layer's static one."""
     w, ws, scale = layer.weight[rows], layer.weight_scale[rows], layer.input_scale
+    if input_scale is not None and scale is not None:
+        scale = input_scale.to(scale.device)
     if K.is_fp8(layer.input_key):
         w, ws, scale = to_checkpoint_fp8(w, ws, scale)
     out = {f"{name}.weight": w.contiguous().cpu(), f"{name}.weight_scale": ws.contiguous().cpu()}

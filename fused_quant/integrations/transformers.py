@@ -179,9 +179,14 @@ class QuantGatedMLP(_QuantMLPBase):
     MLP runs ``SiluAndMul`` + the down projection's quantizer as one producer (same bits as unfused)."""
 
     def __init__(self, gate_up_proj: QuantLinear, down_proj: QuantLinear, act_fn: nn.Module, *, fuse: bool = True,
-                 numerics: str | None = None, merged_in_checkpoint: bool = False):
+                 numerics: str | None = None, merged_in_checkpoint: bool = False,
+                 checkpoint_input_scales: dict[str, torch.Tensor] | None = None):
         super().__init__(("gate_up_proj", gate_up_proj), down_proj, act_fn, fuse, numerics)
         self.merged_in_checkpoint = merged_in_checkpoint  # Phi3: one gate_up_proj tensor, not gate_proj + up_proj
+        # a static checkpoint's own gate_proj and up_proj input scales (the layer runs with their max, as vLLM does),
+        # written back by save_pretrained while the layer's scale is still their max
+        self.checkpoint_input_scales = None if checkpoint_input_scales is None else {
+            sub: s.detach().reshape(()).float().cpu().clone() for sub, s in checkpoint_input_scales.items()}
 
     @classmethod
     def from_hf(cls, mlp: nn.Module, key, name: str, *, fuse: bool = True, numerics: str | None = None,
@@ -195,20 +200,31 @@ class QuantGatedMLP(_QuantMLPBase):
         else:
             gate, up, down = _linears(mlp, MLP_LINEARS["gated_mlp"], name)
             gate_up, act = _merge(gate, up, key, f"{name}.gate_up_proj", fp8_dtype), mlp.act_fn
+        scales = None
+        if not merged and isinstance(gate, QuantLinear) and gate.input_scale is not None:  # a static checkpoint's
+            scales = {"gate_proj": gate.input_scale, "up_proj": up.input_scale}
         act_fn = SiluAndMul() if _qualname(act) in _SILU_TYPES else _GatedActivation(act)
         return cls(gate_up, _quant(down, key, f"{name}.down_proj", fp8_dtype), act_fn, fuse=fuse, numerics=numerics,
-                   merged_in_checkpoint=merged)
+                   merged_in_checkpoint=merged, checkpoint_input_scales=scales)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self._first_and_act(self.gate_up_proj, x))
 
-    def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
-        """The transformers linears this module stands for: name -> (our layer, its rows)."""
+    def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice, torch.Tensor | None]]:
+        """The transformers linears this module stands for: name -> (our layer, its rows, the input scale to write
+        for it, None: the layer's own). A static checkpoint's gate_proj and up_proj scales are written back as
+        they were loaded while the merged layer's scale is their max (the one it was given); a scale set on the
+        layer since is written for both."""
         if self.merged_in_checkpoint:
-            return {"gate_up_proj": (self.gate_up_proj, slice(None)), "down_proj": (self.down_proj, slice(None))}
+            return {"gate_up_proj": (self.gate_up_proj, slice(None), None),
+                    "down_proj": (self.down_proj, slice(None), None)}
         h = self.gate_up_proj.out_features // 2
-        return {"gate_proj": (self.gate_up_proj, slice(0, h)), "up_proj": (self.gate_up_proj, slice(h, 2 * h)),
-                "down_proj": (self.down_proj, slice(None))}
+        own, held = self.checkpoint_input_scales, self.gate_up_proj.input_scale
+        if own is None or held is None or float(held) != float(torch.maximum(own["gate_proj"], own["up_proj"])):
+            own = {}
+        return {"gate_proj": (self.gate_up_proj, slice(0, h), own.get("gate_proj")),
+                "up_proj": (self.gate_up_proj, slice(h, 2 * h), own.get("up_proj")),
+                "down_proj": (self.down_proj, slice(None), None)}
 
 
 class QuantMLP(_QuantMLPBase):
@@ -230,8 +246,8 @@ class QuantMLP(_QuantMLPBase):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self._first_and_act(self.up_proj, x))
 
-    def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice]]:
-        return {"up_proj": (self.up_proj, slice(None)), "down_proj": (self.down_proj, slice(None))}
+    def checkpoint_linears(self) -> dict[str, tuple[QuantLinear, slice, torch.Tensor | None]]:
+        return {"up_proj": (self.up_proj, slice(None), None), "down_proj": (self.down_proj, slice(None), None)}
 
 
 # ---- conversion -----------------------------------------------------------------------------------
@@ -744,9 +760,9 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         if _covered(name, covered):
             continue
         if isinstance(module, (QuantGatedMLP, QuantMLP)):
-            parts += [(f"{name}.{sub}", layer, rows) for sub, (layer, rows) in module.checkpoint_linears().items()]
+            parts += [(f"{name}.{sub}", *part) for sub, part in module.checkpoint_linears().items()]
         elif isinstance(module, QuantLinear):
-            parts.append((name, module, slice(None)))
+            parts.append((name, module, slice(None), None))
         else:
             continue
         covered.add(name)
@@ -754,9 +770,9 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         raise UnsupportedError("save_pretrained: the model has no fused-quant layers; use transformers' "
                                "model.save_pretrained")
     tensors = {}
-    for part, layer, rows in _steps(parts, "save quantized layers", progress, "layer"):
-        tensors.update(ckpt.layer_tensors(part, layer, rows))
-    layers = [(part, layer) for part, layer, _ in parts]
+    for part, layer, rows, scale in _steps(parts, "save quantized layers", progress, "layer"):
+        tensors.update(ckpt.layer_tensors(part, layer, rows, scale))
+    layers = [(part, layer) for part, layer, _, _ in parts]
     seen = set()
     for k, v in model.state_dict().items():
         if _covered(k, covered) or v.data_ptr() in seen:  # a tied weight is written once (tie_weights restores it)

@@ -162,6 +162,18 @@ def test_static_int8_scheme_round_trips_and_needs_its_input_scales(tiny, tmp_pat
     with torch.no_grad():
         assert torch.equal(model(ids).logits, again(ids).logits)
     assert fq.fusion_counts()[("torch", "silu_and_mul", "int8_static_tensor")] == 2 * LAYERS
+    # every input scale written back as the checkpoint had it (up_proj's was written as the max with gate_proj's,
+    # which other loaders of the checkpoint would have computed up_proj with); a scale set since is written for both
+    original, saved = load_file(str(path / "model.safetensors")), load_file(str(tmp_path / "again/model.safetensors"))
+    scales = [n for n in original if n.endswith("input_scale")]
+    assert len(scales) == 7 * LAYERS and all(torch.equal(original[n], saved[n]) for n in scales)
+    model.model.layers[0].mlp.gate_up_proj.set_input_scale(0.5)
+    fqt.save_pretrained(model, tmp_path / "set")
+    saved = load_file(str(tmp_path / "set/model.safetensors"))
+    assert float(saved["model.layers.0.mlp.gate_proj.input_scale"]) == float(
+        saved["model.layers.0.mlp.up_proj.input_scale"]) == 0.5
+    assert torch.equal(saved["model.layers.1.mlp.up_proj.input_scale"],
+                       original["model.layers.1.mlp.up_proj.input_scale"])
 
     missing = edit_config(copy_checkpoint(tiny, tmp_path / "missing", add_scales), static)
     tensors = load_file(str(missing / "model.safetensors"))
