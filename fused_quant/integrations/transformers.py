@@ -670,6 +670,35 @@ def _float_dtype(dtype: object, config, where: str) -> torch.dtype:
     return dtype
 
 
+def _group_layers(model: nn.Module, groups, ignore) -> dict[str, list[tuple[str, nn.Linear]]]:
+    """``{group name: [(name, linear)]}``: the linears each config group quantizes, as compressed-tensors assigns
+    them. A layer several groups target takes the group of its most specific target (its exact name, then a ``re:``
+    pattern, then a class such as ``"Linear"``); two groups targeting it as specifically are refused, naming both.
+    A targeted module that is no ``nn.Linear`` (a container a pattern also matches) is left as it is, as
+    compressed-tensors leaves it; tensors of its own in the checkpoint would be left over and named."""
+    from compressed_tensors.utils import match_named_modules
+    from compressed_tensors.utils.match import match_name, match_targets
+
+    best: dict[str, tuple[int, object, str, nn.Module]] = {}  # layer -> (rank, group, target, module)
+    for group in groups:
+        for name, module in match_named_modules(model, group.targets, ignore):
+            if not isinstance(module, nn.Linear):
+                continue
+            target = match_targets(name, module, group.targets)[0]  # its most specific: names, patterns, classes
+            rank = 2 if not match_name(name, target) else 1 if target.startswith("re:") else 0
+            seen = best.get(name)
+            if seen is not None and seen[0] == rank:
+                raise UnsupportedError(f"{name}: config groups {seen[1].name} ({seen[2]!r}) and {group.name} "
+                                       f"({target!r}) both target it, neither more specifically; a layer takes one "
+                                       "group")
+            if seen is None or rank < seen[0]:
+                best[name] = (rank, group, target, module)
+    layers: dict[str, list] = {g.name: [] for g in groups}
+    for name, (_, group, _, module) in best.items():
+        layers[group.name].append((name, module))
+    return layers
+
+
 def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fuse: bool = True,
                     numerics: str | None = None, structural: bool = False, progress: bool | None = None) -> nn.Module:
     """A transformers causal LM from a compressed-tensors W8A8 int8 or FP8 checkpoint folder: built on the
@@ -687,7 +716,6 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
         if device.type == "cuda" and not torch.cuda.is_available():
             raise UnsupportedError(f"from_pretrained: device {device} asked for, but torch.cuda.is_available() is "
                                    "False here")
-    from compressed_tensors.utils import match_named_modules
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from fused_quant.integrations import checkpoint as ckpt
@@ -710,16 +738,10 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     tensors = ckpt.load_tensors(path, lambda files: _steps(files, "read checkpoint", progress, "file"))
-    report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups})))
-    classes = {type(m).__name__ for m in model.modules()}
-    # the groups that name layers (names, re: patterns) before those that name a class ("Linear"), which take the
-    # rest, as compressed-tensors' precedence has it; a layer two groups of one kind target is refused by the second
-    for group in sorted(groups, key=lambda g: all(t in classes for t in g.targets)):
-        targeted = match_named_modules(model, group.targets, ignore)
-        for name, module in _steps(targeted, f"load {group.name}", progress, "layer"):
-            if not isinstance(module, nn.Linear):
-                raise UnsupportedError(f"{name}: config group {group.name} targets it, but it is a "
-                                       f"{type(module).__name__}, not a torch.nn.Linear")
+    layers = _group_layers(model, groups, ignore)
+    report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups if layers[g.name]})))
+    for group in groups:
+        for name, module in _steps(layers[group.name], f"load {group.name}", progress, "layer"):
             model.set_submodule(name, ckpt.layer_from_tensors(name, module, tensors, group, dtype,
                                                               platform_fp8_dtype()))
     _load_float_tensors(model, tensors, str(path))

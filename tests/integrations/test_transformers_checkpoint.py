@@ -538,3 +538,54 @@ def test_a_group_that_names_layers_wins_over_one_that_names_their_class(tiny, tm
     keys = {name: fq.keys.key_name(m.input_key) for name, m in model.named_modules() if isinstance(m, fq.QuantLinear)}
     assert {k for n, k in keys.items() if n.endswith("down_proj")} == {"int8_static_tensor"}
     assert {k for n, k in keys.items() if not n.endswith("down_proj")} == {"int8_dynamic_token"}
+
+
+def test_a_layers_exact_name_wins_over_a_pattern_and_a_pattern_may_match_containers(tiny, tmp_path):
+    """compressed-tensors' precedence inside the name targets too: a group naming one layer exactly takes it from a
+    group whose pattern matches it (it was refused as "a QuantLinear, not a torch.nn.Linear"). A pattern that also
+    matches a container (the MLP module itself) quantizes its linears and leaves the container, as
+    compressed-tensors does (it was refused as "a LlamaMLP"). The report names the schemes layers took."""
+    one = "model.layers.0.mlp.down_proj"
+
+    def static_input_scale(tensors):
+        tensors[one + ".input_scale"] = torch.tensor([0.02])
+
+    def exact_and_pattern(qc):
+        every = qc["config_groups"]["group_0"]
+        exact = json.loads(json.dumps(every))
+        exact["input_activations"].update(strategy="tensor", dynamic=False)
+        every["targets"], exact["targets"] = ["re:.*_proj$"], [one]
+        qc["config_groups"] = {"every": every, "exact": exact}
+
+    model = fqt.from_pretrained(edit_config(copy_checkpoint(tiny, tmp_path / "two", static_input_scale),
+                                            exact_and_pattern))
+    keys = {name: fq.keys.key_name(m.input_key) for name, m in model.named_modules() if isinstance(m, fq.QuantLinear)}
+    assert keys[one] == "int8_static_tensor"
+    assert {k for n, k in keys.items() if n != one} == {"int8_dynamic_token"}
+
+    float_model = make_model("llama", torch.bfloat16)
+    fqt.quantize_model(float_model, "int8_dynamic_token")  # the MLPs only
+    fqt.save_pretrained(float_model, tmp_path / "mlps")
+
+    def mlp_pattern(qc):
+        qc["config_groups"]["group_0"]["targets"] = ["re:.*mlp.*"]
+
+    loaded = fqt.from_pretrained(edit_config(tmp_path / "mlps", mlp_pattern))
+    assert loaded.fused_quant_report.fused == float_model.fused_quant_report.fused
+    ids = token_ids(2, 9)
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, float_model(ids).logits)
+
+
+def test_two_groups_targeting_a_layer_as_specifically_are_refused_naming_both(tiny, tmp_path):
+    """Two groups that both target every Linear by class (or one layer by the same kind of target): which one a
+    layer takes would be a guess (compressed-tensors keys its schemes by target, the later group's wins); refused,
+    naming both groups and their targets."""
+    def two_class_groups(qc):
+        every = qc["config_groups"]["group_0"]
+        qc["config_groups"] = {"first": every, "second": json.loads(json.dumps(every))}
+
+    path = edit_config(copy_checkpoint(tiny, tmp_path / "tie"), two_class_groups)
+    with pytest.raises(fq.UnsupportedError, match=r"model\.layers\.0\.self_attn\.q_proj: config groups first "
+                                                  r"\('Linear'\) and second \('Linear'\) both target it"):
+        fqt.from_pretrained(path)
