@@ -65,6 +65,12 @@ def parse_config(qc: dict | None, where: str = "quantization_config") -> tuple[l
     except ValueError as exc:  # pydantic's ValidationError
         raise UnsupportedError(f"{where}: not a valid compressed-tensors config: {exc}") from None
     _check(cfg.kv_cache_scheme is None, where, "kv_cache_scheme", "set", "no KV-cache quantization")
+    # written beside the quantization by compressed-tensors' compressor: transforms (rotations some of which apply
+    # at run time) and sparse weight formats change what a layer computes or how its tensors are stored
+    _check(not qc.get("transform_config"), where, "transform_config", "set", "no transforms (rotations)")
+    sparsity = qc.get("sparsity_config") or {}
+    fmt = sparsity.get("format", "dense") if isinstance(sparsity, dict) else sparsity
+    _check(fmt == "dense", where, "sparsity_config.format", fmt, "dense weights (no sparse format)")
     groups = []
     for name, scheme in cfg.config_groups.items():
         at = f"{where}.config_groups.{name}"

@@ -263,13 +263,19 @@ def test_a_static_fp8_layer_loaded_as_e4m3fnuz_keeps_its_values_and_saves_back()
     (lambda qc: qc.update(format="pack-quantized"), "format is 'pack-quantized'"),
     (lambda qc: qc.pop("format"), "format is None"),  # not compressed-tensors' default, which nobody wrote
     (lambda qc: qc.update(quant_method="gptq"), "got quant_method 'gptq'"),
+    # what compressed-tensors' compressor writes beside the scheme: transforms some of which apply at run time, sparse
+    # weight formats (both were read past, the layers computed without them)
+    (lambda qc: qc.update(transform_config={"config_groups": {"u": {"type": "hadamard", "apply": []}}}),
+     "transform_config is 'set'"),
+    (lambda qc: qc.update(sparsity_config={"format": "sparse-24-bitmask", "sparsity_structure": "2:4"}),
+     "sparsity_config.format is 'sparse-24-bitmask'"),
 ])
 def test_unsupported_schemes_name_the_group_and_field(tiny, tmp_path, edit, field):
     path = edit_config(copy_checkpoint(tiny, tmp_path / "bad"), edit)
     with pytest.raises(fq.UnsupportedError) as err:
         fqt.from_pretrained(path)
     assert field in str(err.value)
-    if "group" not in field and "quant_method" not in field and "format" not in field:
+    if "group" not in field and "quant_method" not in field and "format" not in field and "transform" not in field:
         assert "config_groups.group_0" in str(err.value)
 
 
