@@ -8,6 +8,8 @@ outputs written once. ``main`` (``fused-quant bench``) writes JSON (+ PNG) to --
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -132,8 +134,10 @@ def plot_act_quant(result: dict, path: str) -> bool:
 
 
 def default_out() -> Path:
-    """A fresh folder for one run: ``bench-out/<UTC timestamp>`` in the checkout (ignored by git)."""
-    return BENCH_OUT / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    """A fresh folder for one run: ``bench-out/<UTC timestamp>-<host>-<pid>`` in the checkout (ignored by git): runs
+    started in one second, on the nodes of one shared checkout too, each have their own."""
+    host = "".join(c if c.isalnum() or c in "-." else "_" for c in socket.gethostname()) or "host"
+    return BENCH_OUT / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{host}-{os.getpid()}"
 
 
 def out_problem(out: Path, force: bool) -> str:
@@ -166,15 +170,19 @@ def main(args) -> int:
     except (OSError, ValueError) as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else default_out()
-    problem = out_problem(out, args.force)
+    out = Path(args.out) if args.out is not None else default_out()
+    problem = out_problem(out, args.force) if args.out != "" else "--out is empty; name a folder"
     if problem:
         print(f"bench: {problem}", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("bench: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=args.out is not None)  # the default folder is this run's alone
+    except OSError as exc:
+        print(f"bench: --out {out} cannot be made: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     shaped = {} if model == decode.LLAMA_3_8B else {"model": model}  # the benchmarks' own default otherwise
     print(f"bench: writing to {out}" + (f" ({model.name}: {_shapes_line(model)})" if shaped else ""), flush=True)
     if args.which != "host" and pyplot() is None:

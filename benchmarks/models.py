@@ -107,8 +107,8 @@ def read(path: str | Path, tp: int = 1) -> Model:
                                 "(expected a Hugging Face config.json, or the model folder that holds one)")
     try:
         config = json.loads(file.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"--model {file}: not a JSON file ({exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # nesting past Python's stack too
+        raise ValueError(f"--model {file}: not a JSON file ({type(exc).__name__}: {exc})") from None
     return of_config(config, (file.parent.name if file.name == "config.json" else file.stem) or str(file), tp)
 
 

@@ -107,16 +107,47 @@ def _grouped(rows: list[str]) -> list[str]:
     return [f"{', '.join(acts)} -> {', '.join(keys)}" for keys, acts in acts_of.items()]
 
 
+def _kinds_left_without_gemms(backend: str | None) -> str:
+    """'' or a message naming the GEMM kinds FUSED_QUANT_DISABLED_GEMMS leaves without a provider in ``backend``'s
+    chain (its own providers, then torch's): every such GEMM call would be refused."""
+    from fused_quant.gemm import gemm_providers
+    from fused_quant.selection import FALLBACK
+
+    if backend is None or not envs.disabled_gemms():
+        return ""
+    chain = gemm_providers(backend) + gemm_providers(FALLBACK)
+    empty = [kind for kind in ("int8", "fp8") if not any(p.kind == kind for p in chain)]
+    if not empty:
+        return ""
+    return (f"FUSED_QUANT_DISABLED_GEMMS leaves no {' and no '.join(empty)} GEMM provider for backend {backend}: "
+            f"every such GEMM call will be refused")
+
+
+def _env_errors() -> dict[str, str]:
+    """Variable -> what is wrong with its value, for each FUSED_QUANT_* variable set to one the library refuses:
+    ``envs.errors()`` and a FUSED_QUANT_BACKEND that names no backend (not one this node lacks)."""
+    from fused_quant.selection import backend_name_error
+
+    found = envs.errors()
+    wrong = backend_name_error(envs.backend())
+    if wrong:
+        found["FUSED_QUANT_BACKEND"] = wrong
+    return found
+
+
 def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     """(the report ``fused-quant probe --json`` prints, its exit status)."""
+    import torch
+
     import fused_quant
     from fused_quant.errors import BackendUnavailableError
     from fused_quant.platforms import probe
-    from fused_quant.selection import BACKENDS, current_backend
+    from fused_quant.selection import current_backend
 
     info = probe()
-    report: dict[str, object] = {"version": fused_quant.__version__, "platform": info.as_dict(),
-                                 "env": envs.snapshot()}
+    report: dict[str, object] = {"version": fused_quant.__version__, "torch_version": torch.__version__,
+                                 "platform": info.as_dict(), "env": envs.snapshot(),
+                                 "env_defaults": {name: default for name, (default, *_) in envs.VARIABLES.items()}}
     code = 0
     try:
         selected = current_backend()
@@ -125,13 +156,12 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
         report["backend"] = {"name": None, "error": str(exc), "requested": envs.backend()}
         code = 2
     report["backends"] = _backend_table(info, report["backend"]["name"], report["backend"]["requested"])
-    report["env_errors"] = envs.errors()
-    requested = report["backend"]["requested"]
-    if report["backend"]["name"] is None and requested not in BACKENDS and requested != "auto":
-        report["env_errors"]["FUSED_QUANT_BACKEND"] = report["backend"]["error"]  # a name, not this node's lack
-    unknown = envs.unknown_disabled_gemms(_known_gemm_names())
-    # a warning, not an error: a provider the application registers is unknown to this command
-    report["env_warnings"] = {"FUSED_QUANT_DISABLED_GEMMS": unknown} if unknown else {}
+    report["env_errors"] = _env_errors()
+    # warnings, not errors: a provider the application registers is unknown to this command, and a node may never
+    # run one kind of GEMM
+    disabled = [m for m in (envs.unknown_disabled_gemms(_known_gemm_names()),
+                            _kinds_left_without_gemms(report["backend"]["name"])) if m]
+    report["env_warnings"] = {"FUSED_QUANT_DISABLED_GEMMS": "; ".join(disabled)} if disabled else {}
     if report["env_errors"]:
         code = 2
     report["producers"] = _producer_table()
@@ -218,7 +248,7 @@ def render_probe(report: dict[str, object]) -> str:
     p, b = report["platform"], report["backend"]
     lines = _section("platform", [
         p["summary"],
-        f"torch {torch.__version__} ({p['torch_build']} build), triton {p['triton_version'] or 'not installed'}, "
+        f"torch {report['torch_version']} ({p['torch_build']} build), triton {p['triton_version'] or 'not installed'}, "
         f"fp8 {p['fp8_dtype'] or 'none'}",
         f"probed: {p['reason']}",
     ])
@@ -228,7 +258,7 @@ def render_probe(report: dict[str, object]) -> str:
                                    for name, row in report["backends"].items()], hang=width + 15)
     env_width = max(map(len, report["env"]))
     lines += _section("env", [f"{name:<{env_width}}  " + (repr(value) if value is not None else
-                                                          f"(unset: {envs.VARIABLES[name][0] or 'empty'})")
+                                                          f"(unset: {report['env_defaults'][name] or 'empty'})")
                               for name, value in report["env"].items()])
     lines += _section("producers", [f"{backend:<{width}}  {row}" for backend, rows in report["producers"].items()
                                     for row in _grouped(rows)], hang=width + 4)
@@ -274,8 +304,8 @@ def _selftest_device(flag: str | None, row, info):
     """(the device selftest runs ``row`` on, '') or (None, why ``--device`` cannot be used)."""
     import torch
 
-    text = flag or ("cpu" if row.any_device else "cuda")
-    what = f"--device {text}" if flag else f"the default device {text}"
+    text = flag if flag is not None else ("cpu" if row.any_device else "cuda")
+    what = f"--device {text}" if flag is not None else f"the default device {text}"
     try:
         device = torch.device(text)
     except RuntimeError:
@@ -329,8 +359,8 @@ def cmd_selftest(args) -> int:
     from fused_quant.selection import current_backend, get_backend
     from fused_quant.selftest import KNOWN_ANSWER, REFERENCE, run_selftest, summary
 
-    bad_env = envs.errors()
-    if bad_env:  # the checks would pass on a node whose calls then refuse the variable
+    bad_env = _env_errors()
+    if bad_env:  # the checks would pass on a node whose calls then refuse the variable (--backend's too)
         return _fail("selftest", "; ".join(bad_env.values()))
     info = probe()
     if args.backend:
@@ -408,13 +438,19 @@ def cmd_bench(args) -> int:
     return module.main(args)
 
 
+# The most tokens ``--m`` takes: the benchmarks' largest (bench mlp's 16384) four times over; Llama-3-8B's MLP at 65536
+# tokens holds 3.8 GB of activations, where a count past it would end in an out-of-memory error mid-run
+MAX_BENCH_TOKENS = 65536
+
+
 def _token_counts(text: str) -> tuple[int, ...]:
-    """``--m``: positive token counts separated by commas, in the order given, each once."""
+    """``--m``: token counts from 1 to ``MAX_BENCH_TOKENS`` separated by commas, in the order given, each once."""
     counts = []
     for part in text.split(","):
         part = part.strip()
-        if not (part.isascii() and part.isdigit()) or int(part) < 1:
-            raise argparse.ArgumentTypeError(f"expected token counts >= 1 separated by commas (like 1,16,224), "
+        if not (part.isascii() and part.isdigit()) or not 1 <= int(part) <= MAX_BENCH_TOKENS:
+            raise argparse.ArgumentTypeError(f"expected token counts >= 1 (at most {MAX_BENCH_TOKENS}) separated by "
+                                             f"commas (like 1,16,224), "
                                              f"got {part!r}" + (f" in {text!r}" if part != text.strip() else ""))
         if int(part) not in counts:
             counts.append(int(part))

@@ -109,6 +109,15 @@ def preferred_backend(info: PlatformInfo) -> str:
     return next((b.name for b in BACKENDS.values() if info.vendor in b.vendors), FALLBACK)
 
 
+def backend_name_error(env: str | None) -> str | None:
+    """What is wrong with a FUSED_QUANT_BACKEND value that names no backend (None: "auto" or a backend's name,
+    whether or not that backend can run on this node)."""
+    requested = (env or "auto").strip().lower()
+    if requested == "auto" or requested in BACKENDS:
+        return None
+    return f"FUSED_QUANT_BACKEND={requested!r} is not a backend; valid names: {_valid_names()}"
+
+
 def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, str]:
     """(backend name, reason) for ``info`` and a FUSED_QUANT_BACKEND value; pure. A backend that runs on every
     device, chosen as the node's own or by name, is given with the node's summary ("no GPU found"), since its own
@@ -120,9 +129,9 @@ def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, s
         if ok:
             return want, f"auto: {why}" + (f"; {info.summary()}" if BACKENDS[want].any_device else "")
         return FALLBACK, f"auto: {why}; using {FALLBACK}"
-    if requested not in BACKENDS:
-        raise BackendUnavailableError(
-            f"FUSED_QUANT_BACKEND={requested!r} is not a backend; valid names: {_valid_names()}")
+    wrong = backend_name_error(requested)
+    if wrong:
+        raise BackendUnavailableError(wrong)
     ok, why = BACKENDS[requested].is_available(info, explicit=True)
     if not ok:
         raise BackendUnavailableError(f"FUSED_QUANT_BACKEND={requested} cannot run here: {why} "

@@ -82,6 +82,36 @@ def test_bench_default_out_is_used_when_out_is_not_given(tmp_path, capsys, monke
     assert str(run) in capsys.readouterr().out
 
 
+def test_runs_started_together_each_write_their_own_default_folder(tmp_path, capsys, monkeypatch):
+    """Two runs in one second (the nodes of a shared checkout, or two on one node) had one folder, the second's files
+    over the first's: the default names host and process too, and is made only where it is not there yet."""
+    from benchmarks import bench, decode
+
+    monkeypatch.setattr(bench, "BENCH_OUT", tmp_path / "bench-out")
+    assert bench.default_out().name.endswith(f"-{os.getpid()}") and bench.default_out() == bench.default_out()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(decode, "bench_mlp", lambda quick: {"rows": [], "quick": quick})
+    monkeypatch.setattr(decode, "plot_mlp", lambda result, path: False)
+    taken = bench.default_out()
+    taken.mkdir(parents=True)
+    assert cli.main(["bench", "mlp", "--quick"]) == 2  # the same process in the same second: refused, not shared
+    assert f"--out {taken} cannot be made" in capsys.readouterr().err and not any(taken.iterdir())
+
+
+@pytest.mark.parametrize("where", ["file/sub", ""])
+def test_an_out_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, where):
+    from benchmarks import decode
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(decode, "bench_mlp", lambda quick: pytest.fail("ran without a folder"))
+    (tmp_path / "file").write_text("x")
+    out = str(tmp_path / where) if where else ""
+    assert cli.main(["bench", "mlp", "--quick", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == ("bench: --out is empty; name a folder" if not where else
+                                        f"bench: --out {out} cannot be made: Not a directory")
+
+
 def test_bench_m_reaches_the_benchmarks_it_names(tmp_path, monkeypatch):
     seen = record_benchmarks(monkeypatch)
     assert cli.main(["bench", "all", "--quick", "--m", "224, 1,224,16", "--out", str(tmp_path / "a")]) == 0
@@ -110,13 +140,15 @@ def test_profile_host_refuses_a_token_count_below_one(bad, capsys, monkeypatch):
     assert f"--m takes a token count of at least 1, got {bad}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("bad", ["0", "16,-1", "1,,2", "1.5", "a", "", "\u00b2", "\u0661\u0662"])
+@pytest.mark.parametrize("bad", ["0", "16,-1", "1,,2", "1.5", "a", "", "\u00b2", "\u0661\u0662", "65537",
+                                 "16,99999999999999999999"])
 def test_bench_m_refuses_what_is_not_a_token_count(bad, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["bench", "mlp", "--m", bad])
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert "--m" in err and "expected token counts >= 1 separated by commas" in err and repr(bad) in err
+    assert "--m" in err and "expected token counts >= 1 (at most 65536) separated by commas" in err
+    assert repr(bad) in err
     # the list named only where the refused part is not the whole of it
     assert (f"in {bad!r}" in err) == ("," in bad), err
 

@@ -83,6 +83,9 @@ def test_read_takes_a_config_file_or_its_folder_and_names_what_it_missed(tmp_pat
     (tmp_path / "bad.json").write_text("{hidden_size: 1")
     with pytest.raises(ValueError, match="not a JSON file"):
         models.read(tmp_path / "bad.json")
+    (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)  # valid JSON nested past Python's stack
+    with pytest.raises(ValueError, match="deep.json: not a JSON file \\(RecursionError"):
+        models.read(tmp_path / "deep.json")
 
 
 def _config(tmp_path, config=QWEN_2_5_7B) -> str:

@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from fused_quant import cli, envs, numerics
+from fused_quant import cli, envs, numerics, runtime
 from fused_quant.activations import SiluAndMul
 from fused_quant.errors import NumericsProfileError
 from fused_quant.gemm import register_gemm_provider, unregister_gemm_provider
@@ -162,13 +162,39 @@ def test_disabled_gemms_that_exist_are_not_reported(node, capsys, monkeypatch):
 def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
     node(CPU)
     report = json.loads(_probe(capsys, "--json")[1])
-    assert set(report) == {"version", "platform", "env", "backend", "backends", "env_errors", "env_warnings",
-                           "producers", "gemm_providers", "small_m_table"}
+    assert set(report) == {"version", "torch_version", "platform", "env", "env_defaults", "backend", "backends",
+                           "env_errors", "env_warnings", "producers", "gemm_providers", "small_m_table"}
+    assert report["torch_version"] == torch.__version__  # as the text form shows it
+    assert report["env_defaults"] == {name: default for name, (default, _) in envs.VARIABLES.items()}
     assert set(report["backend"]) == {"name", "reason", "requested"}
     assert set(report["small_m_table"]) == {"arch", "device", "swept", "models", "line", "quantizing",
                                             "quantizing_line", "int8_tiles_line"}
     assert report["env"] == {name: None for name in envs.VARIABLES}
     assert report["platform"]["summary"] == "no GPU found" and report["platform"]["vendor"] == "cpu"
+
+
+def test_probe_warns_when_disabled_gemms_leave_a_kind_without_a_provider(node, capsys, monkeypatch):
+    """Disabling every int8 GEMM of the selected backend's chain (its own and torch's) leaves every int8 GEMM call
+    refused: probe says so, a warning (a node may never run one kind), and exits 0."""
+    node(CPU)
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "torch_int8_f64")
+    code, out = _probe(capsys, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["env_warnings"] == {"FUSED_QUANT_DISABLED_GEMMS": (
+        "FUSED_QUANT_DISABLED_GEMMS leaves no int8 GEMM provider for backend torch: every such GEMM call will be "
+        "refused")}
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "torch_int8_f64,torch_fp8_f32,nope")
+    runtime.reset()  # the variable is read once per runtime generation, as a new process reads it
+    warning = json.loads(_probe(capsys, "--json")[1])["env_warnings"]["FUSED_QUANT_DISABLED_GEMMS"]
+    assert "names no GEMM provider called 'nope'" in warning and "leaves no int8 and no fp8 GEMM provider" in warning
+
+
+def test_selftest_of_a_named_backend_refuses_a_backend_variable_that_names_none(capsys, monkeypatch):
+    """--backend picks what the selftest checks, but the node's own calls read FUSED_QUANT_BACKEND and refuse a
+    value naming no backend: the selftest says so and exits 2, as probe does (it passed, exit 0)."""
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "nonsense")
+    assert cli.main(["selftest", "--backend", "torch"]) == 2
+    assert "FUSED_QUANT_BACKEND='nonsense' is not a backend; valid names: auto, torch" in capsys.readouterr().err
 
 
 def test_numerics_variable_is_named_at_first_use_too(monkeypatch):

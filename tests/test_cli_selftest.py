@@ -142,6 +142,7 @@ def test_summary_of_another_backend_is_a_real_comparison():
     ("cuda", "selftest: --device cuda: torch {torch} is a CPU-only build; expected --device cpu"),
     ("cuda:1", "selftest: --device cuda:1: torch {torch} is a CPU-only build; expected --device cpu"),
     ("bogus", "selftest: --device 'bogus' is not a device; expected cpu, cuda or cuda:N"),
+    ("", "selftest: --device '' is not a device; expected cpu, cuda or cuda:N"),  # was taken for no --device
     ("meta", "selftest: --device meta: selftest runs on cpu, cuda or cuda:N (ROCm GPUs are cuda devices too); "
              "got a meta device"),
 ])
