@@ -107,22 +107,6 @@ def _grouped(rows: list[str]) -> list[str]:
     return [f"{', '.join(acts)} -> {', '.join(keys)}" for keys, acts in acts_of.items()]
 
 
-def _kinds_left_without_gemms(backend: str | None) -> str:
-    """'' or a message naming the GEMM kinds FUSED_QUANT_DISABLED_GEMMS leaves without a provider in ``backend``'s
-    chain (its own providers, then torch's): every such GEMM call would be refused."""
-    from fused_quant.gemm import gemm_providers
-    from fused_quant.selection import FALLBACK
-
-    if backend is None or not envs.disabled_gemms():
-        return ""
-    chain = gemm_providers(backend) + gemm_providers(FALLBACK)
-    empty = [kind for kind in ("int8", "fp8") if not any(p.kind == kind for p in chain)]
-    if not empty:
-        return ""
-    return (f"FUSED_QUANT_DISABLED_GEMMS leaves no {' and no '.join(empty)} GEMM provider for backend {backend}: "
-            f"every such GEMM call will be refused")
-
-
 def _env_errors() -> dict[str, str]:
     """Variable -> what is wrong with its value, for each FUSED_QUANT_* variable set to one the library refuses:
     ``envs.errors()`` and a FUSED_QUANT_BACKEND that names no backend (not one this node lacks)."""
@@ -141,6 +125,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
 
     import fused_quant
     from fused_quant.errors import BackendUnavailableError
+    from fused_quant.gemm import kinds_left_without_gemms
     from fused_quant.platforms import probe
     from fused_quant.selection import current_backend
 
@@ -159,8 +144,9 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     report["env_errors"] = _env_errors()
     # warnings, not errors: a provider the application registers is unknown to this command, and a node may never
     # run one kind of GEMM
+    name = report["backend"]["name"]
     disabled = [m for m in (envs.unknown_disabled_gemms(_known_gemm_names()),
-                            _kinds_left_without_gemms(report["backend"]["name"])) if m]
+                            kinds_left_without_gemms(name) if name else "") if m]
     report["env_warnings"] = {"FUSED_QUANT_DISABLED_GEMMS": "; ".join(disabled)} if disabled else {}
     if report["env_errors"]:
         code = 2

@@ -217,6 +217,10 @@ def test_env_errors_lists_only_bad_values(monkeypatch):
     monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", " OFF ")  # readers strip and lower-case
     monkeypatch.setenv("FUSED_QUANT_NUMERICS", "fast")
     assert envs.errors() == {"FUSED_QUANT_NUMERICS": "FUSED_QUANT_NUMERICS='fast' is not one of default, hcu"}
+    for blank in ("", "  "):  # set to nothing: unset, the default (README)
+        monkeypatch.setenv("FUSED_QUANT_PDL", blank)
+        monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", blank)
+        assert envs.pdl() is True and envs.vllm_kernel() == "last" and "FUSED_QUANT_PDL" not in envs.errors()
 
 
 # --- the small-M GEMM's table -------------------------------------------------------------------

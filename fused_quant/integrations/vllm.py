@@ -130,6 +130,8 @@ def _make_producer(act: str, key: K.QuantKey, vkey):
                                      orig_shape=qa.data.shape, quant_key=vkey)
 
     def supported(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module) -> bool:
+        if not envs.vllm_fusion():  # off: vLLM runs the activation and its own quantization (A/B comparisons)
+            return False
         if not isinstance(x, torch.Tensor) or x.dtype not in ACT_DTYPES or x.dim() == 0 or x.shape[-1] == 0:
             return False
         if act == "silu_and_mul" and x.shape[-1] % 2:
@@ -267,13 +269,21 @@ def _kernel_chains(placement: str) -> dict:
 
 def _settings() -> tuple[str, bool]:
     """(kernel placement, fusion) from FUSED_QUANT_VLLM_*, after every fused-quant setting the plugin's calls read
-    is checked: a bad value (ValueError) or a backend this node cannot run (BackendUnavailableError) would
-    otherwise fail the engine's first request. The platform probe reads no CUDA state."""
-    from fused_quant.selection import current_backend
+    is checked: a bad value of any variable (ValueError: ``FUSED_QUANT_PDL``'s is read at the first Triton launch),
+    a backend this node cannot run (BackendUnavailableError), or, with the int8 kernel, a
+    ``FUSED_QUANT_DISABLED_GEMMS`` that leaves it no int8 GEMM would otherwise fail the engine's first request.
+    The platform probe reads no CUDA state."""
+    from fused_quant.gemm import gemm_providers
+    from fused_quant.selection import FALLBACK, current_backend
 
     placement, fusion = envs.vllm_kernel(), envs.vllm_fusion()
-    envs.numerics()
-    current_backend()
+    bad = envs.errors()
+    if bad:
+        raise ValueError("; ".join(bad.values()))
+    backend = current_backend().name
+    if placement != "off" and not gemm_providers(backend, "int8") + gemm_providers(FALLBACK, "int8"):
+        raise ValueError(f"FUSED_QUANT_DISABLED_GEMMS leaves the int8 kernel no int8 GEMM provider on backend "
+                         f"{backend}; enable one, or set FUSED_QUANT_VLLM_KERNEL=off")
     return placement, fusion
 
 

@@ -101,10 +101,14 @@ def _tables(v):
     ("FUSED_QUANT_NUMERICS", "bogus", "FUSED_QUANT_NUMERICS='bogus' is not one of default, hcu"),
     ("FUSED_QUANT_BACKEND", "tritn", "FUSED_QUANT_BACKEND='tritn' is not a backend"),
     ("FUSED_QUANT_BACKEND", "triton_fp8", "FUSED_QUANT_BACKEND=triton_fp8 cannot run here"),
+    ("FUSED_QUANT_PDL", "maybe", "FUSED_QUANT_PDL='maybe' is not one of on, off"),
+    ("FUSED_QUANT_DISABLED_GEMMS", "torch_int8_f64,int_mm_int8,triton_int8,small_m_int8,hipblaslt_w8a8",
+     "FUSED_QUANT_DISABLED_GEMMS leaves the int8 kernel no int8 GEMM provider on backend"),
 ])
 def test_a_setting_the_calls_would_refuse_registers_nothing(fresh, monkeypatch, name, value, reason):
     """Before, a bad FUSION value raised out of register() (a traceback at the engine's start) after every row was
-    added, and a bad numerics profile or a backend this node cannot run failed the engine's first request."""
+    added, and a bad numerics profile or a backend this node cannot run failed the engine's first request; so did a
+    bad PDL value (read at the first Triton launch) and disabled GEMMs that leave the int8 kernel none."""
     import fused_quant
 
     if name == "FUSED_QUANT_BACKEND" and value == "triton_fp8" and torch.cuda.is_available():
@@ -249,10 +253,18 @@ def test_kernel_refuses_wrong_k_and_wrong_key_naming_the_layer():
         kernel.apply_weights(layer, wrong)
 
 
-def test_fusion_off_hides_the_key(monkeypatch):
+def test_fusion_off_hides_the_key_and_declines_the_producer_rows(monkeypatch):
+    """Off for A/B comparisons: the kernel shows no input key and the producer rows the plugin added decline, so vLLM
+    runs the activation and its own quantization (the FP8 rows, whose keys vLLM's own kernels show, kept fusing)."""
     _, kernel = _layer()
+    x, linear = torch.randn(5, 64).to(torch.bfloat16), torch.nn.Module()
+    linear.input_scale = torch.tensor([0.05])
+    rows = [plugin._make_producer(act, key, plugin.to_vllm_key(key))[1] for act in ("silu_and_mul", "relu2")
+            for key in plugin.ROW_KEYS]
+    assert all(supported(None, x, linear) for supported in rows)
     monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", "off")
     assert kernel.input_quant_key() is None
+    assert not any(supported(None, x, linear) for supported in rows)
 
 
 def test_probe_says_when_vllm_would_not_load_the_plugin(monkeypatch):
