@@ -348,6 +348,8 @@ class QuantLinear(nn.Module):
         if isinstance(value, nn.Parameter) and not value.requires_grad:
             value = value.detach()  # the same storage and version counter, a buffer's plain tensor
         if name == "input_scale":
+            if isinstance(value, torch.Tensor) and value.numel() == 1 and value.shape != (1,):
+                value = value.reshape(1)  # held as [1] on every way in (a view: in-place writes still reach it)
             self._check_input_scale(value, "when assigned")  # refuses one that requires grad too
             return value
         if isinstance(value, torch.Tensor) and value.requires_grad:
@@ -387,6 +389,9 @@ class QuantLinear(nn.Module):
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight is {w.dtype}; this layer holds "
                                   f"{self.weight.dtype} quantized weights. Load a state dict of the same format, or "
                                   "build the layer from float weights with QuantLinear.from_float")
+        if isinstance(w, torch.Tensor) and w.shape != self.weight.shape:  # torch's loader would report a size mismatch
+            raise ShapeMismatchError(f"{self.name}: the state dict's {prefix}weight is [N, K] = {list(w.shape)}, this "
+                                     f"layer's {list(self.weight.shape)}", layer=self.name, w_shape=w.shape)
         if isinstance(ws, torch.Tensor) and not ws.is_floating_point():
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight_scale is {ws.dtype}; weight scales "
                                   "are float (stored as float32)")
@@ -405,9 +410,19 @@ class QuantLinear(nn.Module):
         if isinstance(bias, torch.Tensor) and bias.is_floating_point():  # torch's loader reports a wrong shape
             check_bias_values(bias, self.out_dtype, what=f"the state dict's {prefix}bias", layer=self.name)
         scale = state_dict.get(f"{prefix}input_scale")
-        if isinstance(scale, torch.Tensor) and scale.numel() == 1 and K.is_static(self.input_key):
+        if isinstance(scale, torch.Tensor) and K.is_static(self.input_key):
             # before it is copied in: a refused value never takes the place of the layer's scale
-            check_static_scale_value(scale.detach().float(), what="input_scale (state dict)", layer=self.name)
+            what = f"the state dict's {prefix}input_scale"
+            if not scale.is_floating_point():
+                raise QuantDTypeError(f"{self.name}: {what} is {scale.dtype}; a static scale is float (held as "
+                                      "float32)")
+            if scale.numel() != 1:
+                raise ScaleError(f"{self.name}: {what} has shape {tuple(scale.shape)}; a static per-tensor scale has "
+                                 "one element")
+            held = scale.detach().to(torch.float32).reshape(1)  # as every other way in holds it: float32 [1]
+            check_static_scale_value(held, what="input_scale (state dict)", layer=self.name)
+            if held.dtype != scale.dtype or scale.shape != (1,):
+                state_dict[f"{prefix}input_scale"] = held
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._unbind()  # load_state_dict(assign=True) puts new tensors in place
         # assign=True installs the state dict's own tensors, of any float dtype and layout: those a copy would give

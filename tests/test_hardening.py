@@ -791,6 +791,50 @@ def test_a_state_dicts_weight_scale_along_one_dim_loads_as_the_layer_holds_it(sh
     assert torch.equal(target.weight_scale, before)
 
 
+@pytest.mark.parametrize("assign", [False, True])
+@pytest.mark.parametrize("scale", [torch.tensor(0.25), torch.tensor([[0.25]]), torch.tensor([0.25], dtype=torch.float64),
+                                   torch.tensor([0.25], dtype=torch.bfloat16)], ids=["0-d", "1x1", "float64", "bf16"])
+def test_a_state_dicts_static_scale_of_one_float_loads_as_float32_one_element(scale, assign):
+    """A static input scale in a state dict loads as every way in holds it, float32 [1]: a 0-d or [1, 1] scale was
+    torch's size mismatch, and with assign=True a float64 or bf16 one the layer's refusal inside torch's error."""
+    layer, x = _layer(K.kInt8StaticTensorSym), torch.randn(2, 16).to(torch.bfloat16)
+    layer.load_state_dict(dict(layer.state_dict(), input_scale=scale), assign=assign)
+    assert layer.input_scale.shape == (1,) and layer.input_scale.dtype == torch.float32
+    assert float(layer.input_scale) == 0.25
+    want = fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8StaticTensorSym, bias=layer.bias, input_scale=0.25)
+    assert torch.equal(layer(x), want(x))
+
+
+def test_a_state_dict_that_does_not_fit_the_layer_is_refused_by_the_package_naming_it():
+    """What torch's loader reported as a size mismatch (or cast silently) is the package's error, naming the layer:
+    an integer or two-element static scale, a weight of another shape; the layer is left as it was."""
+    layer = _layer(K.kInt8StaticTensorSym)
+    saved, before = layer.state_dict(), {k: v.clone() for k, v in layer.state_dict().items()}
+    cases = [(dict(saved, input_scale=torch.tensor([1], dtype=torch.int32)), fq.QuantDTypeError,
+              "blk.0.proj: the state dict's input_scale is torch.int32; a static scale is float"),
+             (dict(saved, input_scale=torch.tensor([0.25, 0.25])), fq.ScaleError,
+              "blk.0.proj: the state dict's input_scale has shape (2,); a static per-tensor scale has one element"),
+             (dict(saved, weight=torch.zeros(8, 32, dtype=torch.int8)), fq.ShapeMismatchError,
+              "blk.0.proj: the state dict's weight is [N, K] = [8, 32], this layer's [8, 16]")]
+    for state, error, message in cases:
+        for assign in (False, True):
+            with pytest.raises(error, match=re.escape(message)):
+                layer.load_state_dict(state, assign=assign)
+            assert all(torch.equal(layer.state_dict()[k], v) for k, v in before.items())
+
+
+def test_an_assigned_static_scale_of_one_element_is_held_as_one_element():
+    """``layer.input_scale = tensor([[s]])`` is held as [1] (a view of it), as set_input_scale holds one: its
+    state dict loads into a layer built as usual."""
+    layer = _layer(K.kInt8StaticTensorSym)
+    given = torch.tensor([[0.3]])
+    layer.input_scale = given
+    assert layer.input_scale.shape == (1,)
+    given.fill_(0.4)  # a view: a write into the tensor given reaches the layer (checked again at the next call)
+    assert float(layer.input_scale) == pytest.approx(0.4)
+    _layer(K.kInt8StaticTensorSym).load_state_dict(layer.state_dict())
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")], ids=str)
 def test_a_non_finite_bias_is_refused_on_every_way_in(value):
     """A bias is checked where it comes in, as weight scales are: finite in the output dtype the layer holds it in
