@@ -150,6 +150,16 @@ def out_problem(out: Path, force: bool) -> str:
     return ""
 
 
+def _act_quant_unavailable() -> str:
+    """'' where ``bench act_quant`` can run here, else why not: it times the ``triton_fp8`` backend's producers
+    (FP8 e4m3fn on NVIDIA SM90+) against their peers."""
+    from fused_quant.platforms import probe
+    from fused_quant.selection import BACKENDS
+
+    ok, why = BACKENDS["triton_fp8"].is_available(probe(), explicit=True)
+    return "" if ok else f"times the triton_fp8 backend's producers, which cannot run here: {why}"
+
+
 def _shapes_line(model) -> str:
     return ", ".join(f"{label} {n}x{k}" for label, (n, k) in model.shapes.items()) + f"; MLP {model.d} x {model.h}"
 
@@ -178,6 +188,10 @@ def main(args) -> int:
     if not torch.cuda.is_available():
         print("bench: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
+    act_quant_why = _act_quant_unavailable()
+    if act_quant_why and args.which == "act_quant":
+        print(f"bench: act_quant {act_quant_why}", file=sys.stderr)
+        return 2
     try:
         out.mkdir(parents=True, exist_ok=args.out is not None)  # the default folder is this run's alone
     except OSError as exc:
@@ -189,7 +203,9 @@ def main(args) -> int:
         print("bench: matplotlib is not installed: JSON and tables only, no PNG (pip install -e \".[bench]\")",
               flush=True)
     ms = {"ms": args.m} if args.m else {}
-    if args.which in ("act_quant", "all"):
+    if args.which == "all" and act_quant_why:
+        print(f"bench: act_quant left out: {act_quant_why}", flush=True)
+    if args.which in ("act_quant", "all") and not act_quant_why:
         res = bench_act_quant(args.quick, **ms, **({"h": model.h} if shaped else {}))
         with open(out / "act_quant.json", "w") as f:
             json.dump(res, f, indent=1)

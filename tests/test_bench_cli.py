@@ -122,6 +122,24 @@ def test_bench_m_reaches_the_benchmarks_it_names(tmp_path, monkeypatch):
     assert seen == {"bench_gemm": {}}
 
 
+def test_act_quant_where_triton_fp8_cannot_run_is_refused_alone_and_left_out_of_all(tmp_path, capsys, monkeypatch):
+    """bench act_quant times the triton_fp8 producers: on a GPU that backend cannot run on (an AMD or pre-SM90 node of
+    a mixed cluster) it is one line and exit 2 by itself (it was a BackendUnavailableError traceback mid-run), and
+    `bench all` times the rest, saying it left it out."""
+    from benchmarks import bench
+
+    seen = record_benchmarks(monkeypatch)
+    monkeypatch.setattr(bench, "_act_quant_unavailable", lambda: "times the triton_fp8 backend's producers, which "
+                                                                 "cannot run here: needs sm_90+")
+    assert cli.main(["bench", "act_quant", "--quick", "--out", str(tmp_path / "a")]) == 2
+    assert capsys.readouterr().err.strip() == ("bench: act_quant times the triton_fp8 backend's producers, which "
+                                               "cannot run here: needs sm_90+")
+    assert not (tmp_path / "a").exists() and not seen
+    assert cli.main(["bench", "all", "--quick", "--out", str(tmp_path / "b")]) == 0
+    assert set(seen) == {"bench_gemm", "bench_host", "bench_mlp"}
+    assert "bench: act_quant left out: times the triton_fp8 backend's producers" in capsys.readouterr().out
+
+
 def test_bench_host_refuses_m(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert cli.main(["bench", "host", "--m", "16", "--out", str(tmp_path / "out")]) == 2
