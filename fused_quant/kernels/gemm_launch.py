@@ -170,19 +170,6 @@ def _expanded_scale(ws: torch.Tensor, n: int) -> torch.Tensor:
     return ws.reshape(1, 1).expand(1, n).contiguous()
 
 
-# The fp32 way's unit scale, one per device for the process's life: CUDA graphs captured with it, and calls on
-# other streams, read it after any bound call is gone (a reset drops bound calls; a scale a bound call owned would
-# go back to the allocator, and a graph replayed after that would read whatever took its place)
-_UNIT_SCALES: dict[torch.device, torch.Tensor] = {}
-
-
-def _unit_scale(device: torch.device) -> torch.Tensor:
-    """The unit scale of ``device``, made at the first call outside CUDA graph capture; under capture, where a tensor
-    made would be filled only at replay, a call's own until then."""
-    unit = torch.ones((), dtype=torch.float32, device=device)
-    return unit if capturing() else _UNIT_SCALES.setdefault(device, unit)
-
-
 def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
     """``torch._scaled_mm`` for a layer's weight, the ``scaled_mm_way`` of its problem (``way`` overrides
     it: sweeps, tests); the transposed weight view and the scale views made once."""
@@ -235,11 +222,20 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
         ws_arg, bias_arg = _fixed_operands(ws, bias)
         epilogue, scalars = _epilogue_call(p, 1), (m, n, 1, n)
         shape, strides, device = (m, n), (n, 1), w.device
+        # the unit scale, the call's own: made when bound, unless that is under CUDA graph capture, where it would
+        # be filled only at replay; then each call makes one until a call outside capture makes the one it keeps.
+        # Not one per device for the process's life: under torch.compile(mode="reduce-overhead") the checked entry
+        # binds inside the CUDA-graph trees' warm-up, whose pool takes every allocation of the thread, and a tensor
+        # kept past that call is refused there (H100, benchmarks/RESULTS.md, forty-fifth round)
+        one = None if capturing() else torch.ones((), dtype=torch.float32, device=device)
 
         def call(xq, xs):
-            unit = _UNIT_SCALES.get(device)
+            nonlocal one
+            unit = one
             if unit is None:
-                unit = _unit_scale(device)
+                unit = torch.ones((), dtype=torch.float32, device=device)
+                if not capturing():
+                    one = unit
             acc = torch._scaled_mm(xq, wt, scale_a=unit, scale_b=unit, out_dtype=torch.float32)
             xs = xs if xs.is_contiguous() else xs.contiguous()  # the kernel reads xs[m] at xs_ptr + m
             out = torch.empty_strided(shape, strides, dtype=out_dtype, device=device)

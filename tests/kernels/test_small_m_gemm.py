@@ -11,7 +11,6 @@ import json
 import pytest
 import torch
 
-from fused_quant import runtime
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import gemm_launch as g
 from tests.helpers import assert_bits_equal, assert_gemm_close, bit_patterns, capture_graph
@@ -542,12 +541,10 @@ def test_row_wise_call_follows_a_one_element_weight_scale_written_in_place(monke
 
 @pytest.mark.parametrize("bound_captured", [False, True])
 def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bound_captured):
-    """The fp32 way's unit scale is the device's, made at the first call outside CUDA graph capture and kept for the
-    process's life: every later call passes that one, under capture too, also after a reset drops the bound call (a
-    graph captured before the reset replays with it; a scale the bound call owned would have been freed). Before
-    that first call, where a tensor made is filled only at replay, each captured call makes its own."""
+    """The fp32 way's unit scale is the bound call's own. Bound outside capture, it is made then and every call
+    passes that one. Bound under CUDA graph capture, where a tensor made then is filled only at replay, each
+    captured call makes its own; the first call outside capture makes the one the call keeps after that."""
     seen = []
-    monkeypatch.setattr(g, "_UNIT_SCALES", {})
 
     def scaled_mm(a, b, scale_a, scale_b, out_dtype):
         assert scale_a is scale_b and float(scale_a) == 1.0 and out_dtype == torch.float32
@@ -567,10 +564,8 @@ def test_fp32_ways_unit_scale_is_filled_before_any_call_reads_it(monkeypatch, bo
     call(xq, xs), call(xq, xs)
     monkeypatch.setattr(g, "capturing", lambda: True)
     call(xq, xs)  # a capture after an eager call reads the kept one
-    runtime.reset()
-    g.bind_scaled_mm(p, torch.zeros(64, 32, dtype=FP8), torch.ones(64, 1), None, g.SCALED_MM_FP32)(xq, xs)
-    kept = seen[-4:]
-    assert kept[0] is kept[1] is kept[2] is kept[3] and all(t is not kept[0] for t in seen[:-4])
+    kept = seen[-3:]
+    assert kept[0] is kept[1] is kept[2] and all(t is not kept[0] for t in seen[:-3])
 
 
 def test_row_wise_calls_keep_a_scale_copy_per_stream(monkeypatch):
