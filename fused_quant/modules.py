@@ -407,7 +407,8 @@ class QuantLinear(nn.Module):
             if ws.shape != held.shape:  # [N] or [1, N]: the layer's [N, 1], as every other way in takes it
                 state_dict[f"{prefix}weight_scale"] = ws.reshape(held.shape)
         bias = state_dict.get(f"{prefix}bias")
-        if isinstance(bias, torch.Tensor) and bias.is_floating_point():  # torch's loader reports a wrong shape
+        if (isinstance(bias, torch.Tensor) and bias.is_floating_point()  # torch's loader reports a wrong shape
+                and self._buffers.get("bias") is not None):  # a layer without one: an unexpected key, as torch says
             check_bias_values(bias, self.out_dtype, what=f"the state dict's {prefix}bias", layer=self.name)
         scale = state_dict.get(f"{prefix}input_scale")
         if isinstance(scale, torch.Tensor) and K.is_static(self.input_key):

@@ -859,6 +859,16 @@ def test_a_non_finite_bias_is_refused_on_every_way_in(value):
     assert torch.isfinite(layer.bias).all()
 
 
+def test_a_bias_in_the_state_dict_of_a_layer_without_one_is_torchs_unexpected_key():
+    """A layer built without a bias reads no bias from a state dict: strict=False loads the rest, whatever its values
+    (its check of a bias it does not hold refused a NaN one)."""
+    torch.manual_seed(0)
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8, bias=False), K.kInt8DynamicTokenSym, name="nobias")
+    state = dict(layer.state_dict(), bias=torch.full((8,), float("nan")))
+    result = layer.load_state_dict(state, strict=False)
+    assert result.unexpected_keys == ["bias"] and layer.bias is None
+
+
 def test_a_bias_beyond_the_new_output_dtypes_range_is_refused_and_the_layer_kept():
     """A float32 bias beyond fp16's range would be held as an infinity once the output dtype is fp16: ``.half()``, the
     ``out_dtype`` setter and a build in fp16 refuse it, naming the value and what it would become."""

@@ -354,41 +354,44 @@ def _forward_differs(module: nn.Module, kind: str) -> str:
     probe, tokens of small to large values through a copy of the module whose linears are small random ones and
     whose own tensors are random too (a multiplier, a scale or a clamp in the forward gives another result; a
     forward that cannot run on the probe is not taken either). The module itself is only read; hooks do not run."""
-    g = torch.Generator().manual_seed(0)
+    cpu, f64 = torch.device("cpu"), torch.float64  # whatever the default device: the probe runs on the CPU
+    g = torch.Generator(device=cpu).manual_seed(0)
 
     def rand(*shape):
-        return torch.randn(shape, generator=g, dtype=torch.float64)
+        return torch.randn(shape, generator=g, dtype=f64, device=cpu)
 
     def linear(features_in: int, features_out: int, like: nn.Module) -> nn.Linear:
-        new = nn.Linear(features_in, features_out, bias=getattr(like, "bias", None) is not None, dtype=torch.float64)
+        new = nn.Linear(features_in, features_out, bias=getattr(like, "bias", None) is not None, dtype=f64,
+                        device=cpu)
         with torch.no_grad():
             new.weight.copy_(rand(features_out, features_in) / features_in ** 0.5)
             if new.bias is not None:
                 new.bias.copy_(rand(features_out))
         return new
 
-    f = _PROBE_FEATURES
-    probe = copy.copy(module)  # its own dicts below: the module's are never written
-    probe._parameters = {n: None if t is None else nn.Parameter(rand(*t.shape), requires_grad=False)
-                         for n, t in module._parameters.items()}
-    probe._buffers = {n: rand(*t.shape) if t is not None and t.is_floating_point() else t
-                      for n, t in module._buffers.items()}
-    probe._modules = dict(module._modules)
-    first = {"mlp": ("up_proj", f), "merged_gated_mlp": ("gate_up_proj", 2 * f)}.get(kind)
-    for name, out in ((first,) if first else (("gate_proj", f), ("up_proj", f))):
-        probe._modules[name] = linear(f, out, getattr(module, name))
-    probe._modules["down_proj"] = linear(f, f, module.down_proj)
-    x = rand(3, f) * torch.tensor([[1e-2], [1.0], [1e3]], dtype=torch.float64)  # small to large: a clamp shows
-    try:
-        with torch.no_grad():
+    try:  # any failure, the set-up's too: the forward is not the formula's
+        with torch.random.fork_rng(devices=[]), torch.no_grad():  # nn.Linear's init draws: the caller's RNG stays
+            f = _PROBE_FEATURES
+            probe = copy.copy(module)  # its own dicts below: the module's are never written
+            probe._parameters = {n: None if t is None else nn.Parameter(rand(*t.shape), requires_grad=False)
+                                 for n, t in module._parameters.items()}
+            probe._buffers = {n: rand(*t.shape) if t is not None and t.is_floating_point() else t
+                              for n, t in module._buffers.items()}
+            probe._modules = dict(module._modules)
+            first = {"mlp": ("up_proj", f), "merged_gated_mlp": ("gate_up_proj", 2 * f)}.get(kind)
+            for name, out in ((first,) if first else (("gate_proj", f), ("up_proj", f))):
+                probe._modules[name] = linear(f, out, getattr(module, name))
+            probe._modules["down_proj"] = linear(f, f, module.down_proj)
+            x = rand(3, f) * torch.tensor([[1e-2], [1.0], [1e3]], dtype=f64, device=cpu)  # small to large: a clamp
             got, want = type(module).forward(probe, x), _probe_formula(probe, kind, x)
-    except Exception as exc:  # noqa: BLE001  (any failure: the forward is not the formula's)
+            same = (isinstance(got, torch.Tensor) and got.dtype == want.dtype and got.shape == want.shape
+                    and bool(torch.allclose(got, want, rtol=1e-12, atol=1e-12)))
+    except Exception as exc:  # noqa: BLE001
         return f"its forward could not be checked against the formula on a probe ({type(exc).__name__}: {exc})"
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not torch.allclose(got, want, rtol=1e-12,
-                                                                                            atol=1e-12):
+    if not same:
         return (f"its forward ({type(module).__name__}.forward) computes something else than "
-                f"{'down(act(up(x)))' if kind == 'mlp' else 'down(act(gate(x)) * up(x))'} (a multiplier, scale or "
-                "clamp of its own?)")
+                f"{'down(act(up(x)))' if kind == 'mlp' else 'down(act(gate(x)) * up(x))'} (a multiplier, scale, "
+                "clamp or cast of its own?)")
     return ""
 
 
@@ -679,23 +682,23 @@ def _group_layers(model: nn.Module, groups, ignore) -> dict[str, list[tuple[str,
     from compressed_tensors.utils import match_named_modules
     from compressed_tensors.utils.match import match_name, match_targets
 
-    best: dict[str, tuple[int, object, str, nn.Module]] = {}  # layer -> (rank, group, target, module)
+    claims: dict[str, list] = {}  # layer -> [(rank, group, target, module)], each group that targets it
     for group in groups:
         for name, module in match_named_modules(model, group.targets, ignore):
             if not isinstance(module, nn.Linear):
                 continue
             target = match_targets(name, module, group.targets)[0]  # its most specific: names, patterns, classes
             rank = 2 if not match_name(name, target) else 1 if target.startswith("re:") else 0
-            seen = best.get(name)
-            if seen is not None and seen[0] == rank:
-                raise UnsupportedError(f"{name}: config groups {seen[1].name} ({seen[2]!r}) and {group.name} "
-                                       f"({target!r}) both target it, neither more specifically; a layer takes one "
-                                       "group")
-            if seen is None or rank < seen[0]:
-                best[name] = (rank, group, target, module)
+            claims.setdefault(name, []).append((rank, group, target, module))
     layers: dict[str, list] = {g.name: [] for g in groups}
-    for name, (_, group, _, module) in best.items():
-        layers[group.name].append((name, module))
+    for name, found in claims.items():
+        best = min(rank for rank, *_ in found)
+        first, *tied = [c for c in found if c[0] == best]
+        if tied:
+            raise UnsupportedError(f"{name}: config groups {first[1].name} ({first[2]!r}) and {tied[0][1].name} "
+                                   f"({tied[0][2]!r}) both target it, neither more specifically; a layer takes one "
+                                   "group")
+        layers[first[1].name].append((name, first[3]))
     return layers
 
 

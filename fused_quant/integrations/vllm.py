@@ -117,7 +117,13 @@ def _vllm_row_runs(act_name: str, key: K.QuantKey) -> bool:
     return True
 
 
-def _make_producer(act: str, key: K.QuantKey, vkey):
+def _declines(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module) -> bool:
+    """A producer row's support predicate with FUSED_QUANT_VLLM_FUSION=off: vLLM runs the activation and its own
+    quantization (A/B comparisons)."""
+    return False
+
+
+def _make_producer(act: str, key: K.QuantKey, vkey, fusion: bool = True):
     from fused_quant.registry import _env_numerics, fused_act_quant
 
     v = internals()
@@ -130,8 +136,6 @@ def _make_producer(act: str, key: K.QuantKey, vkey):
                                      orig_shape=qa.data.shape, quant_key=vkey)
 
     def supported(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module) -> bool:
-        if not envs.vllm_fusion():  # off: vLLM runs the activation and its own quantization (A/B comparisons)
-            return False
         if not isinstance(x, torch.Tensor) or x.dtype not in ACT_DTYPES or x.dim() == 0 or x.shape[-1] == 0:
             return False
         if act == "silu_and_mul" and x.shape[-1] % 2:
@@ -143,7 +147,7 @@ def _make_producer(act: str, key: K.QuantKey, vkey):
         return True
 
     produce.__qualname__ = f"fused_quant_{act}_{K.key_name(key)}"
-    return produce, supported
+    return produce, supported if fusion else _declines
 
 
 def plan_rows() -> list[dict[str, str]]:
@@ -162,7 +166,7 @@ def plan_rows() -> list[dict[str, str]]:
     return rows
 
 
-def _producer_entries(rows: list[dict[str, str]]) -> dict[tuple, tuple]:
+def _producer_entries(rows: list[dict[str, str]], fusion: bool = True) -> dict[tuple, tuple]:
     """(vLLM activation class, vLLM key) -> (producer, support predicate) for each row to add or replace."""
     v = internals()
     entries = {}
@@ -171,7 +175,8 @@ def _producer_entries(rows: list[dict[str, str]]) -> dict[tuple, tuple]:
             continue
         key = K.key_from_name(row["key"])
         vkey = to_vllm_key(key)
-        entries[(v.acts[row["activation"]], vkey)] = _make_producer(dict(ROW_ACTIVATIONS)[row["activation"]], key, vkey)
+        entries[(v.acts[row["activation"]], vkey)] = _make_producer(dict(ROW_ACTIVATIONS)[row["activation"]], key, vkey,
+                                                                    fusion)
     return entries
 
 
@@ -304,7 +309,7 @@ def register() -> None:
         placement, fusion = _settings()
         v = internals()
         rows = plan_rows()
-        producers = _producer_entries(rows)
+        producers = _producer_entries(rows, fusion)  # FUSED_QUANT_VLLM_FUSION read once here, not per call
         chains = _kernel_chains(placement)
     except (ImportError, AttributeError, KeyError, TypeError) as exc:
         return _inactive(f"a vLLM internal it needs is missing or changed: {type(exc).__name__}: {exc}")

@@ -572,7 +572,7 @@ def small_m_config(arch: str | None, kind: str, n: int, k: int, m: int,
                    peers: tuple[str, ...] | None = None, model: str | None = None) -> tuple[dict | None, str]:
     """(config, "") where the sweep measured the small-M GEMM faster than the torch providers ``peers``
     (``torch_peers``; None: all it timed; (): none, the row's config) for the nearest swept (N, K) at M's
-    bucket on ``arch`` (GPU ``model``'s own rows first, ``_swept_row``); else (None, why not)."""
+    bucket on ``arch`` (GPU ``model``'s own rows and the arch's together, ``_swept_row``); else (None, why not)."""
     row, why = _swept_row(arch, kind, n, k, m, model=model)
     if row is None:
         return None, why

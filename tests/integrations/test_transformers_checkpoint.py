@@ -595,3 +595,19 @@ def test_two_groups_targeting_a_layer_as_specifically_are_refused_naming_both(ti
     with pytest.raises(fq.UnsupportedError, match=r"model\.layers\.0\.self_attn\.q_proj: config groups first "
                                                   r"\('Linear'\) and second \('Linear'\) both target it"):
         fqt.from_pretrained(path)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1), (1, 2, 0)])
+def test_a_layers_group_does_not_depend_on_the_groups_order(order):
+    """Two groups whose patterns match a layer as specifically, and a third naming it exactly: the exact name takes it
+    in every order (the two patterns first used to be refused as a tie before the exact name was seen)."""
+    from torch import nn
+
+    model = nn.Module()
+    model.a, model.b = nn.Linear(4, 4), nn.Linear(4, 4)
+    groups = [ckpt.Group("A", ("re:a$",), fq.kInt8DynamicTokenSym), ckpt.Group("B", ("re:.*a",), fq.kInt8DynamicTokenSym),
+              ckpt.Group("C", ("a", "re:b"), fq.kInt8StaticTensorSym)]
+    layers = fqt._group_layers(model, [groups[i] for i in order], [])
+    assert layers == {"A": [], "B": [], "C": [("a", model.a), ("b", model.b)]}
+    with pytest.raises(fq.UnsupportedError, match="a: config groups A \\('re:a\\$'\\) and B \\('re:\\.\\*a'\\) both"):
+        fqt._group_layers(model, groups[:2], [])

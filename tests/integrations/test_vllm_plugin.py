@@ -253,18 +253,24 @@ def test_kernel_refuses_wrong_k_and_wrong_key_naming_the_layer():
         kernel.apply_weights(layer, wrong)
 
 
-def test_fusion_off_hides_the_key_and_declines_the_producer_rows(monkeypatch):
+def test_fusion_off_hides_the_key_and_declines_the_producer_rows(fresh, monkeypatch):
     """Off for A/B comparisons: the kernel shows no input key and the producer rows the plugin added decline, so vLLM
-    runs the activation and its own quantization (the FP8 rows, whose keys vLLM's own kernels show, kept fusing)."""
+    runs the activation and its own quantization (the FP8 rows, whose keys vLLM's own kernels show, kept fusing). The
+    rows read the setting once, when vLLM loads the plugin: not at each call (an environment read per MLP)."""
     _, kernel = _layer()
     x, linear = torch.randn(5, 64).to(torch.bfloat16), torch.nn.Module()
     linear.input_scale = torch.tensor([0.05])
-    rows = [plugin._make_producer(act, key, plugin.to_vllm_key(key))[1] for act in ("silu_and_mul", "relu2")
-            for key in plugin.ROW_KEYS]
-    assert all(supported(None, x, linear) for supported in rows)
     monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", "off")
-    assert kernel.input_quant_key() is None
-    assert not any(supported(None, x, linear) for supported in rows)
+    plugin.register()
+    assert plugin.status()["active"] and kernel.input_quant_key() is None
+    added = [r for r in plugin.status()["rows"] if not r["action"].startswith("keep")]
+    assert added  # on this node's vLLM some rows are the plugin's
+    for row in added:
+        where = (fresh.acts[row["activation"]], plugin.to_vllm_key(K.key_from_name(row["key"])))
+        assert fresh.supports[where] is plugin._declines and not fresh.supports[where](None, x, linear)
+    for act in ("silu_and_mul", "relu2"):
+        for key in plugin.ROW_KEYS:
+            assert plugin._make_producer(act, key, plugin.to_vllm_key(key))[1](None, x, linear)  # on: takes x
 
 
 def test_probe_says_when_vllm_would_not_load_the_plugin(monkeypatch):
