@@ -141,13 +141,19 @@ def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
     return [p for p in chain if p.name not in disabled and (kind is None or p.kind == kind)]
 
 
+def kinds_without_gemms(backend: str) -> list[str]:
+    """The GEMM kinds (int8, fp8) without an enabled provider in ``backend``'s chain (its own providers, then
+    torch's): every GEMM of such a kind would be refused."""
+    chain = gemm_providers(backend) + gemm_providers(selection.FALLBACK)
+    return [kind for kind in ("int8", "fp8") if not any(p.kind == kind for p in chain)]
+
+
 def kinds_left_without_gemms(backend: str) -> str:
-    """'' or a message naming the GEMM kinds (int8, fp8) that ``FUSED_QUANT_DISABLED_GEMMS`` leaves without a
-    provider in ``backend``'s chain (its own providers, then torch's): every GEMM of such a kind would be refused."""
+    """'' or a message naming the GEMM kinds that ``FUSED_QUANT_DISABLED_GEMMS`` leaves without a provider in
+    ``backend``'s chain (``kinds_without_gemms``)."""
     if not envs.disabled_gemms():
         return ""
-    chain = gemm_providers(backend) + gemm_providers(selection.FALLBACK)
-    empty = [kind for kind in ("int8", "fp8") if not any(p.kind == kind for p in chain)]
+    empty = kinds_without_gemms(backend)
     if not empty:
         return ""
     return (f"FUSED_QUANT_DISABLED_GEMMS leaves no {' and no '.join(empty)} GEMM provider for backend {backend}: "

@@ -278,15 +278,15 @@ def _settings() -> tuple[str, bool]:
     a backend this node cannot run (BackendUnavailableError), or, with the int8 kernel, a
     ``FUSED_QUANT_DISABLED_GEMMS`` that leaves it no int8 GEMM would otherwise fail the engine's first request.
     The platform probe reads no CUDA state."""
-    from fused_quant.gemm import gemm_providers
-    from fused_quant.selection import FALLBACK, current_backend
+    from fused_quant.gemm import kinds_without_gemms
+    from fused_quant.selection import current_backend
 
     placement, fusion = envs.vllm_kernel(), envs.vllm_fusion()
     bad = envs.errors()
     if bad:
         raise ValueError("; ".join(bad.values()))
     backend = current_backend().name
-    if placement != "off" and not gemm_providers(backend, "int8") + gemm_providers(FALLBACK, "int8"):
+    if placement != "off" and "int8" in kinds_without_gemms(backend):
         raise ValueError(f"FUSED_QUANT_DISABLED_GEMMS leaves the int8 kernel no int8 GEMM provider on backend "
                          f"{backend}; enable one, or set FUSED_QUANT_VLLM_KERNEL=off")
     return placement, fusion

@@ -180,8 +180,6 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
                          f"({', '.join(SCALED_MM_WAYS)} in all), got {way!r}")
     n, m, out_dtype, per_token = p.n, p.m, p.out_dtype, p.per_token
     wt = w.t()
-    index = launch.device_index(w.device)
-    stream_of = dl.raw_stream if index >= 0 else _no_stream  # tests' stand-ins run on the CPU: no stream
     if way == SCALED_MM_TENSOR_WISE:
         ws_scalar = ws.reshape(())
 
@@ -198,6 +196,8 @@ def bind_scaled_mm(p: GemmProblem, w, ws, bias, way: str | None = None):
         # memory out again on that stream alone, never while another stream's kernel may still read it (two
         # streams running one layer's calls side by side, as overlapped micro-batches do)
         kept: dict = {}
+        index = launch.device_index(w.device)
+        stream_of = dl.raw_stream if index >= 0 else _no_stream  # tests' stand-ins run on the CPU: no stream
 
         def call(xq, xs):  # xs: [M, 1] per token (already row-wise), else one element, expanded
             if per_token:
