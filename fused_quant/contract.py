@@ -31,6 +31,13 @@ class QuantizedActivation:
     orig_shape: torch.Size
     quant_key: QuantKey
 
+    def __post_init__(self) -> None:
+        """A key given by name (or another library's key, matched by value) is held as the ``QuantKey``, so that it
+        compares equal to the library's keys; the parts are checked against the key by the consumer, which names
+        the layer."""
+        if type(self.quant_key) is not QuantKey:
+            self.quant_key = to_quant_key(self.quant_key, "QuantizedActivation.quant_key")
+
 
 def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> None:
     """Record on ``layer`` the pre-quantized input key it can consume.

@@ -308,18 +308,19 @@ class QuantLinear(nn.Module):
                 from fused_quant.registry import platform_fp8_dtype
 
                 fp8_dtype = platform_fp8_dtype()
-            if fp8_dtype not in FP8_DTYPES:  # another FP8 format is unsupported, a non-FP8 dtype a wrong type
-                error = UnsupportedError if isinstance(fp8_dtype, torch.dtype) and fp8_dtype.is_floating_point \
-                    else QuantDTypeError
-                raise error(f"{where}: fp8_dtype must be one of {', '.join(str(d) for d in FP8_DTYPES)} "
-                            f"for key {K.key_name(input_key)}, got {fp8_dtype}")
+            if fp8_dtype not in FP8_DTYPES:
+                allowed = f"{', '.join(str(d) for d in FP8_DTYPES)} for key {K.key_name(input_key)}"
+                if isinstance(fp8_dtype, torch.dtype) and fp8_dtype.is_floating_point:  # a format: unsupported
+                    raise UnsupportedError(f"{where}: fp8_dtype {fp8_dtype} is a float format no W8A8 key here "
+                                           f"stores; the supported ones are {allowed}")
+                raise QuantDTypeError(f"{where}: fp8_dtype must be an FP8 dtype, one of {allowed}; got {fp8_dtype}")
             wdtype = fp8_dtype
         else:
             if fp8_dtype is not None:
                 raise QuantDTypeError(f"{where}: fp8_dtype is for FP8 keys; key {K.key_name(input_key)} has int8 "
                                       f"weights, got fp8_dtype={fp8_dtype}")
             wdtype = torch.int8
-        wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype)
+        wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype, what=f"{where}: the float weight")
         # a weight that is a transposed view gives codes of its layout: the layer holds them row-major
         return cls(wq.contiguous(), ws, input_key, bias=linear.bias, input_scale=input_scale,
                    out_dtype=linear.weight.dtype, name=name)
@@ -384,6 +385,15 @@ class QuantLinear(nn.Module):
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # a copy into the quantized weight would cast: float weights would become codes of nothing (int8
         # truncates them to zeros), FP8 of the other format would change value; scales must be float
+        metadata = args[0] if args else kwargs.get("local_metadata", {})
+        if metadata.get("assign_to_params_buffers"):  # the state dict's tensors become the layer's own
+            for name in _TENSORS:  # refused here by name; from __setattr__ torch would wrap the refusal
+                t = state_dict.get(f"{prefix}{name}")
+                if isinstance(t, torch.Tensor) and t.requires_grad:
+                    raise UnsupportedError(f"{self.name}: the state dict's {prefix}{name} requires grad, and "
+                                           "load_state_dict(assign=True) would make it the layer's own tensor; "
+                                           "QuantLinear is inference only and holds fixed tensors: load plain "
+                                           "tensors (t.detach()), or nn.Parameter(t, requires_grad=False)")
         w, ws = state_dict.get(f"{prefix}weight"), state_dict.get(f"{prefix}weight_scale")
         if isinstance(w, torch.Tensor) and w.dtype != self.weight.dtype:
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight is {w.dtype}; this layer holds "

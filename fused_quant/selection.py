@@ -47,7 +47,7 @@ class Backend:
     def is_available(self, info: PlatformInfo, *, explicit: bool = False) -> tuple[bool, str]:
         """(ok, reason) for running on ``info``; ``explicit``: the user forced it by env."""
         if self.any_device:
-            return True, "pure torch runs on every device"
+            return True, f"{self.name} runs on every device"
         forced = info.vendor not in self.vendors
         if forced and not (explicit and info.vendor in self.forced_on):
             return False, f"{self.name} needs {self.hardware}; this node is {info.vendor}"

@@ -42,14 +42,14 @@ def test_backend_reason_says_what_was_found(node, capsys):
     node(CPU)
     code, out = _probe(capsys)
     assert code == 0
-    assert "backend  : torch  (auto: pure torch runs on every device; no GPU found)" in out
+    assert "backend  : torch  (auto: torch runs on every device; no GPU found)" in out
 
 
 def test_backends_table_on_a_cpu_node(node, capsys):
     node(CPU)
     out = _probe(capsys)[1]
     table = out[out.index("backends :"):out.index("env      :")]
-    assert table.startswith("backends : torch       selected     pure torch runs on every device\n")
+    assert table.startswith("backends : torch       selected     torch runs on every device\n")
     assert "           triton_fp8  unavailable  triton_fp8 needs an NVIDIA GPU" in table
     assert "           hip_w8a8    unavailable  hip_w8a8 needs an AMD or Hygon GPU" in table
 

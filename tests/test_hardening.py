@@ -91,10 +91,13 @@ def test_keys_by_object_name_or_value_else_a_clear_error():
     for carried in (K.kInt8DynamicTokenSym, "int8_dynamic_token"):
         qa = fq.fused_act_quant("identity", x, K.kInt8DynamicTokenSym)
         qa = QuantizedActivation(qa.data, qa.scale, qa.orig_dtype, qa.orig_shape, carried)
+        assert type(qa.quant_key) is K.QuantKey and qa.quant_key == K.kInt8DynamicTokenSym  # a name held as the key
         assert layer(qa).shape == (2, 8)
     for bad, error, words in ((None, TypeError, "got builtins.NoneType"), ("int8", fq.UnsupportedError, "'int8'"),
                               (3.0, TypeError, "got builtins.float")):
-        qa = QuantizedActivation(qa.data, qa.scale, qa.orig_dtype, qa.orig_shape, bad)
+        with pytest.raises(error, match=words):  # refused where the activation is made
+            QuantizedActivation(qa.data, qa.scale, qa.orig_dtype, qa.orig_shape, bad)
+        qa.quant_key = bad  # and where it is consumed, if set afterwards
         with pytest.raises(error, match=words):
             layer(qa)
         with pytest.raises(error, match=words):
@@ -121,7 +124,7 @@ def test_construction_checks():
         fq.QuantLinear.from_float(empty, K.kInt8DynamicTokenSym)
     with pytest.raises(fq.DeviceMismatchError, match="meta device"):
         fq.QuantLinear.from_float(nn.Linear(8, 8), K.kInt8StaticTensorSym, torch.tensor([0.1], device="meta"))
-    with pytest.raises(fq.QuantDTypeError, match="fp8_dtype must be one of"):
+    with pytest.raises(fq.QuantDTypeError, match="fp8_dtype must be an FP8 dtype, one of"):
         fq.QuantLinear.from_float(nn.Linear(8, 8), K.kFp8DynamicTokenSym, fp8_dtype=torch.int8)
     with pytest.raises(fq.QuantDTypeError, match="fp8_dtype is for FP8 keys"):
         fq.QuantLinear.from_float(nn.Linear(8, 8), K.kInt8DynamicTokenSym, fp8_dtype=torch.float8_e4m3fn)
@@ -415,6 +418,23 @@ def test_a_frozen_parameter_set_or_loaded_stays_a_buffer(key, name):
         assert name in other._buffers and not other._parameters, list(other._parameters)
         for _ in range(3):  # the checked call, then bound ones
             assert torch.equal(other(x), want)
+
+
+@pytest.mark.parametrize("key,name", [(key, name) for key in KEYS for name in ("weight_scale", "bias")]
+                         + [(K.kFp8StaticTensorSym, "input_scale")], ids=lambda v: v if isinstance(v, str) else K.key_name(v))
+def test_a_tensor_that_requires_grad_is_refused_by_load_state_dict_assign_by_name(key, name):
+    """load_state_dict(assign=True) would make a state dict's tensor the layer's own: one that requires grad is the
+    package's UnsupportedError naming the key (raised inside torch's setattr it came as torch's RuntimeError); the
+    layer is left as it was, and a copying load takes its value."""
+    layer, x = _layer(key), torch.randn(3, 16).to(torch.bfloat16)
+    want, state = layer(x), layer.state_dict()
+    trainable = nn.Parameter(state[name].clone().float())
+    with pytest.raises(fq.UnsupportedError, match=f"blk.0.proj: the state dict's {name} requires grad, and "
+                                                  r"load_state_dict\(assign=True\)"):
+        layer.load_state_dict({**state, name: trainable}, assign=True)
+    assert torch.equal(layer(x), want) and not getattr(layer, name).requires_grad
+    layer.load_state_dict({**state, name: trainable})  # a copy of its value
+    assert torch.equal(layer(x), want) and not getattr(layer, name).requires_grad
 
 
 def _refused_on_every_way_in(layer, bad, message: str) -> None:
