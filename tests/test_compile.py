@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from fused_quant import QuantLinear, SiluAndMul, maybe_fused_act_quant
+from fused_quant import QuantLinear, ShapeMismatchError, SiluAndMul, maybe_fused_act_quant
 from fused_quant import keys as K
 from tests.helpers import assert_bits_equal, compile_counting, compiled_frames, graphs_summary
 
@@ -131,4 +131,13 @@ def test_a_refusal_under_fullgraph_compile_keeps_its_message():
     compiled = torch.compile(lambda t: down(t), fullgraph=True)
     with torch.no_grad(), pytest.raises(Exception, match="down: expected K=128 \\(weight \\[N=64, K=128\\]\\) but "
                                                          "received K=100"):
+        compiled(torch.randn(4, 100, dtype=torch.bfloat16))
+
+
+def test_a_refusal_under_compile_without_fullgraph_is_the_package_error():
+    """Without ``fullgraph`` the refusing check runs outside the graph and raises as itself (README's Errors)."""
+    torch._dynamo.reset()
+    down = QuantLinear.from_float(nn.Linear(128, 64).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="down")
+    compiled = torch.compile(lambda t: down(t), backend="aot_eager")
+    with torch.no_grad(), pytest.raises(ShapeMismatchError, match="down: expected K=128"):
         compiled(torch.randn(4, 100, dtype=torch.bfloat16))
