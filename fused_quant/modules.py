@@ -163,6 +163,21 @@ def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> N
             raise DeviceMismatchError(f"{where}: bias is on {bias.device}, weight on {weight.device}")
 
 
+def _check_float_weight(w: torch.Tensor, ws: torch.Tensor, where: str) -> None:
+    """A float weight whose channel scale (the row's absmax / qmax) is not finite: named by the weight's value and
+    place, not as the weight scale it would give. Reads values (meta tensors have none), once, at conversion."""
+    if ws.device.type == "meta":
+        return
+    w, bad = w.detach(), ~torch.isfinite(ws.reshape(-1))
+    if bad.any():
+        row = int(bad.nonzero()[0, 0])
+        col = int((~torch.isfinite(w[row])).nonzero()[0, 0])
+        raise ScaleError(f"{where}: the float weight has a non-finite value in output channel {row} "
+                         f"({float(w[row, col])!r} at [{row}, {col}]; {int(bad.sum())} of {w.shape[0]} channels): its "
+                         "scale, the row's absmax over the format's max, would not be finite; fix the float weights "
+                         "before quantizing them")
+
+
 # QuantLinear attributes a bound call depends on: setting any of them drops the layer's bound calls
 _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_key", "out_dtype", "name"})
 _TENSORS = ("weight", "weight_scale", "bias", "input_scale")  # the layer's buffers
@@ -274,7 +289,9 @@ class QuantLinear(nn.Module):
         self.input_key = key
         self.out_dtype = out_dtype
         self.name = name or _default_name(weight.shape[-1], weight.shape[0])
-        self.register_buffer("weight", weight)
+        # built from values, as the scales and bias are: a Parameter (or a tensor that requires grad) is held detached
+        self.register_buffer("weight", weight.detach() if weight.requires_grad or isinstance(weight, nn.Parameter)
+                             else weight)
         self.register_buffer("weight_scale", _held_scale(weight_scale.detach()))
         self.register_buffer("bias", None if bias is None else _held_bias(bias.detach(), out_dtype, where))
         self.register_buffer("input_scale", None)
@@ -310,8 +327,9 @@ class QuantLinear(nn.Module):
                 fp8_dtype = platform_fp8_dtype()
             if fp8_dtype not in FP8_DTYPES:
                 allowed = f"{', '.join(str(d) for d in FP8_DTYPES)} for key {K.key_name(input_key)}"
-                if isinstance(fp8_dtype, torch.dtype) and fp8_dtype.is_floating_point:  # a format: unsupported
-                    raise UnsupportedError(f"{where}: fp8_dtype {fp8_dtype} is a float format no W8A8 key here "
+                if isinstance(fp8_dtype, torch.dtype) and fp8_dtype.is_floating_point and fp8_dtype.itemsize == 1:
+                    # another FP8 format (e5m2): a value W8A8 here does not support
+                    raise UnsupportedError(f"{where}: fp8_dtype {fp8_dtype} is an FP8 format no W8A8 key here "
                                            f"stores; the supported ones are {allowed}")
                 raise QuantDTypeError(f"{where}: fp8_dtype must be an FP8 dtype, one of {allowed}; got {fp8_dtype}")
             wdtype = fp8_dtype
@@ -320,7 +338,8 @@ class QuantLinear(nn.Module):
                 raise QuantDTypeError(f"{where}: fp8_dtype is for FP8 keys; key {K.key_name(input_key)} has int8 "
                                       f"weights, got fp8_dtype={fp8_dtype}")
             wdtype = torch.int8
-        wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype, what=f"{where}: the float weight")
+        wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype)
+        _check_float_weight(linear.weight, ws, where)
         # a weight that is a transposed view gives codes of its layout: the layer holds them row-major
         return cls(wq.contiguous(), ws, input_key, bias=linear.bias, input_scale=input_scale,
                    out_dtype=linear.weight.dtype, name=name)
@@ -386,10 +405,19 @@ class QuantLinear(nn.Module):
         # a copy into the quantized weight would cast: float weights would become codes of nothing (int8
         # truncates them to zeros), FP8 of the other format would change value; scales must be float
         metadata = args[0] if args else kwargs.get("local_metadata", {})
-        if metadata.get("assign_to_params_buffers"):  # the state dict's tensors become the layer's own
-            for name in _TENSORS:  # refused here by name; from __setattr__ torch would wrap the refusal
+        # assign=True makes the state dict's tensors the layer's own (swap mode detaches them first): one that
+        # requires grad is refused here by name; from __setattr__ torch would wrap the refusal in its RuntimeError.
+        # A tensor the layer does not hold (a bias-less layer's bias) is left to torch: an unexpected key
+        swap = torch.__future__.get_swap_module_params_on_conversion()
+        if swap and self._buffers.get("input_scale") is not None and f"{prefix}input_scale" in state_dict:
+            raise UnsupportedError(f"{self.name}: load_state_dict under torch.__future__'s swap mode "
+                                   "(set_swap_module_params_on_conversion(True)) cannot swap a static input_scale: the "
+                                   "layer keeps a weak reference to the scale it checked, and torch refuses to swap a "
+                                   "tensor that has one; load with the swap mode off")
+        if metadata.get("assign_to_params_buffers") and not swap:
+            for name in _TENSORS:
                 t = state_dict.get(f"{prefix}{name}")
-                if isinstance(t, torch.Tensor) and t.requires_grad:
+                if isinstance(t, torch.Tensor) and t.requires_grad and self._buffers.get(name) is not None:
                     raise UnsupportedError(f"{self.name}: the state dict's {prefix}{name} requires grad, and "
                                            "load_state_dict(assign=True) would make it the layer's own tensor; "
                                            "QuantLinear is inference only and holds fixed tensors: load plain "

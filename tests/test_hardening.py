@@ -124,8 +124,11 @@ def test_construction_checks():
         fq.QuantLinear.from_float(empty, K.kInt8DynamicTokenSym)
     with pytest.raises(fq.DeviceMismatchError, match="meta device"):
         fq.QuantLinear.from_float(nn.Linear(8, 8), K.kInt8StaticTensorSym, torch.tensor([0.1], device="meta"))
-    with pytest.raises(fq.QuantDTypeError, match="fp8_dtype must be an FP8 dtype, one of"):
-        fq.QuantLinear.from_float(nn.Linear(8, 8), K.kFp8DynamicTokenSym, fp8_dtype=torch.int8)
+    for not_fp8 in (torch.int8, torch.float16):  # not an FP8 dtype: a wrong type
+        with pytest.raises(fq.QuantDTypeError, match=f"fp8_dtype must be an FP8 dtype, one of .* got {not_fp8}"):
+            fq.QuantLinear.from_float(nn.Linear(8, 8), K.kFp8DynamicTokenSym, fp8_dtype=not_fp8)
+    with pytest.raises(fq.UnsupportedError, match="fp8_dtype torch.float8_e5m2 is an FP8 format no W8A8 key"):
+        fq.QuantLinear.from_float(nn.Linear(8, 8), K.kFp8DynamicTokenSym, fp8_dtype=torch.float8_e5m2)
     with pytest.raises(fq.QuantDTypeError, match="fp8_dtype is for FP8 keys"):
         fq.QuantLinear.from_float(nn.Linear(8, 8), K.kInt8DynamicTokenSym, fp8_dtype=torch.float8_e4m3fn)
     w = torch.randint(-127, 128, (8, 16), dtype=torch.int8)
@@ -435,6 +438,37 @@ def test_a_tensor_that_requires_grad_is_refused_by_load_state_dict_assign_by_nam
     assert torch.equal(layer(x), want) and not getattr(layer, name).requires_grad
     layer.load_state_dict({**state, name: trainable})  # a copy of its value
     assert torch.equal(layer(x), want) and not getattr(layer, name).requires_grad
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:  # swap mode detaches what it assigns: loaded, not refused
+        swapped = {**state, name: nn.Parameter(state[name].clone().float())}
+        if K.is_static(key):  # but torch cannot swap the weakly referenced static scale: said by name
+            with pytest.raises(fq.UnsupportedError, match="blk.0.proj: load_state_dict under torch.__future__'s swap "
+                                                          "mode .* cannot swap a static input_scale"):
+                layer.load_state_dict(swapped, assign=True)
+        else:
+            layer.load_state_dict(swapped, assign=True)
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(False)
+    assert torch.equal(layer(x), want) and not getattr(layer, name).requires_grad
+
+
+def test_assign_leaves_a_tensor_the_layer_does_not_hold_to_torch():
+    """A bias-less layer given a bias that requires grad: torch's unexpected key, not a requires-grad refusal."""
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8, bias=False), K.kInt8DynamicTokenSym, name="p")
+    state = {**layer.state_dict(), "bias": nn.Parameter(torch.zeros(8))}
+    assert layer.load_state_dict(state, strict=False, assign=True).unexpected_keys == ["bias"]
+    with pytest.raises(RuntimeError, match='Unexpected key\\(s\\) in state_dict: "bias"'):
+        layer.load_state_dict(state, assign=True)
+
+
+def test_the_constructor_holds_a_parameter_weight_detached():
+    """Built from values, as the scales and bias are: a trainable FP8 weight is held detached (the same storage), so
+    that a forward with grad enabled runs."""
+    w = nn.Parameter(torch.randn(8, 16).to(torch.float8_e4m3fn))
+    layer = fq.QuantLinear(w, torch.full((8,), 0.01), K.kFp8DynamicTokenSym)
+    assert not layer.weight.requires_grad and type(layer.weight) is torch.Tensor
+    assert layer.weight.data_ptr() == w.data_ptr()
+    assert layer(torch.randn(2, 16)).shape == (2, 8)
 
 
 def _refused_on_every_way_in(layer, bad, message: str) -> None:
@@ -459,7 +493,9 @@ def test_a_bad_weight_scale_is_refused_on_every_way_in(value):
     w = nn.Linear(16, 8).to(torch.bfloat16)
     with torch.no_grad():
         w.weight[5, 3] = value if value != -1.0 else float("inf")  # a weight that gives no scale
-    with pytest.raises(fq.ScaleError, match="output channel 5"):
+    shown = "nan" if value != value else "inf"
+    with pytest.raises(fq.ScaleError, match=f"from_float: the float weight has a non-finite value in output channel 5 "
+                                            f"\\({shown} at \\[5, 3\\]; 1 of 8 channels\\)"):
         fq.QuantLinear.from_float(w, K.kInt8DynamicTokenSym)
     x = torch.randn(2, 16).to(torch.bfloat16)
     assert torch.isfinite(layer(x)).all()  # each refusal left the layer as it was

@@ -436,3 +436,12 @@ def test_quantize_weight_ref(wdtype, dtype):
 def test_quantize_weight_ref_rejects_non_2d():
     with pytest.raises(ValueError, match=r"2-D \[N, K\].*\(4,\)"):
         quantize_weight_ref(torch.randn(4), torch.int8)
+
+
+def test_quantize_weight_ref_traces_under_fake_tensors():
+    """The spec's weight quantization reads no values (no data-dependent shapes): it traces under FakeTensorMode."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        wq, ws = quantize_weight_ref(torch.randn(8, 16), torch.int8)
+    assert wq.shape == (8, 16) and ws.shape == (8, 1)

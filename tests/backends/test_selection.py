@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fused_quant.selection import BACKENDS, current_backend, preferred_backend, reset_current_backend, select_backend
+from fused_quant.selection import (BACKENDS, Backend, current_backend, preferred_backend, reset_current_backend,
+                                   select_backend)
 from fused_quant.platforms.info import PlatformInfo, fp8_dtype_for, sm_at_least
 from fused_quant.validation import BackendUnavailableError
 
@@ -121,3 +122,10 @@ def test_sm_at_least_compares_nvidia_archs_only():
     assert sm_at_least("sm_90", (9, 0)) and sm_at_least("sm_100", (9, 0)) and sm_at_least("sm_89", (8, 9))
     assert not sm_at_least("sm_89", (9, 0)) and not sm_at_least("sm_80", (8, 9))
     assert not any(sm_at_least(arch, (0, 0)) for arch in ("gfx942", "gfx950", None, "", "sm_x"))
+
+
+def test_an_any_device_backend_s_reason_names_it():
+    """A backend of the user's that runs on every device is named in its reason (it read "pure torch" for any)."""
+    mine = Backend("mybackend", "reference producers and an exact int8 GEMM", "mypkg", "any device", any_device=True)
+    assert mine.is_available(CPU) == (True, "mybackend runs on every device")
+    assert BACKENDS["torch"].is_available(CPU) == (True, "torch runs on every device")
