@@ -183,6 +183,10 @@ _BOUND_TO = frozenset({"weight", "weight_scale", "bias", "input_scale", "input_k
 _TENSORS = ("weight", "weight_scale", "bias", "input_scale")  # the layer's buffers
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
 _grad_enabled = torch.is_grad_enabled
+_tracing_state = torch._C._get_tracing_state  # torch.jit.trace's state, None outside a trace
+_NO_TORCHSCRIPT = ("TorchScript cannot hold a QuantLinear: a trace records no Triton or driver launch (on a GPU its "
+                   "graph would return memory no kernel wrote), and script cannot compile its Python; use "
+                   "torch.compile or torch.export")
 _STRIDED = torch.strided
 _MISSING = object()
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
@@ -362,6 +366,15 @@ class QuantLinear(nn.Module):
         if name in _BOUND_TO and "_bound" in self.__dict__:
             self._unbind()
 
+    def __delattr__(self, name: str) -> None:
+        if name in _TENSORS and "input_key" in self.__dict__:  # as ``layer.<name> = None``, checked the same way
+            setattr(self, name, None)
+            return
+        super().__delattr__(name)
+
+    def __prepare_scriptable__(self):
+        raise UnsupportedError(f"{self.name}: torch.jit.script; {_NO_TORCHSCRIPT}")
+
     def _buffer_value(self, name: str, value):
         """A tensor set in place of one of the layer's buffers: kept a buffer (an ``nn.Parameter``, as loaders hand
         them, gives its tensor), never one that requires grad; a weight scale's values and an input scale checked."""
@@ -430,6 +443,8 @@ class QuantLinear(nn.Module):
         if isinstance(w, torch.Tensor) and w.shape != self.weight.shape:  # torch's loader would report a size mismatch
             raise ShapeMismatchError(f"{self.name}: the state dict's {prefix}weight is [N, K] = {list(w.shape)}, this "
                                      f"layer's {list(self.weight.shape)}", layer=self.name, w_shape=w.shape)
+        if isinstance(w, torch.Tensor) and metadata.get("assign_to_params_buffers"):  # becomes the layer's own
+            _check_weight(w, self.input_key, f"{self.name}: the state dict's {prefix}weight (assign=True)")
         if isinstance(ws, torch.Tensor) and not ws.is_floating_point():
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight_scale is {ws.dtype}; weight scales "
                                   "are float (stored as float32)")
@@ -591,6 +606,8 @@ class QuantLinear(nn.Module):
         ``t_()``) is not seen: assign a new tensor instead, or call ``fused_quant.reset()``."""
         if torch.compiler.is_compiling():
             return self._checked_forward(x, x_and_scale_quanted, None)
+        if _tracing_state() is not None:
+            raise UnsupportedError(f"{self.name}: called under torch.jit.trace; {_NO_TORCHSCRIPT}")
         sig = _signature(x, x_and_scale_quanted)
         bound = self._bound.get(sig) if sig is not None else None
         if bound is not None and bound.generation == runtime.generation() and bound.current(self._buffers):
@@ -627,7 +644,6 @@ class QuantLinear(nn.Module):
         ``setattr`` while a call was bound to them (offloading hooks writing ``_buffers``, which move a layer's
         tensors in before each call and out after it) binds no more: a bound call would keep the tensors it was
         bound to alive, and each call takes the checked path until the layer's tensors are set again."""
-        old = table.get(sig)
         # against every call bound in this generation, not only this signature's: offloading hooks with token counts
         # that vary would otherwise bind each count to another moved-in copy, and keep them all alive
         if any(bound.generation == generation and any(a is not b for a, b in zip(bound.tensors, tensors))
@@ -638,10 +654,10 @@ class QuantLinear(nn.Module):
             if self.__dict__.get("_bound") is table:
                 self.__dict__["_swapped"] = True
             return
-        if old is not None and old.generation != generation:  # after a reset: drop every call bound before it
-            # over a copy, and each key dropped once: another thread may file or drop bound calls meanwhile
-            for stale in [s for s, bound in list(table.items()) if bound.generation != generation]:
-                table.pop(stale, None)
+        # after a reset: drop every call bound before it, whatever its signature (over a copy, and each key dropped
+        # once: another thread may file or drop bound calls meanwhile)
+        for stale in [s for s, bound in list(table.items()) if bound.generation != generation]:
+            table.pop(stale, None)
         weight, weight_scale, bias, scale = tensors
         quant = quantizer = None
         if sig[0] == _TENSOR:
@@ -780,8 +796,8 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     plain-tensor ``x`` is quantized in the same kernel where the layer's own calls do that. Under CUDA graph
     capture too; under torch.compile the two calls."""
     bound = None
-    if type(linear) is QuantLinear and not torch.compiler.is_compiling():
-        sig = _signature(x, None)
+    if type(linear) is QuantLinear and not torch.compiler.is_compiling() and _tracing_state() is None:
+        sig = _signature(x, None)  # (under torch.jit.trace the layer's own call refuses it)
         bound = linear._bound.get(sig) if sig is not None else None
         if bound is not None and bound.generation == runtime.generation() and bound.current(linear._buffers):
             fused = bound.producing.get((type(act_fn), id(consumer), numerics))

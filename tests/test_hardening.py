@@ -4,6 +4,7 @@ construction, gradients, backend names, predicate answers, producer outputs, exp
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import warnings
@@ -19,6 +20,7 @@ from fused_quant import registry
 from fused_quant.contract import QuantizedActivation, as_quantized_activation
 from fused_quant.gemm import register_gemm_provider, unregister_gemm_provider
 from fused_quant.validation import MIN_STATIC_SCALE
+from tests.helpers import assert_bits_equal
 from tests.registry_fixtures import TEST_BACKEND, fake_backend  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.usefixtures("torch_backend")
@@ -647,7 +649,8 @@ def test_a_weight_is_contiguous_on_every_way_in():
     with pytest.raises(fq.LayoutError, match="QuantLinear: weight must be contiguous \\[N, K\\] \\(K contiguous\\), "
                                              "got strides \\(1, 8\\)"):
         fq.QuantLinear(strided, layer.weight_scale, K.kInt8DynamicTokenSym)
-    with pytest.raises(RuntimeError, match="blk.0.proj: weight must be contiguous"):  # torch names it in its error
+    with pytest.raises(fq.LayoutError, match=r"blk.0.proj: the state dict's weight \(assign=True\): weight must be "
+                                             "contiguous"):  # was the refusal inside torch's RuntimeError
         layer.load_state_dict({**layer.state_dict(), "weight": strided}, assign=True)
     with pytest.raises(fq.LayoutError, match="blk.0.proj: weight must be contiguous"):
         layer.weight = strided
@@ -984,3 +987,69 @@ def test_shape_mismatch_error_keeps_its_message_however_it_is_made():
         if type(err) is fq.ShapeMismatchError:  # a copy is made by calling the class with the message
             for again in (copy.deepcopy(err), pickle.loads(pickle.dumps(err))):
                 assert str(again) == message and again.layer == "L"
+
+
+@pytest.mark.parametrize("key", [K.kFp8StaticTensorSym, K.kFp8DynamicTokenSym, K.kInt8StaticTensorSym,
+                                 K.kInt8DynamicTokenSym], ids=K.key_name)
+def test_autocast_changes_no_bit(key):
+    """Under torch.autocast the FP8 GEMM's fp32 matmul ran in fp16 / bf16: other bits, and inf where fp16
+    overflowed. Every key's layer, checked and bound calls, and the functional quant_gemm, equal their outputs
+    outside the region."""
+    torch.manual_seed(0)
+    layer = fq.QuantLinear.from_float(nn.Linear(64, 32).to(torch.bfloat16), key, 0.05 if K.is_static(key) else None)
+    x = torch.randn(5, 64).to(torch.bfloat16)
+    with torch.no_grad():
+        want = layer(x)
+        qa = fq.fused_act_quant("identity", x, key, layer.input_scale)
+        want_gemm = fq.quant_gemm(qa, layer.weight, layer.weight_scale, layer.bias, out_dtype=torch.bfloat16)
+        for dtype in (torch.float16, torch.bfloat16):
+            fresh = copy.deepcopy(layer)  # no bound calls: its first call takes the checked path
+            with torch.autocast("cpu", dtype=dtype):
+                for call in ("checked", "bound"):
+                    assert_bits_equal(fresh(x), want, f"{K.key_name(key)} {dtype} {call} call")
+                got = fq.quant_gemm(qa, layer.weight, layer.weight_scale, layer.bias, out_dtype=torch.bfloat16)
+                assert_bits_equal(got, want_gemm, f"{K.key_name(key)} {dtype} quant_gemm")
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.*is deprecated:DeprecationWarning")  # torch's own notice
+def test_torchscript_is_refused_by_name():
+    """torch.jit.trace would record no Triton or driver launch (on a GPU its graph returns memory no kernel wrote),
+    also where the layer's call is bound already or runs through linear_act_quant; script cannot compile it."""
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="blk.down")
+    x = torch.randn(3, 16).to(torch.bfloat16)
+    with torch.no_grad():
+        layer(x)  # bound
+        for make in (lambda: torch.jit.script(layer), lambda: torch.jit.script(nn.Sequential(layer)),
+                     lambda: torch.jit.trace(layer, x),
+                     lambda: torch.jit.trace(lambda t: fq.linear_act_quant(layer, t, fq.SiluAndMul(), None), x)):
+            with pytest.raises(fq.UnsupportedError, match="blk.down: .*TorchScript cannot hold a QuantLinear"):
+                make()
+        assert torch.equal(layer(x), layer(x))  # still callable after the refusals
+
+
+def test_del_of_a_layer_tensor_is_setting_it_to_none():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    x = torch.randn(3, 16).to(torch.bfloat16)
+    no_bias = fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym)
+    del layer.bias  # was a KeyError at the next call
+    assert layer.bias is None and torch.equal(layer(x), no_bias(x))
+    with pytest.raises(TypeError, match="blk.0.proj: weight must be a torch.Tensor, got NoneType"):
+        del layer.weight
+    static = _layer(K.kInt8StaticTensorSym)
+    with pytest.raises(fq.ScaleError, match="a static key needs its scale"):
+        del static.input_scale
+    assert static.input_scale is not None
+
+
+def test_a_reset_drops_every_stale_bound_call_at_the_next_bind():
+    """Bound calls from before a reset are dropped when the layer binds its next call, whatever its signature (they
+    were kept until the same signature bound again)."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    with torch.no_grad():
+        for m in (3, 4):
+            layer(torch.randn(m, 16).to(torch.bfloat16))
+        assert len(layer._bound) == 2
+        fq.reset()
+        layer(torch.randn(5, 16).to(torch.bfloat16))
+    assert len(layer._bound) == 1
+

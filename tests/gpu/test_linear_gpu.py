@@ -3,6 +3,8 @@ token counts, bitwise equal to eager) and CUDA-graph replay after in-place input
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -196,3 +198,22 @@ def test_plain_tensor_is_quantized_by_the_backend_kernel(backend, backend_env):
     qa = fused_act_quant("identity", x, K.kInt8DynamicTokenSym, backend="torch")
     assert isinstance(qa, QuantizedActivation)
     assert_gemm_close(out, qa.data, qa.scale, layer.weight, layer.weight_scale, layer.bias, exact_acc=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_autocast_leaves_every_key_bitwise(backend, backend_env):
+    """A torch.autocast region around the layers changes no bit: the GEMMs accumulate as they do outside it (the torch
+    backend's fp32 matmul ran in fp16 / bf16 there) at small and large M, checked and bound calls."""
+    backend_env(backend)
+    for key in (K.kFp8StaticTensorSym, K.kFp8DynamicTokenSym, K.kInt8StaticTensorSym, K.kInt8DynamicTokenSym):
+        scale = 0.05 if K.is_static(key) else None
+        layer = QuantLinear.from_float(nn.Linear(512, 256).to(torch.bfloat16), key, scale).to(CUDA)
+        for m in (1, 16, 300):
+            x = _tokens(m, 512, torch.bfloat16, seed=m)
+            with torch.no_grad():
+                want = layer(x)
+                for dtype in (torch.float16, torch.bfloat16):
+                    fresh = copy.deepcopy(layer)  # no bound calls: its first call takes the checked path
+                    with torch.autocast("cuda", dtype=dtype):
+                        for call in ("checked", "bound"):
+                            assert_bits_equal(fresh(x), want, f"{K.key_name(key)} M={m} {dtype} {call} call")

@@ -19,7 +19,12 @@ def _int8_exact(xq, xs, w, ws, bias, out_dtype):
 
 
 def _fp8_emulated(xq, xs, w, ws, bias, out_dtype):
-    # fp8 x fp8 products are exact in fp32; accumulate in fp32 as _scaled_mm does
+    # fp8 x fp8 products are exact in fp32; accumulate in fp32 as _scaled_mm does, never in the dtype of an
+    # enclosing torch.autocast region (which would run this matmul in fp16 or bf16: other bits, and inf)
+    device = xq.device.type
+    if torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device):
+        with torch.autocast(device, enabled=False):
+            return _fp8_emulated(xq, xs, w, ws, bias, out_dtype)
     acc = xq.to(torch.float32) @ w.to(torch.float32).T
     return dequant_epilogue(acc, xs, ws, bias, out_dtype)
 
