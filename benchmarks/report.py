@@ -119,8 +119,13 @@ def verdict(target: str, cases: list[tuple[str, float, float]], unit: str = "", 
     margin, where, value = min(margins)
     values = [v for _, v, _ in cases]
     span = f"{min(values):.{digits}f}-{max(values):.{digits}f}{unit}" if len(values) > 1 else f"{values[0]:.{digits}f}{unit}"
-    status = "**met**" if margin >= 0 else f"missed by {-margin:.{digits}f}{unit}"
-    return [target, span, f"{where}: {value:.{digits}f}{unit}", status]
+    if margin >= 0:
+        return [target, span, f"{where}: {value:.{digits}f}{unit}", "**met**"]
+    shown = digits  # a miss never reads "by 0.00": the worst case and the margin take the digits that show it
+    while round(-margin, shown) == 0 and shown < digits + 4:
+        shown += 1
+    by = f"{-margin:.{shown}f}" if round(-margin, shown) else f"< {10.0**-shown:.{shown}f}"
+    return [target, span, f"{where}: {value:.{shown}f}{unit}", f"missed by {by}{unit}"]
 
 
 def gemm_targets(gemm: dict) -> list[list[str]]:

@@ -31,6 +31,10 @@ def test_verdict_takes_the_worst_case_and_says_by_how_much():
     host = [("x", 13.0, 12.0), ("y", 11.0, 12.0), ("z", 15.0, 14.5)]
     assert report.verdict("h", host, " us", higher=False, digits=1)[2:] == ["x: 13.0 us", "missed by 1.0 us"]
     assert report.verdict("h", [], " us") == ["h", "—", "—", "not in these files"]
+    # a miss smaller than the table's digits is written with the digits that show it, the worst value with them
+    near = [("a", 1.65, 1.6), ("b", 1.5988, 1.6)]
+    assert report.verdict("g", near, "x") == ["g", "1.60-1.65x", "b: 1.599x", "missed by 0.001x"]
+    assert report.verdict("g", [("a", 1.59999996, 1.6)], "x")[2:] == ["a: 1.600000x", "missed by < 0.000001x"]
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
