@@ -46,22 +46,27 @@ def test_verdict_gives_no_verdict_on_a_value_that_is_not_finite(bad):
 def test_targets_of_the_h200_run():
     """The thirty-first round's H200 files (run 2, three host runs): the figures benchmarks/RESULTS.md gives."""
     table = report.decode_targets(_doc("run2_gemm.json"), _doc("run2_mlp.json"),
-                                  tuple(_doc(f"run2_host{i}.json") for i in (1, 2, 3)), _doc("run2_mlp.json"))
+                                  tuple(_doc(f"run2_host{i}.json") for i in (1, 2, 3)), _doc("run3_mlp.json"))
     assert not table[0].startswith("(measured on")  # the targets' own device and model: no caveat
     assert _row(table, "MLP graph >= 1.9x")[1:] == ["1.92-2.10x", "fp8_token M=16: 1.92x", "**met**"]
     assert _row(table, "MLP graph >= 1.7x")[3] == "**met**" and _row(table, "MLP graph >= 1.6x")[3] == "**met**"
     assert _row(table, "MLP graph >= 2.2x")[3] == "missed by 0.28x"
     assert _row(table, "MLP graph at M >= 1024")[2:] == ["int8_token M=1024: 1.61x", "**met**"]
     assert _row(table, "MLP eager")[2:] == ["int8_token M=1: 1.28x", "missed by 0.02x"]
-    assert _row(table, "MLP SQNR")[3] == "**met**"  # against itself
+    # run 3 (M = 1 / 16 / 64 on the same machine) drew the same inputs as run 2 at those M: the same dB
+    assert _row(table, "MLP SQNR")[2:] == ["fp8_token M=1 (baseline 23.93): 23.93 dB", "**met**"]
     assert _row(table, "GEMM weights >= 3.6")[2:] == ["o fp8 M=16: 2.08 TB/s", "missed by 1.52 TB/s"]
-    assert _row(table, "FP8 down at M = 16")[1:] == ["1.97x", "vs scaled_mm (row-wise): 1.97x", "**met**"]
-    own = _row(table, "GEMM never slower than the best torch provider, where the chain picks its own kernel")
-    assert own[1:] == ["1.020-2.406x", "gate_up fp8 M=8 (picked small_m_fp8, best torch scaled_mm (fp32 + epilogue)): "
+    own_scaling = _row(table, "FP8 down at M = 16 >= 1.4x torch._scaled_mm with its own scaling")
+    assert own_scaling[1:] == ["1.97x", "vs scaled_mm (row-wise): 1.97x", "**met**"]
+    # its fp32 product with our epilogue is the quicker way to run torch._scaled_mm there
+    quickest = _row(table, "FP8 down at M = 16 >= 1.4x torch._scaled_mm in its quickest way")
+    assert quickest[1:] == ["1.20x", "vs scaled_mm (fp32 + epilogue): 1.20x", "missed by 0.20x"]
+    own = _row(table, "GEMM never slower than the best other provider, where the chain picks its own small-M kernel")
+    assert own[1:] == ["1.020-2.406x", "gate_up fp8 M=8 (picked small_m_fp8, best other scaled_mm (fp32 + epilogue)): "
                        "1.020x", "**met**"]
-    torch_pick = _row(table, "GEMM never slower than the best torch provider, where the chain picks a torch")
+    other_pick = _row(table, "GEMM never slower than the best other provider, where the chain picks another provider")
     # the worst of them: the provider the chain picked is the best one, timed a second time
-    assert torch_pick[2:] == ["gate_up fp8 M=128 (picked scaled_mm_fp8 (row-wise), best torch scaled_mm (row-wise)): "
+    assert other_pick[2:] == ["gate_up fp8 M=128 (picked scaled_mm_fp8 (row-wise), best other scaled_mm (row-wise)): "
                               "0.983x", "missed by 0.017x"]
     quantlinear, producer = _row(table, "host <= 12 us per QuantLinear"), _row(table, "host <= 12 us per producer")
     assert quantlinear[0].endswith("(quickest of 3 runs)")
@@ -87,13 +92,41 @@ def test_sqnr_below_the_baseline_by_more_than_a_tenth_of_a_db_misses():
     assert no_base[2:] == ["—", "no baseline (--sqnr-baseline)"]
 
 
+@pytest.mark.parametrize("field, value, said", [("d", 64, "d 4096 / 64"), ("h", 512, "h 14336 / 512"),
+                                                 ("model", "Qwen-7B", "model Llama-3-8B / Qwen-7B")])
+def test_sqnr_baseline_of_another_model_or_width_is_not_compared(field, value, said):
+    """The baseline's SQNR is another problem's where its model or widths differ: no verdict on it, whatever its
+    figures (here the run's own); a baseline that does not name its model (the thirty-first round's) is compared by
+    its widths."""
+    mlp, base = _doc("run2_mlp.json"), _doc("run2_mlp.json")
+    mlp["model"] = "Llama-3-8B"
+    base[field] = value
+    row = _row(report.decode_targets(None, mlp, (), base), "MLP SQNR")
+    assert row[1:] == ["—", "—", f"not comparable (this run / the baseline): {said}"]
+    assert "model" not in _doc("run2_mlp.json")
+    assert _row(report.decode_targets(None, mlp, (), _doc("run2_mlp.json")), "MLP SQNR")[3] == "**met**"
+
+
+def test_sqnr_inputs_of_some_token_counts_are_those_of_a_full_run():
+    """``mlp_sqnr`` draws each M's input from one generator: a run of some token counts draws the full list's inputs
+    before each of them, in the full list's order, so its SQNR compares with a full run's at the same M."""
+    from benchmarks import decode
+
+    assert decode.draw_order(decode.MLP_MS) == list(decode.MLP_MS)
+    assert decode.draw_order((1024, 16)) == [1, 16, 64, 256, 1024]
+    assert decode.draw_order((64,)) == [1, 16, 64]
+    assert decode.draw_order((1, 3, 16)) == [1, 16, 3]  # counts outside the list after it
+    assert decode.draw_order((3,)) == [3]
+
+
 def test_a_run_without_the_targets_token_counts_says_so():
     gemm, mlp = _doc("run2_gemm.json"), _doc("run2_mlp.json")
     gemm["rows"] = [r for r in gemm["rows"] if r["M"] == 1]  # bench gemm --m 1
     mlp["rows"] = [r for r in mlp["rows"] if r["M"] == 1]
     table = report.decode_targets(gemm, mlp)
     assert _row(table, "GEMM weights >= 3.0 TB/s at M = 64")[3] == "not in these files"
-    assert _row(table, "FP8 down at M = 16")[3] == "not in these files"
+    for way in ("with its own scaling", "in its quickest way"):
+        assert _row(table, f"FP8 down at M = 16 >= 1.4x torch._scaled_mm {way}")[3] == "not in these files"
     assert _row(table, "MLP graph >= 1.7x")[3] == "not in these files"
     assert _row(table, "MLP graph >= 1.9x")[1] == "2.00-2.10x"  # M = 1 alone
     assert not any("host" in line for line in table)  # no host file given: no host rows
