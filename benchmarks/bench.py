@@ -142,11 +142,16 @@ def default_out() -> Path:
 
 def out_problem(out: Path, force: bool) -> str:
     """Why ``out`` may not take a run's files ('' if it may): only a missing or empty folder, or with ``force``
-    any folder, so that no run overwrites earlier results (the committed benchmarks/results among them)."""
-    if out.exists() and not out.is_dir():
-        return f"--out {out} exists and is not a folder"
-    if out.is_dir() and any(out.iterdir()) and not force:
-        return f"--out {out} is a folder that is not empty; pass --force to write into it (same names are overwritten)"
+    any folder, so that no run overwrites earlier results (the committed benchmarks/results among them); a path
+    that cannot even be looked at (too long, in a folder this user may not read) says why."""
+    try:
+        if out.exists() and not out.is_dir():
+            return f"--out {out} exists and is not a folder"
+        if out.is_dir() and any(out.iterdir()) and not force:
+            return (f"--out {out} is a folder that is not empty; pass --force to write into it (same names are "
+                    "overwritten)")
+    except OSError as exc:
+        return f"--out {out} cannot be used: {exc.strerror or exc}"
     return ""
 
 

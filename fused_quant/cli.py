@@ -16,6 +16,9 @@ import textwrap
 from fused_quant import envs
 
 WIDTH = 100  # columns of the text output
+# exit statuses beside 0 (done), 1 (selftest: a check failed) and 2 (a bad flag or value, or what cannot run here), as
+# a shell reports a command that SIGPIPE or SIGINT ended: a reader that left early (`| head`), Ctrl-C
+BROKEN_PIPE, INTERRUPTED = 141, 130
 INDENT = " " * 11  # under the "platform : " labels
 
 DESCRIPTION = """\
@@ -30,7 +33,7 @@ examples:
   fused-quant selftest                        conformance of the selected backend
   fused-quant selftest --backend triton_fp8   conformance of one backend
   fused-quant bench gemm --quick              the GEMM benchmarks (GPU, source checkout)
-  fused-quant bench mlp --model DIR --tp 2    another decoder's MLP (its config.json), as one of 2 GPUs holds it"""
+  fused-quant bench mlp --model DIR --tp 2    another decoder's MLP, the share one of 2 GPUs holds"""
 
 
 def _wrap(prefix: str, text: str, hang: int = 2) -> str:
@@ -138,7 +141,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
         selected = current_backend()
         report["backend"] = {"name": selected.name, "reason": selected.reason, "requested": selected.requested}
     except BackendUnavailableError as exc:
-        report["backend"] = {"name": None, "error": str(exc), "requested": envs.backend()}
+        report["backend"] = {"name": None, "reason": None, "error": str(exc), "requested": envs.backend()}
         code = 2
     report["backends"] = _backend_table(info, report["backend"]["name"], report["backend"]["requested"])
     report["env_errors"] = _env_errors()
@@ -179,12 +182,13 @@ def _small_m_table(info) -> dict[str, object]:
         out["quantizing_line"] = (f"int8 per-token quantizing calls: configs measured for {_listed(measured)}"
                                   + (f", none for {info.arch}: the table's rows ({_QUANTIZING} measures them)"
                                      if info.arch is not None else ""))
-    kinds = ", ".join(INT8_GEMM_DEVICE_CONFIGS) or "no GPU model"
+    kinds = ", ".join(INT8_GEMM_DEVICE_CONFIGS)
     if info.device_name in INT8_GEMM_DEVICE_CONFIGS:
         tiles = f"int8 GEMM past 256 tokens: the tiles measured on this GPU model ({info.device_name})"
     else:
         tiles = (f"int8 GEMM past 256 tokens: the tiles measured on {INT8_GEMM_MEASURED_ON} "
-                 f"(own tiles for {kinds}; {_INT8_SWEEP} measures them)")
+                 f"({f'own tiles for {kinds}' if kinds else 'no GPU model has tiles of its own'}; "
+                 f"{_INT8_SWEEP} measures them)")
     if info.device_count and tma_arch_ok(info.arch):  # False for any arch but NVIDIA sm_XY
         tiles += f", read through tensor descriptors (TMA) on this {info.arch}"
     elif info.device_count:
@@ -300,6 +304,8 @@ def _selftest_device(flag: str | None, row, info):
         return None, (f"{what}: selftest runs on cpu, cuda or cuda:N (ROCm GPUs are cuda devices too); "
                       f"got a {device.type} device")
     if device.type == "cpu":
+        if device.index is not None:
+            return None, f"{what}: the CPU has no device index; expected cpu, cuda or cuda:N"
         if not row.any_device:
             return None, (f"{what}: {row.name}'s kernels take GPU tensors; expected cuda or cuda:N "
                           "(--backend torch runs on the CPU)")
@@ -401,6 +407,10 @@ def cmd_bench(args) -> int:
 
     import fused_quant
 
+    bad_env = _env_errors()
+    if bad_env:  # before anything is made: a bad value would stop the run part-way, its folder empty
+        return _fail("bench", "; ".join(bad_env.values()))
+
     root = Path(fused_quant.__file__).resolve().parent.parent
     where = root / "benchmarks"
     if not (where / "bench.py").is_file():
@@ -443,6 +453,13 @@ def _token_counts(text: str) -> tuple[int, ...]:
     return tuple(counts)
 
 
+def _gpu_count(text: str) -> int:
+    """``--tp``: a whole number of GPUs, at least 1."""
+    if not (text.strip().isascii() and text.strip().isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 1, got {text!r}")
+    return int(text)
+
+
 def _environment() -> str:
     lines = ["environment (read when first needed; `fused-quant probe` checks them):"]
     width = max(map(len, envs.VARIABLES))
@@ -460,13 +477,15 @@ def build_parser() -> argparse.ArgumentParser:
     from fused_quant.selection import BACKENDS
 
     formatter = argparse.RawDescriptionHelpFormatter  # the description and epilog as written
+    # allow_abbrev=False: a script that came to rely on --js for --json would break when a flag --js... is added
     parser = argparse.ArgumentParser(prog="fused-quant", description=DESCRIPTION, formatter_class=formatter,
-                                     epilog=f"{_environment()}\n\n{EXAMPLES}")
+                                     epilog=f"{_environment()}\n\n{EXAMPLES}", allow_abbrev=False)
     parser.add_argument("--version", action="version",
                         version=f"fused-quant {fused_quant.__version__} (torch {torch.__version__}, "
                                 f"python {platform.python_version()})")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("probe", help="platform, backends, selected backend and why, env, producers and GEMMs",
+    p = sub.add_parser("probe", allow_abbrev=False,
+                       help="platform, backends, selected backend and why, env, producers and GEMMs",
                        description="What the platform probe sees on this node (it never creates a CUDA or HIP "
                                    "context), which backends can run and why, the one selected, the FUSED_QUANT_* "
                                    "variables (checked: a bad value exits 2) and the registered producers and "
@@ -474,12 +493,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--vllm", action="store_true", help="also show what the vLLM plugin would register")
     p.set_defaults(func=cmd_probe)
-    s = sub.add_parser("selftest", help="bitwise conformance of a backend against the spec on this device",
+    s = sub.add_parser("selftest", allow_abbrev=False,
+                       help="bitwise conformance of a backend against the spec on this device",
                        description="Runs a backend's producers on this node against hand-written known answers "
                                    "and, bit for bit, against fused_quant/reference.py: every bf16 pattern, every "
                                    "bf16 and fp16 gate, adversarial rows, both numerics profiles. Exits 1 when "
                                    "a check fails, 2 when the backend or device cannot be used.")
-    s.add_argument("--backend", choices=tuple(BACKENDS), metavar="NAME",
+    s.add_argument("--backend", type=lambda text: text.strip().lower(), choices=tuple(BACKENDS), metavar="NAME",
                    help=f"backend to test, one of: {', '.join(BACKENDS)} (default: the selected one, "
                         "see `fused-quant probe`)")
     s.add_argument("--device", metavar="DEV",
@@ -487,14 +507,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to a terminal "
                                                        "on stderr only)")
     s.set_defaults(func=cmd_selftest)
-    b = sub.add_parser("bench", help="act_quant, GEMM and MLP benchmarks against the peers (GPU, source checkout)",
+    b = sub.add_parser("bench", allow_abbrev=False,
+                       help="act_quant, GEMM and MLP benchmarks against the peers (GPU, source checkout)",
                        description="The benchmarks of the checkout's benchmarks/ package (GPU): producers, the GEMM "
                                    "providers at M = 1-256, host cost per call, the Llama-3-8B MLP eager and under "
                                    "CUDA-graph replay (another decoder's with --model); JSON and PNG plots into --out.")
     b.add_argument("which", nargs="?", choices=("act_quant", "gemm", "host", "mlp", "all"), default="all",
                    help="which benchmark to run (default: all)")
-    b.add_argument("--out", help="folder for the JSON and PNG output (default: a new bench-out/<UTC timestamp> "
-                                 "in the checkout); an existing non-empty folder needs --force")
+    b.add_argument("--out", help="folder for the JSON and PNG output (default: a new "
+                                 "bench-out/<UTC time>-<host>-<pid> in the checkout); an existing non-empty folder "
+                                 "needs --force")
     b.add_argument("--force", action="store_true", help="write into an existing non-empty --out folder, "
                                                         "overwriting files of the same name")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -504,9 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--model", metavar="CONFIG",
                    help="a Hugging Face config.json, or a model folder holding one: that dense decoder's linears and "
                         "MLP instead of Llama-3-8B's")
-    b.add_argument("--tp", type=int, default=1, metavar="N",
-                   help="tensor-parallel GPUs: time the shapes one of N GPUs holds (default: 1; checked with --model's "
-                        "sizes)")
+    b.add_argument("--tp", type=_gpu_count, default=1, metavar="N",
+                   help="tensor-parallel GPUs: time the shapes one of N GPUs holds (default: 1; checked against the "
+                        "model's head counts and sizes, --model's or Llama-3-8B's)")
     b.set_defaults(func=cmd_bench)
     return parser
 
@@ -515,10 +537,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except BrokenPipeError:  # `fused-quant probe | head`: the reader is gone, nothing more to say
+    except BrokenPipeError:  # `fused-quant selftest | head`: the reader is gone, nothing more to say
         # Python flushes stdout again at exit; point it at devnull so that flush cannot fail too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return BROKEN_PIPE
+    except KeyboardInterrupt:
+        print(f"\n{args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -176,3 +177,102 @@ def test_probe_into_a_closed_pipe_is_quiet():
                           text=True)
     assert done.stdout.startswith("platform : ")
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_selftest_into_a_closed_pipe_exits_141_not_a_failed_check():
+    """`fused-quant selftest | head -2`: the checks left unrun are not a failed check (1) but a reader that left,
+    the status a shell gives a command SIGPIPE ended (141), with no traceback."""
+    done = subprocess.run(f"{sys.executable} -m fused_quant selftest | head -2; exit ${{PIPESTATUS[0]}}",
+                          shell=True, executable="bash", capture_output=True, text=True)
+    assert done.returncode == cli.BROKEN_PIPE == 141, done.stderr
+    assert done.stdout.startswith("selftest backend=torch") and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", _parser_calling(cli.build_parser, "selftest", interrupted))
+    assert cli.main(["selftest"]) == cli.INTERRUPTED == 130
+    assert capsys.readouterr().err == "\nselftest: interrupted\n"
+
+
+def _parser_calling(build, command: str, func):
+    def built():
+        parser = build()
+        for sub in _all_parsers(parser):
+            if sub.prog.endswith(command):
+                sub.set_defaults(func=func)
+        return parser
+
+    return built
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["probe", "--js"], "unrecognized arguments: --js"),
+    (["selftest", "--dev", "cpu"], "unrecognized arguments: --dev"),
+    (["bench", "--tp", "0"], "argument --tp: expected a whole number of GPUs >= 1, got '0'"),
+    (["bench", "--tp", "1.5"], "argument --tp: expected a whole number of GPUs >= 1, got '1.5'"),
+])
+def test_abbreviated_flags_and_a_bad_gpu_count_are_refused(argv, said, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2 and said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["TORCH", " torch ", "Torch"])
+def test_backend_flag_folds_case_and_spaces_as_the_variable_does(flag, capsys):
+    assert cli.main(["selftest", "--backend", flag, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["backend"] == "torch"
+
+
+def test_a_cpu_device_index_is_refused(capsys):
+    assert cli.main(["selftest", "--device", "cpu:5"]) == 2
+    assert capsys.readouterr().err == "selftest: --device cpu:5: the CPU has no device index; expected cpu, cuda or cuda:N\n"
+
+
+def test_bench_checks_the_variables_before_it_makes_anything(tmp_path, capsys, monkeypatch):
+    """A bad FUSED_QUANT_* value would stop a GPU run part-way (its first layer refuses it): refused first, one line,
+    no folder made."""
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "nonsense")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    out = tmp_path / "run"
+    assert cli.main(["bench", "gemm", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("bench: FUSED_QUANT_BACKEND='nonsense' is not a backend")
+    assert not out.exists()
+
+
+def test_bench_out_that_cannot_be_looked_at_is_one_line(capsys):
+    assert cli.main(["bench", "--out", "a" * 300]) == 2
+    assert capsys.readouterr().err == f"bench: --out {'a' * 300} cannot be used: File name too long\n"
+
+
+def _fake_vllm(root, init: str, envs_py: str | None = None):
+    pkg = root / "vllm"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(init)
+    if envs_py is not None:
+        (pkg / "envs.py").write_text(envs_py)
+    return {"PYTHONPATH": f"{root}:{Path(fused_quant.__file__).resolve().parent.parent}"}
+
+
+@pytest.mark.parametrize("init, envs_py, said", [
+    ("raise RuntimeError('libcudart.so.13: cannot open shared object file')", None,
+     "vLLM import failed (RuntimeError: libcudart.so.13: cannot open shared object file)"),
+    ("__version__ = '0.32.0'", "raise OSError('no config')",
+     "vLLM's settings (vllm.envs.VLLM_PLUGINS) could not be read (OSError: no config)"),
+])
+def test_probe_vllm_reports_a_broken_vllm_install(tmp_path, init, envs_py, said):
+    """vLLM installed but failing at import (a missing CUDA library) or in its settings: the probe's vllm row says
+    so; the report is still made, no traceback."""
+    r = run_cli("probe", "--vllm", "--json", env=_fake_vllm(tmp_path, init, envs_py))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    plugin = json.loads(r.stdout)["vllm_plugin"]  # README's install puts the plugin's entry point in place
+    assert plugin["would_register"] is False and plugin["reason"] == said
+
+
+def test_probe_json_backend_keeps_its_keys_when_the_backend_cannot_run():
+    r = run_cli("probe", "--json", env={"FUSED_QUANT_BACKEND": "triton_fp8"})
+    backend = json.loads(r.stdout)["backend"]
+    assert r.returncode == 2 and {"name", "reason", "requested", "error"} <= set(backend)
+    assert backend["name"] is None and backend["reason"] is None and "cannot run here" in backend["error"]

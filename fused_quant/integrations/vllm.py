@@ -52,6 +52,8 @@ def _vllm_version() -> tuple[str | None, str]:
         import vllm
     except ImportError as exc:
         return None, f"vLLM is not installed ({exc})"
+    except Exception as exc:  # an install that is there but broken (a missing CUDA library, say): the probe says so
+        return None, f"vLLM import failed ({type(exc).__name__}: {exc})"
     return str(getattr(vllm, "__version__", "unknown")), ""
 
 
@@ -353,9 +355,12 @@ def _loaded_by_vllm() -> tuple[bool, str]:
     if not any(ep.name == name for ep in importlib.metadata.entry_points(group="vllm.general_plugins")):
         return False, (f"no '{ENTRY_POINT}' entry point is installed (fused-quant imported from a checkout?): "
                        "pip install it where vLLM runs, or vLLM never loads the plugin")
-    import vllm.envs
+    try:
+        import vllm.envs
 
-    allowed = vllm.envs.VLLM_PLUGINS
+        allowed = vllm.envs.VLLM_PLUGINS
+    except Exception as exc:  # vLLM imported but cannot read its own settings: it would fail at startup as well
+        return False, f"vLLM's settings (vllm.envs.VLLM_PLUGINS) could not be read ({type(exc).__name__}: {exc})"
     if allowed is not None and name not in allowed:
         return False, f"VLLM_PLUGINS={','.join(allowed)!r} does not name {name}: vLLM will not load the plugin"
     return True, ""
