@@ -486,12 +486,16 @@ def _check_model(model: object, where: str) -> None:
         raise TypeError(f"{where}: model must be a transformers model (a torch.nn.Module), got {type(model).__name__}")
 
 
+def _compiled_inner(model: nn.Module) -> nn.Module | None:
+    """The model a ``torch.compile`` wrapper holds (its tensors are named ``_orig_mod.<name>``), None for a model."""
+    inner = getattr(model, "_orig_mod", None)
+    return inner if type(model).__name__ == "OptimizedModule" and isinstance(inner, nn.Module) else None
+
+
 def _patterns(ignore) -> tuple[str, ...]:
     """``ignore`` as a tuple of patterns: one string is one pattern (not its characters)."""
-    if isinstance(ignore, str):
-        return (ignore,)
     try:
-        patterns = tuple(ignore)
+        patterns = (ignore,) if isinstance(ignore, str) else tuple(ignore)
     except TypeError:
         raise TypeError(f"quantize_model: ignore must be a pattern or an iterable of patterns (module names, name "
                         f"suffixes, 're:<regex>'), got {type(ignore).__name__}") from None
@@ -537,6 +541,16 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
     """
     _require_versions()
     _check_model(model, "quantize_model")
+    if _compiled_inner(model) is not None:
+        raise UnsupportedError("quantize_model: the model is a torch.compile wrapper; quantize the model itself "
+                               "(model._orig_mod, or the model before torch.compile), then compile the result")
+    loaded_by = getattr(model, "hf_quantizer", None) or getattr(getattr(model, "config", None),
+                                                                "quantization_config", None)
+    if loaded_by is not None:
+        raise UnsupportedError("quantize_model: the model is quantized already (transformers loaded it with its "
+                               f"quantization_config, {type(loaded_by).__name__}); load that checkpoint with "
+                               "fused_quant.integrations.transformers.from_pretrained(path), or quantize the "
+                               "float model")
     key = K.as_key(key, "quantize_model: key")
     if K.is_static(key):
         raise UnsupportedError(f"quantize_model: {K.key_name(key)} needs calibrated input scales, which "
@@ -724,10 +738,12 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     from fused_quant.integrations import checkpoint as ckpt
     from fused_quant.registry import platform_fp8_dtype
 
-    path = Path(path)
+    path = Path(path).expanduser()
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"from_pretrained: {path} has no config.json; expected a compressed-tensors "
-                                "checkpoint folder (config.json with a quantization_config, and model.safetensors)")
+        raise FileNotFoundError(f"from_pretrained: {path} has no config.json; expected a local compressed-tensors "
+                                "checkpoint folder (config.json with a quantization_config, and model.safetensors); "
+                                "a Hub model is read from its downloaded folder "
+                                "(huggingface_hub.snapshot_download(repo_id) gives its path)")
     raw = ckpt.read_json(path / "config.json")
     if raw.get("quantization_config") is None:
         raise UnsupportedError(f"{path}/config.json has no quantization_config: a float checkpoint? Load it with "
@@ -767,15 +783,32 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     return model
 
 
+def _check_causal_lm(model: nn.Module) -> None:
+    """``from_pretrained`` builds ``AutoModelForCausalLM`` from the saved config: a model of another class (a bare
+    ``LlamaModel``, a classifier) would be written under names that model does not have."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    model_type = getattr(model.config, "model_type", None)
+    names = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type, ())
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if type(model).__name__ not in names:
+        want = ", ".join(names) if names else f"none for model_type {model_type!r}"
+        raise UnsupportedError(f"save_pretrained: from_pretrained builds the causal LM of the config's model_type "
+                               f"({want}), and the model is a {type(model).__name__}: save the causal LM that "
+                               "holds it")
+
+
 def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> None:
     """Write a converted model as a compressed-tensors checkpoint (config.json + model.safetensors):
     merged gate_up split back into gate_proj / up_proj, FP8 weights as e4m3fn, scales float32.
     ``progress``: a bar over the layers on stderr (None: where stderr is a terminal)."""
     _require_versions()
     _check_model(model, "save_pretrained")
+    model = _compiled_inner(model) or model  # a torch.compile wrapper: the model's own tensor names
     if getattr(model, "config", None) is None:  # its config.json carries the quantization config
         raise TypeError(f"save_pretrained: model must be a transformers model with a .config, got a "
                         f"{type(model).__name__} without one")
+    _check_causal_lm(model)
     from safetensors.torch import save_file
 
     from fused_quant.integrations import checkpoint as ckpt
@@ -806,6 +839,7 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         tensors[k] = v.contiguous().cpu()
     float_linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
     config = copy.deepcopy(model.config)
+    config.architectures = [type(model).__name__]  # as transformers writes it: vLLM picks the model class by it
     config.quantization_config = ckpt.quantization_config(layers, float_linears)
     dtype = next((t.dtype for t in model.parameters() if t.is_floating_point()), None)
     if dtype is not None:  # the float layers' dtype now (a model moved with .to(dtype) after its config was written)

@@ -379,8 +379,11 @@ def test_saving_over_a_sharded_checkpoint_removes_its_shards(tmp_path):
 
 
 def test_missing_folder_and_float_checkpoint_say_what_was_expected(tmp_path):
-    with pytest.raises(FileNotFoundError, match="has no config.json; expected a compressed-tensors checkpoint"):
+    with pytest.raises(FileNotFoundError, match="has no config.json; expected a local compressed-tensors checkpoint "
+                                                "folder .*snapshot_download"):
         fqt.from_pretrained(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="org/model has no config.json"):  # a Hub id: not read from the Hub
+        fqt.from_pretrained("org/model")
     model = make_model("llama", torch.bfloat16)
     model.save_pretrained(tmp_path / "float")  # transformers' own: a float checkpoint
     with pytest.raises(fq.UnsupportedError, match="no quantization_config: a float checkpoint\\? Load it with "
@@ -611,3 +614,65 @@ def test_a_layers_group_does_not_depend_on_the_groups_order(order):
     assert layers == {"A": [], "B": [], "C": [("a", model.a), ("b", model.b)]}
     with pytest.raises(fq.UnsupportedError, match="a: config groups A \\('re:a\\$'\\) and B \\('re:\\.\\*a'\\) both"):
         fqt._group_layers(model, groups[:2], [])
+
+
+def test_saved_config_names_the_architecture_vllm_builds(tmp_path):
+    """A model built from a config without ``architectures`` (from_config) is saved with its class there, as
+    transformers writes it: vLLM picks the model class by it. The reload is bitwise the saved model."""
+    model = make_model("llama", torch.bfloat16)
+    assert not model.config.architectures
+    fqt.quantize_model(model)
+    fqt.save_pretrained(model, tmp_path / "q")
+    assert json.loads((tmp_path / "q" / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(fqt.from_pretrained(tmp_path / "q")(ids).logits, model(ids).logits)
+
+
+def test_a_compiled_model_is_saved_under_its_own_names_and_refused_by_quantize_model(tmp_path):
+    model = make_model("llama", torch.bfloat16)
+    with pytest.raises(fq.UnsupportedError, match="torch.compile wrapper; quantize the model itself"):
+        fqt.quantize_model(torch.compile(model))
+    assert not any(isinstance(m, fq.QuantLinear) for m in model.modules())  # left as it was
+    fqt.quantize_model(model)
+    fqt.save_pretrained(torch.compile(model), tmp_path / "q")
+    names = load_file(str(tmp_path / "q" / "model.safetensors"))
+    assert "model.layers.0.mlp.down_proj.weight_scale" in names and not any("_orig_mod" in n for n in names)
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(fqt.from_pretrained(tmp_path / "q")(ids).logits, model(ids).logits)
+
+
+@pytest.mark.parametrize("build", ["AutoModel", "AutoModelForSequenceClassification"])
+def test_save_pretrained_refuses_a_model_from_pretrained_cannot_build(tmp_path, build):
+    import transformers as tf
+
+    from tests.integrations.test_transformers import make_config
+
+    torch.manual_seed(0)
+    model = getattr(tf, build).from_config(make_config("llama", pad_token_id=0), dtype=torch.bfloat16).eval()
+    fqt.quantize_model(model, targets="all", ignore=())
+    with pytest.raises(fq.UnsupportedError, match=f"builds the causal LM of the config's model_type "
+                                                  f"\\(LlamaForCausalLM\\), and the model is a "
+                                                  f"{type(model).__name__}: save the causal LM"):
+        fqt.save_pretrained(model, tmp_path / "q")
+    assert not (tmp_path / "q").exists()
+
+
+def test_quantize_model_refuses_a_model_transformers_loaded_quantized(tmp_path):
+    """Our checkpoint read by transformers' own loader (its compressed-tensors quantizer): quantized already."""
+    from transformers import AutoModelForCausalLM
+
+    model = make_model("llama", torch.bfloat16)
+    fqt.quantize_model(model)
+    fqt.save_pretrained(model, tmp_path / "q")
+    theirs = AutoModelForCausalLM.from_pretrained(tmp_path / "q")
+    with pytest.raises(fq.UnsupportedError, match="quantized already .*from_pretrained\\(path\\)"):
+        fqt.quantize_model(theirs)
+
+
+def test_one_ignore_string_that_is_no_regular_expression_is_named():
+    model = make_model("llama", torch.bfloat16)
+    for ignore in ("re:(", ("re:(",)):
+        with pytest.raises(ValueError, match="ignore pattern 're:\\(' is not a regular expression"):
+            fqt.quantize_model(model, ignore=ignore)
