@@ -611,15 +611,21 @@ def _covered(name: str, prefixes: set[str]) -> bool:
 
 
 def _materialize_buffers(model: nn.Module, device: torch.device) -> None:
-    """Non-persistent buffers (RoPE frequencies) are in no checkpoint: recompute those left on the meta
-    device by the model's own ``_init_weights`` for their module (which has no parameters to reset)."""
+    """Non-persistent buffers (RoPE frequencies, a scaled embedding's scale) are in no checkpoint: recompute those
+    left on the meta device by the model's own ``_init_weights`` for their module, whose own parameters, loaded
+    already, are put back afterwards (``_init_weights`` draws them afresh)."""
     for module in model.modules():
         meta = [n for n in module._non_persistent_buffers_set
                 if module._buffers.get(n) is not None and module._buffers[n].is_meta]
-        if meta and next(module.parameters(recurse=False), None) is None:
-            for n in meta:
-                module._buffers[n] = torch.empty_like(module._buffers[n], device=device)
-            model._init_weights(module)
+        if not meta:
+            continue
+        for n in meta:
+            module._buffers[n] = torch.empty_like(module._buffers[n], device=device)
+        loaded = {n: p.detach().clone() for n, p in module.named_parameters(recurse=False)}
+        model._init_weights(module)
+        with torch.no_grad():
+            for n, value in loaded.items():
+                getattr(module, n).copy_(value)
 
 
 def _module_name(model: nn.Module, module: nn.Module | None) -> str | None:

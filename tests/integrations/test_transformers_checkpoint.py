@@ -361,6 +361,26 @@ def test_a_structurally_matched_model_loads_back_with_structural(tmp_path, monke
         assert torch.equal(loaded(ids).logits, model(ids).logits)
 
 
+@pytest.mark.parametrize("config", ["GemmaConfig", "Gemma2Config"])
+def test_a_scaled_embedding_loads_back_with_its_scale_and_its_weights(tmp_path, config):
+    """Gemma's embedding holds a non-persistent scale (sqrt(hidden)) beside its weight: no checkpoint has it, so the
+    load computes it as the model's own init does, and keeps the embedding's loaded weight (that init draws it)."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    cfg = getattr(tf, config)(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                              vocab_size=256, num_hidden_layers=2, head_dim=16)
+    model = tf.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).eval()
+    fqt.quantize_model(model, targets="all", structural=True)
+    fqt.save_pretrained(model, tmp_path)
+    loaded = fqt.from_pretrained(tmp_path, structural=True)
+    assert float(loaded.model.embed_tokens.embed_scale) == 8.0
+    assert torch.equal(loaded.model.embed_tokens.weight, model.model.embed_tokens.weight)
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, model(ids).logits)
+
+
 def test_saving_over_a_sharded_checkpoint_removes_its_shards(tmp_path):
     """An earlier sharded checkpoint's index would be read instead of the new model.safetensors: its index and the
     shards it lists go; other files stay."""
