@@ -293,19 +293,16 @@ class ConversionReport:
 
 
 def _matches(name: str, patterns) -> str | None:
-    """The first pattern matching module ``name``: ``re:<regex>`` matching the start of its path, or a module name or
-    a name suffix after a dot naming the module or a module it is inside (``"mlp"`` and
-    ``"model.layers.0.mlp"`` cover that MLP's linears, as ``re:model\\.layers\\.0\\.mlp`` does)."""
-    paths = None
+    """The first pattern matching module ``name`` or a module it is inside: ``re:<regex>`` matching the start of its
+    path, or a module name or a name suffix after a dot naming it (``"mlp"``, ``"model.layers.0.mlp"``,
+    ``re:model\\.layers\\.0\\.mlp`` and ``re:.*layers\\.0\\.mlp$`` each cover that MLP's linears)."""
+    parts = name.split(".")
+    paths = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]  # the module's path and each enclosing one's
     for p in patterns:
         if p.startswith("re:"):
-            if re.match(p[3:], name):
+            if any(re.match(p[3:], path) for path in paths):
                 return p
-            continue
-        if paths is None:  # the module's path and each enclosing module's
-            parts = name.split(".")
-            paths = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
-        if any(path == p or path.endswith("." + p) for path in paths):
+        elif any(path == p or path.endswith("." + p) for path in paths):
             return p
     return None
 
@@ -514,6 +511,33 @@ def _patterns(ignore) -> tuple[str, ...]:
 _CONVERTED = (QuantLinear, QuantGatedMLP, QuantMLP)  # the modules a conversion puts into a model
 
 
+def _share_conversions(model: nn.Module, before: dict[str, nn.Module], report: ConversionReport) -> None:
+    """A module that sat at several paths (``before``: every path; ``named_modules`` lists a shared module once, at
+    its first) and was converted at one of them: its fused-quant module at every other path too, shared as the
+    float one was, each path an entry of the report."""
+    paths: dict[int, list[str]] = {}
+    for name, module in before.items():
+        paths.setdefault(id(module), []).append(name)
+    by_name = {e.name: e for e in report.entries}
+    for names in (n for n in paths.values() if len(n) > 1):
+        now = {}
+        for name in names:
+            try:
+                now[name] = model.get_submodule(name)
+            except AttributeError:  # a path inside a converted module (a merged gate_proj): nothing there now
+                pass
+        done = next(((n, m) for n, m in now.items() if isinstance(m, _CONVERTED) and n in by_name), None)
+        if done is None:
+            continue
+        first, converted = done
+        for name, module in now.items():
+            if module is not converted and not isinstance(module, _CONVERTED):
+                model.set_submodule(name, converted)
+                entry = by_name[first]
+                report.entries.append(ConversionEntry(name, entry.kind, entry.status, f"the module at {first}, "
+                                                                                      "shared"))
+
+
 def _put_back(model: nn.Module, before: dict[str, nn.Module]) -> None:
     """Put the modules of ``before`` (``named_modules()`` taken before a conversion) back where fused-quant layers
     replaced them; the float modules themselves were only read."""
@@ -584,6 +608,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                     continue
                 model.set_submodule(name, QuantLinear.from_float(module, key, name=name))
                 report.entries.append(ConversionEntry(name, "linear", "quantized"))
+        _share_conversions(model, before, report)
     except BaseException:
         _put_back(model, before)  # all or nothing: a model half converted would be neither float nor quantized
         raise

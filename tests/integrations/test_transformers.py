@@ -396,16 +396,42 @@ def test_quantizing_twice_is_refused():
     assert model.fused_quant_report is report  # the first call's report stays
 
 
-@pytest.mark.parametrize("pattern", ["model.layers.0.mlp", "layers.0.mlp", "re:model\\.layers\\.0\\.mlp"])
+@pytest.mark.parametrize("pattern", ["model.layers.0.mlp", "layers.0.mlp", "re:model\\.layers\\.0\\.mlp",
+                                     "re:.*layers\\.0\\.mlp$"])
 def test_an_ignored_module_keeps_what_it_holds_float_however_it_is_named(pattern):
-    """A module's name or suffix in ``ignore`` covers its linears, as a ``re:`` prefix does (a plain name skipped the
-    MLP and quantized its three linears one by one with targets="all")."""
+    """A module's name or suffix in ``ignore`` covers its linears, as a ``re:`` pattern matching it does, an anchored
+    one too (a plain name, and a pattern ending in $, skipped the MLP and quantized its three linears one by one with
+    targets="all" while the report said the MLP was skipped)."""
     model = make_model("llama")
     report = fqt.quantize_model(model, targets="all", ignore=("lm_head", pattern))
     mlp = model.model.layers[0].mlp
     assert type(mlp).__name__ == "LlamaMLP" and all(type(m) is nn.Linear for m in (mlp.gate_proj, mlp.up_proj,
                                                                                    mlp.down_proj))
     assert report.fused == ["model.layers.1.mlp"] and not any(".layers.0.mlp." in n for n in report.names("quantized"))
+
+
+@pytest.mark.parametrize("targets", ["mlp", "all"])
+def test_a_module_shared_between_layers_is_converted_at_every_path(targets):
+    """``named_modules`` lists a shared module once: converted there, the other layer kept the float one (silently).
+    Now every path holds the one converted module, shared as before, and the report names each path."""
+    model = make_model("llama")
+    model.model.layers[1].mlp = model.model.layers[0].mlp
+    if targets == "all":
+        model.model.layers[1].self_attn.o_proj = model.model.layers[0].self_attn.o_proj
+    ids = token_ids()
+    report = fqt.quantize_model(model, targets=targets)
+    layers = model.model.layers
+    assert isinstance(layers[0].mlp, fqt.QuantGatedMLP) and layers[1].mlp is layers[0].mlp
+    assert report.fused == ["model.layers.0.mlp", "model.layers.1.mlp"]
+    assert next(e.reason for e in report.entries if e.name == "model.layers.1.mlp") == \
+        "the module at model.layers.0.mlp, shared"
+    if targets == "all":
+        assert isinstance(layers[0].self_attn.o_proj, fq.QuantLinear)
+        assert layers[1].self_attn.o_proj is layers[0].self_attn.o_proj
+        assert "model.layers.1.self_attn.o_proj" in report.names("quantized")
+    assert not any(type(m) is nn.Linear for n, m in model.named_modules(remove_duplicate=False)
+                   if n.startswith("model.layers.") and (".mlp." in n or (targets == "all" and "o_proj" in n)))
+    assert torch.isfinite(logits(model, ids)).all()
 
 
 def test_ignore_patterns_that_match_no_module_are_warned_of():
