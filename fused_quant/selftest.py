@@ -135,7 +135,7 @@ def checks(backend: str, device: torch.device) -> Iterator[Check]:
                             return f"up={up}: {bad}"
                     return ""
                 yield Check(f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 {str(dtype)[6:]} gates x "
-                            f"{len(UP_VALUES)} up values", REFERENCE, silu_sweep)
+                            f"{len(UP_VALUES)} ups", REFERENCE, silu_sweep)
     for dtype in (torch.bfloat16, torch.float16):
         rows = adversarial_rows(1024, dtype, device)
         for key_name, key in K.KEYS.items():

@@ -238,3 +238,10 @@ def test_missing_triton_on_the_right_gpu_asks_for_triton_only(node, capsys):
     line = _error_line(capsys, ["selftest", "--backend", "triton_fp8"])
     assert line == ("selftest: --backend triton_fp8 cannot run here: triton_fp8 needs triton; "
                     "install fused-quant[triton]")
+
+
+def test_no_line_wider_than_100_columns(capsys):
+    """The text output is wrapped to ``cli.WIDTH``, a check's result line included (the longest check names)."""
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
+    wide = [line for line in capsys.readouterr().out.splitlines() if len(line) > cli.WIDTH]
+    assert not wide, wide
