@@ -185,6 +185,9 @@ def main(args) -> int:
     except (OSError, ValueError) as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
+    if args.force and args.out is None:  # the default folder is always a fresh one: --force would say nothing
+        print("bench: --force writes into an existing --out folder; name one with --out DIR", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out is not None else default_out()
     problem = out_problem(out, args.force) if args.out != "" else "--out is empty; name a folder"
     if problem:

@@ -276,3 +276,8 @@ def test_probe_json_backend_keeps_its_keys_when_the_backend_cannot_run():
     backend = json.loads(r.stdout)["backend"]
     assert r.returncode == 2 and {"name", "reason", "requested", "error"} <= set(backend)
     assert backend["name"] is None and backend["reason"] is None and "cannot run here" in backend["error"]
+
+
+def test_bench_force_without_out_is_refused(capsys):
+    assert cli.main(["bench", "--force"]) == 2
+    assert capsys.readouterr().err == "bench: --force writes into an existing --out folder; name one with --out DIR\n"
