@@ -119,15 +119,12 @@ def test_bench_refuses_a_model_it_cannot_read_before_anything_runs(argv, message
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("tp,message", [("0", "tp must be a positive integer, got 0"),
-                                        ("-2", "tp must be a positive integer, got -2"),
-                                        ("two", "invalid int value: 'two'"), ("1.5", "invalid int value: '1.5'")])
-def test_tp_takes_a_whole_number_of_gpus(tp, message, tmp_path, capsys):
-    try:
-        code = cli.main(["bench", "gemm", "--tp", tp, "--out", str(tmp_path / "out")])
-    except SystemExit as exc:  # argparse's usage error
-        code = exc.code
-    assert code == 2 and message in capsys.readouterr().err
+@pytest.mark.parametrize("tp", ["0", "-2", "two", "1.5"])
+def test_tp_takes_a_whole_number_of_gpus(tp, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:  # argparse's usage error, naming the flag
+        cli.main(["bench", "gemm", "--tp", tp, "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2
+    assert f"argument --tp: expected a whole number of GPUs >= 1, got '{tp}'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
