@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -144,12 +145,15 @@ def out_problem(out: Path, force: bool) -> str:
     """Why ``out`` may not take a run's files ('' if it may): only a missing or empty folder, or with ``force``
     any folder, so that no run overwrites earlier results (the committed benchmarks/results among them); a path
     that cannot even be looked at (too long, in a folder this user may not read) says why."""
-    try:
-        if out.exists() and not out.is_dir():
+    try:  # os.stat's own errors: Path.exists() hides some of them, and which ones moves with Python's version
+        is_dir = stat.S_ISDIR(os.stat(out).st_mode)
+        if not is_dir:
             return f"--out {out} exists and is not a folder"
-        if out.is_dir() and any(out.iterdir()) and not force:
+        if any(out.iterdir()) and not force:
             return (f"--out {out} is a folder that is not empty; pass --force to write into it (same names are "
                     "overwritten)")
+    except (FileNotFoundError, NotADirectoryError):  # not there: made later, or refused by name where it cannot be
+        return ""
     except OSError as exc:
         return f"--out {out} cannot be used: {exc.strerror or exc}"
     return ""

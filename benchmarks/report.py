@@ -121,12 +121,13 @@ def verdict(target: str, cases: list[tuple[str, float, float]], unit: str = "", 
     margins = [(v - b if higher else b - v, where, v) for where, v, b in cases]
     margin, where, value = min(margins)
     values = [v for _, v, _ in cases]
-    span = f"{min(values):.{digits}f}-{max(values):.{digits}f}{unit}" if len(values) > 1 else f"{values[0]:.{digits}f}{unit}"
-    if margin >= 0:
-        return [target, span, f"{where}: {value:.{digits}f}{unit}", "**met**"]
-    shown = digits  # a miss never reads "by 0.00": the worst case and the margin take the digits that show it
-    while round(-margin, shown) == 0 and shown < digits + 4:
+    shown = digits  # a miss never reads "by 0.00": the row takes the digits that show it
+    while margin < 0 and round(-margin, shown) == 0 and shown < digits + 4:
         shown += 1
+    span = (f"{min(values):.{shown}f}-{max(values):.{shown}f}{unit}" if len(values) > 1
+            else f"{values[0]:.{shown}f}{unit}")
+    if margin >= 0:
+        return [target, span, f"{where}: {value:.{shown}f}{unit}", "**met**"]
     by = f"{-margin:.{shown}f}" if round(-margin, shown) else f"< {10.0**-shown:.{shown}f}"
     return [target, span, f"{where}: {value:.{shown}f}{unit}", f"missed by {by}{unit}"]
 

@@ -102,9 +102,9 @@ def timed_passes(calls: dict, time_of) -> dict[str, list[float]]:
     return timed_in_orders(calls, time_of, (names, names[::-1]))
 
 
-# GPU clock cycles of a spin kernel queued before each timed window: the host's launch of the graph then happens while
-# the GPU spins, before the start event, instead of inside the window (on an idle stream the start event fires at once
-# and the first kernel waits for the launch: up to about 5% of a 16-call graph of 8 us calls). About 0.3 ms.
+# GPU clock cycles of a spin kernel queued before each short timed window (``graph_us``): the host's launch of the graph
+# then happens while the GPU spins, before the start event, instead of inside the window (on an idle stream the start
+# event fires at once and the first kernel waits for the launch). About 0.3 ms.
 LEAD_CYCLES = 500_000
 
 
@@ -142,7 +142,6 @@ def sustained_us(fns: list, calls: int, seconds: float, block_ms: float = 10.0) 
     342-346 us in three turns (run 1)."""
     graph = captured(fns, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    lead()
     start.record()
     graph.replay()
     end.record()
@@ -151,8 +150,7 @@ def sustained_us(fns: list, calls: int, seconds: float, block_ms: float = 10.0) 
     per_block = max(1, round(block_ms * 1e3 / one_us))
     blocks = []
     stop = time.perf_counter() + seconds
-    while time.perf_counter() < stop or not blocks:
-        lead()
+    while time.perf_counter() < stop or not blocks:  # no lead: a spin between blocks would cool the GPU a little
         start.record()
         for _ in range(per_block):
             graph.replay()

@@ -139,7 +139,8 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     code = 0
     try:
         selected = current_backend()
-        report["backend"] = {"name": selected.name, "reason": selected.reason, "requested": selected.requested}
+        report["backend"] = {"name": selected.name, "reason": selected.reason, "error": None,
+                             "requested": selected.requested}
     except BackendUnavailableError as exc:
         report["backend"] = {"name": None, "reason": None, "error": str(exc), "requested": envs.backend()}
         code = 2
@@ -305,7 +306,7 @@ def _selftest_device(flag: str | None, row, info):
                       f"got a {device.type} device")
     if device.type == "cpu":
         if device.index is not None:
-            return None, f"{what}: the CPU has no device index; expected cpu, cuda or cuda:N"
+            return None, f"{what}: selftest takes cpu without an index; expected cpu, cuda or cuda:N"
         if not row.any_device:
             return None, (f"{what}: {row.name}'s kernels take GPU tensors; expected cuda or cuda:N "
                           "(--backend torch runs on the CPU)")
@@ -453,6 +454,16 @@ def _token_counts(text: str) -> tuple[int, ...]:
     return tuple(counts)
 
 
+def _backend_name(text: str) -> str:
+    """``--backend``: a backend's name, in any case and with spaces around it, as FUSED_QUANT_BACKEND takes it."""
+    from fused_quant.selection import BACKENDS
+
+    name = text.strip().lower()
+    if name not in BACKENDS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(BACKENDS)}, got {text!r}")
+    return name
+
+
 def _gpu_count(text: str) -> int:
     """``--tp``: a whole number of GPUs, at least 1."""
     if not (text.strip().isascii() and text.strip().isdigit()) or int(text) < 1:
@@ -499,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and, bit for bit, against fused_quant/reference.py: every bf16 pattern, every "
                                    "bf16 and fp16 gate, adversarial rows, both numerics profiles. Exits 1 when "
                                    "a check fails, 2 when the backend or device cannot be used.")
-    s.add_argument("--backend", type=lambda text: text.strip().lower(), choices=tuple(BACKENDS), metavar="NAME",
+    s.add_argument("--backend", type=_backend_name, metavar="NAME",
                    help=f"backend to test, one of: {', '.join(BACKENDS)} (default: the selected one, "
                         "see `fused-quant probe`)")
     s.add_argument("--device", metavar="DEV",

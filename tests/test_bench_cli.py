@@ -525,7 +525,7 @@ def test_sustained_us_sizes_its_blocks_from_one_replay_and_times_per_call(monkey
 
     monkeypatch.setattr(timing, "captured", lambda fns, calls: Graph())
     monkeypatch.setattr(timing.torch.cuda, "Event", Event)
-    monkeypatch.setattr(timing, "lead", lambda: None)
+    monkeypatch.setattr(timing, "lead", lambda: pytest.fail("a spin between sustained blocks"))
     assert timing.sustained_us(["f"], calls=8, seconds=0.0) == 1000.0  # 40 ms over 5 replays of 8 calls
     assert len(replays) == 1 + 5
     replays.clear()

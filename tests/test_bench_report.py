@@ -33,7 +33,7 @@ def test_verdict_takes_the_worst_case_and_says_by_how_much():
     assert report.verdict("h", [], " us") == ["h", "—", "—", "not in these files"]
     # a miss smaller than the table's digits is written with the digits that show it, the worst value with them
     near = [("a", 1.65, 1.6), ("b", 1.5988, 1.6)]
-    assert report.verdict("g", near, "x") == ["g", "1.60-1.65x", "b: 1.599x", "missed by 0.001x"]
+    assert report.verdict("g", near, "x") == ["g", "1.599-1.650x", "b: 1.599x", "missed by 0.001x"]
     assert report.verdict("g", [("a", 1.59999996, 1.6)], "x")[2:] == ["a: 1.600000x", "missed by < 0.000001x"]
 
 
@@ -53,7 +53,7 @@ def test_targets_of_the_h200_run():
     assert _row(table, "MLP graph >= 2.2x")[3] == "missed by 0.28x"
     assert _row(table, "MLP graph at M >= 1024")[2:] == ["int8_token M=1024: 1.61x", "**met**"]
     assert _row(table, "MLP eager")[2:] == ["int8_token M=1: 1.28x", "missed by 0.02x"]
-    # run 3 (M = 1 / 16 / 64 on the same machine) drew the same inputs as run 2 at those M: the same dB
+    # the baseline: run 3 (M = 1 / 16 / 64, on an H100), a file other than the run's, which read the same dB there
     assert _row(table, "MLP SQNR")[2:] == ["fp8_token M=1 (baseline 23.93): 23.93 dB", "**met**"]
     assert _row(table, "GEMM weights >= 3.6")[2:] == ["o fp8 M=16: 2.08 TB/s", "missed by 1.52 TB/s"]
     own_scaling = _row(table, "FP8 down at M = 16 >= 1.4x torch._scaled_mm with its own scaling")

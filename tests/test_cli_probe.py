@@ -166,7 +166,7 @@ def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
                            "env_errors", "env_warnings", "producers", "gemm_providers", "small_m_table"}
     assert report["torch_version"] == torch.__version__  # as the text form shows it
     assert report["env_defaults"] == {name: default for name, (default, _) in envs.VARIABLES.items()}
-    assert set(report["backend"]) == {"name", "reason", "requested"}
+    assert set(report["backend"]) == {"name", "reason", "error", "requested"} and report["backend"]["error"] is None
     assert set(report["small_m_table"]) == {"arch", "device", "swept", "models", "line", "quantizing",
                                             "quantizing_line", "int8_tiles_line"}
     assert report["env"] == {name: None for name in envs.VARIABLES}

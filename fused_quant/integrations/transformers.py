@@ -294,15 +294,16 @@ class ConversionReport:
 
 def _matches(name: str, patterns) -> str | None:
     """The first pattern matching module ``name`` or a module it is inside: ``re:<regex>`` matching the start of its
-    path, or a module name or a name suffix after a dot naming it (``"mlp"``, ``"model.layers.0.mlp"``,
-    ``re:model\\.layers\\.0\\.mlp`` and ``re:.*layers\\.0\\.mlp$`` each cover that MLP's linears)."""
+    path or the whole path of a module it is inside, or a module name or a name suffix after a dot naming either
+    (``"mlp"``, ``"model.layers.0.mlp"``, ``re:model\\.layers\\.0\\.mlp`` and ``re:.*layers\\.0\\.mlp$`` each
+    cover that MLP's linears; ``re:^(?!.*mlp)``, matching an empty start of every path, covers no enclosing module)."""
     parts = name.split(".")
-    paths = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]  # the module's path and each enclosing one's
+    enclosing = [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
     for p in patterns:
         if p.startswith("re:"):
-            if any(re.match(p[3:], path) for path in paths):
+            if re.match(p[3:], name) or any(re.fullmatch(p[3:], path) for path in enclosing):
                 return p
-        elif any(path == p or path.endswith("." + p) for path in paths):
+        elif any(path == p or path.endswith("." + p) for path in (name, *enclosing)):
             return p
     return None
 
@@ -312,7 +313,7 @@ def _warn_unmatched(model: nn.Module, ignore: tuple[str, ...]) -> None:
     quantized what was meant to stay float); the default ``("lm_head",)`` of a model without a head says nothing."""
     if ignore == ("lm_head",):
         return
-    names = [name for name, _ in model.named_modules() if name]
+    names = [name for name, _ in model.named_modules(remove_duplicate=False) if name]  # a shared module's every path
     unmatched = [p for p in ignore if not any(_matches(name, (p,)) for name in names)]
     if unmatched:
         warnings.warn(f"quantize_model: ignore pattern{'s' * (len(unmatched) > 1)} {', '.join(map(repr, unmatched))} "
@@ -511,31 +512,36 @@ def _patterns(ignore) -> tuple[str, ...]:
 _CONVERTED = (QuantLinear, QuantGatedMLP, QuantMLP)  # the modules a conversion puts into a model
 
 
-def _share_conversions(model: nn.Module, before: dict[str, nn.Module], report: ConversionReport) -> None:
-    """A module that sat at several paths (``before``: every path; ``named_modules`` lists a shared module once, at
-    its first) and was converted at one of them: its fused-quant module at every other path too, shared as the
-    float one was, each path an entry of the report."""
+def _share_conversions(model: nn.Module, before: dict[str, nn.Module], report: ConversionReport, ignore,
+                       filter_fn) -> None:
+    """A module the conversion considered that sat at several paths (``before``: every path; ``named_modules`` lists
+    a shared module once, at its first): its fused-quant module at every other path too, shared as the float one
+    was, and each path an entry of the report. One object cannot be float at one path and quantized at another:
+    where ``ignore`` or ``filter_fn`` tell its paths apart, that is an error naming them."""
     paths: dict[int, list[str]] = {}
     for name, module in before.items():
         paths.setdefault(id(module), []).append(name)
     by_name = {e.name: e for e in report.entries}
     for names in (n for n in paths.values() if len(n) > 1):
-        now = {}
-        for name in names:
-            try:
-                now[name] = model.get_submodule(name)
-            except AttributeError:  # a path inside a converted module (a merged gate_proj): nothing there now
-                pass
-        done = next(((n, m) for n, m in now.items() if isinstance(m, _CONVERTED) and n in by_name), None)
-        if done is None:
+        first = next((n for n in names if n in by_name), None)
+        if first is None:  # not a module the conversion considered (a layer holding one, a linear inside an MLP)
             continue
-        first, converted = done
-        for name, module in now.items():
-            if module is not converted and not isinstance(module, _CONVERTED):
+        entry, module = by_name[first], before[first]
+        why = {n: (_skip_reason(n, module, ignore, filter_fn) if entry.kind == "linear" else
+                   _mlp_skip_reason(n, module, entry.kind, ignore, filter_fn, False)) for n in names}
+        if len({bool(w) for w in why.values()}) > 1:
+            raise UnsupportedError(
+                f"quantize_model: one {type(module).__name__} sits at {', '.join(names)}, and "
+                + "; ".join(f"{n}: {w}" for n, w in why.items() if w)
+                + f" while {', '.join(n for n, w in why.items() if not w)} would be quantized; one module cannot be "
+                  "float at one path and quantized at another: ignore every path of it or none")
+        converted = None if entry.status == "skipped" else model.get_submodule(first)
+        for name in names:
+            if converted is not None and model.get_submodule(name) is not converted:
                 model.set_submodule(name, converted)
-                entry = by_name[first]
-                report.entries.append(ConversionEntry(name, entry.kind, entry.status, f"the module at {first}, "
-                                                                                      "shared"))
+            if name not in by_name:
+                reason = entry.reason if converted is None else f"the module at {first}, shared"
+                report.entries.append(ConversionEntry(name, entry.kind, entry.status, reason))
 
 
 def _put_back(model: nn.Module, before: dict[str, nn.Module]) -> None:
@@ -599,6 +605,9 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
     try:
         convert_mlps(model, key, report, ignore=ignore, filter_fn=filter_fn, fuse=fuse, numerics=numerics,
                      structural=structural, progress=progress)
+        # before the linears: a shared MLP's float linears at its other paths would be quantized one by one, inside
+        # the float module the rollback puts back
+        _share_conversions(model, before, report, ignore, filter_fn)
         if targets == "all":
             linears = [(name, module) for name, module in model.named_modules() if type(module) is nn.Linear]
             for name, module in _steps(linears, "quantize linears", progress, "linear"):
@@ -608,7 +617,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                     continue
                 model.set_submodule(name, QuantLinear.from_float(module, key, name=name))
                 report.entries.append(ConversionEntry(name, "linear", "quantized"))
-        _share_conversions(model, before, report)
+        _share_conversions(model, before, report, ignore, filter_fn)
     except BaseException:
         _put_back(model, before)  # all or nothing: a model half converted would be neither float nor quantized
         raise
@@ -637,20 +646,25 @@ def _covered(name: str, prefixes: set[str]) -> bool:
 
 def _materialize_buffers(model: nn.Module, device: torch.device) -> None:
     """Non-persistent buffers (RoPE frequencies, a scaled embedding's scale) are in no checkpoint: recompute those
-    left on the meta device by the model's own ``_init_weights`` for their module, whose own parameters, loaded
-    already, are put back afterwards (``_init_weights`` draws them afresh)."""
+    left on the meta device by the model's own ``_init_weights`` for their module. What the module loaded (its
+    parameters, its other buffers) is out of that call's reach: meta stand-ins take its place meanwhile, so that
+    nothing loaded is drawn afresh or copied."""
     for module in model.modules():
         meta = [n for n in module._non_persistent_buffers_set
                 if module._buffers.get(n) is not None and module._buffers[n].is_meta]
         if not meta:
             continue
-        for n in meta:
-            module._buffers[n] = torch.empty_like(module._buffers[n], device=device)
-        loaded = {n: p.detach().clone() for n, p in module.named_parameters(recurse=False)}
-        model._init_weights(module)
-        with torch.no_grad():
-            for n, value in loaded.items():
-                getattr(module, n).copy_(value)
+        params, buffers = module._parameters, module._buffers
+        module._parameters = {n: None if t is None else nn.Parameter(t.to("meta"), t.requires_grad)
+                              for n, t in params.items()}
+        module._buffers = {n: torch.empty_like(t, device=device) if n in meta else
+                           (None if t is None else t.to("meta")) for n, t in buffers.items()}
+        try:
+            model._init_weights(module)
+            computed = {n: module._buffers[n] for n in meta}
+        finally:
+            module._parameters, module._buffers = params, buffers
+        buffers.update(computed)
 
 
 def _module_name(model: nn.Module, module: nn.Module | None) -> str | None:
@@ -814,19 +828,21 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     return model
 
 
-def _check_causal_lm(model: nn.Module) -> None:
-    """``from_pretrained`` builds ``AutoModelForCausalLM`` from the saved config: a model of another class (a bare
-    ``LlamaModel``, a classifier) would be written under names that model does not have."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+def _causal_lm_class(model: nn.Module) -> type:
+    """The class ``from_pretrained`` builds for ``model``'s config (``AutoModelForCausalLM``'s, classes registered
+    with it included); a model that is not one of it (a bare ``LlamaModel``, a classifier) would be written under
+    names that class does not have."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    model_type = getattr(model.config, "model_type", None)
-    names = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type, ())
-    names = (names,) if isinstance(names, str) else tuple(names)
-    if type(model).__name__ not in names:
-        want = ", ".join(names) if names else f"none for model_type {model_type!r}"
-        raise UnsupportedError(f"save_pretrained: from_pretrained builds the causal LM of the config's model_type "
-                               f"({want}), and the model is a {type(model).__name__}: save the causal LM that "
-                               "holds it")
+    try:
+        cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(model.config)]
+    except KeyError:
+        cls = None
+    if cls is None or not isinstance(model, cls):
+        want = cls.__name__ if cls is not None else f"none for {type(model.config).__name__}"
+        raise UnsupportedError(f"save_pretrained: from_pretrained builds the config's causal LM ({want}), and the "
+                               f"model is a {type(model).__name__}: save the causal LM that holds it")
+    return cls
 
 
 def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> None:
@@ -839,13 +855,13 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     if getattr(model, "config", None) is None:  # its config.json carries the quantization config
         raise TypeError(f"save_pretrained: model must be a transformers model with a .config, got a "
                         f"{type(model).__name__} without one")
-    _check_causal_lm(model)
+    causal_lm = _causal_lm_class(model)
     from safetensors.torch import save_file
 
     from fused_quant.integrations import checkpoint as ckpt
 
-    parts, covered = [], set()  # (checkpoint name, layer, its rows), each quantized linear once
-    for name, module in model.named_modules():
+    parts, covered = [], set()  # (checkpoint name, layer, its rows), each path of each quantized linear
+    for name, module in model.named_modules(remove_duplicate=False):  # a module shared between layers: each path
         if _covered(name, covered):
             continue
         if isinstance(module, (QuantGatedMLP, QuantMLP)):
@@ -858,9 +874,13 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     if not parts:
         raise UnsupportedError("save_pretrained: the model has no fused-quant layers; use transformers' "
                                "model.save_pretrained")
-    tensors = {}
+    tensors, written = {}, set()
     for part, layer, rows, scale in _steps(parts, "save quantized layers", progress, "layer"):
-        tensors.update(ckpt.layer_tensors(part, layer, rows, scale))
+        for k, v in ckpt.layer_tensors(part, layer, rows, scale).items():
+            # a layer shared between paths is written at each (the checkpoint format has no sharing; it loads
+            # as one layer per path, bitwise the same), its tensors copied where another key holds their memory
+            tensors[k] = v.clone() if v.data_ptr() in written else v
+            written.add(v.data_ptr())
     layers = [(part, layer) for part, layer, _, _ in parts]
     seen = set()
     for k, v in model.state_dict().items():
@@ -870,7 +890,7 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         tensors[k] = v.contiguous().cpu()
     float_linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
     config = copy.deepcopy(model.config)
-    config.architectures = [type(model).__name__]  # as transformers writes it: vLLM picks the model class by it
+    config.architectures = [causal_lm.__name__]  # vLLM picks the model class by it; a subclass loads as this one
     config.quantization_config = ckpt.quantization_config(layers, float_linears)
     dtype = next((t.dtype for t in model.parameters() if t.is_floating_point()), None)
     if dtype is not None:  # the float layers' dtype now (a model moved with .to(dtype) after its config was written)

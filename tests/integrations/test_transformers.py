@@ -14,6 +14,8 @@ import subprocess
 import sys
 import types
 
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -432,6 +434,42 @@ def test_a_module_shared_between_layers_is_converted_at_every_path(targets):
     assert not any(type(m) is nn.Linear for n, m in model.named_modules(remove_duplicate=False)
                    if n.startswith("model.layers.") and (".mlp." in n or (targets == "all" and "o_proj" in n)))
     assert torch.isfinite(logits(model, ids)).all()
+
+
+@pytest.mark.parametrize("ignored", [0, 1])
+def test_a_shared_module_ignored_at_one_path_only_is_an_error_naming_its_paths(ignored):
+    """One object cannot be float at one layer and quantized at another: whichever path ``ignore`` names, the call
+    refuses, names both paths, and leaves the model float; no warning says the ignored path matches nothing."""
+    model = make_model("llama")
+    model.model.layers[1].mlp = model.model.layers[0].mlp
+    ids = token_ids()
+    before = logits(model, ids)
+    other = 1 - ignored
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(fq.UnsupportedError, match=f"one LlamaMLP sits at model.layers.0.mlp, model.layers.1.mlp, "
+                                                      f"and model.layers.{ignored}.mlp: ignore matches "
+                                                      f"'model.layers.{ignored}.mlp' while model.layers.{other}.mlp "
+                                                      "would be quantized"):
+            fqt.quantize_model(model, ignore=("lm_head", f"model.layers.{ignored}.mlp"))
+    assert type(model.model.layers[0].mlp).__name__ == "LlamaMLP" and model.model.layers[1].mlp is model.model.layers[0].mlp
+    assert torch.equal(logits(model, ids), before)
+
+
+def test_a_shared_decoder_layer_reports_each_path_of_its_mlp():
+    model = make_model("llama")
+    model.model.layers[1] = model.model.layers[0]
+    report = fqt.quantize_model(model)
+    assert report.fused == ["model.layers.0.mlp", "model.layers.1.mlp"]
+    assert model.model.layers[1].mlp is model.model.layers[0].mlp
+
+
+def test_a_negative_re_pattern_does_not_cover_the_modules_enclosing_what_it_spares():
+    """``re:^(?!.*mlp)`` ("everything but the MLPs") matches an empty start of every path: it covers the linears
+    whose own path it matches, not the MLPs through the enclosing ``model``."""
+    model = make_model("llama")
+    report = fqt.quantize_model(model, targets="all", ignore=("re:^(?!.*mlp)",))
+    assert report.fused == ["model.layers.0.mlp", "model.layers.1.mlp"] and report.names("quantized") == []
 
 
 def test_ignore_patterns_that_match_no_module_are_warned_of():

@@ -672,9 +672,8 @@ def test_save_pretrained_refuses_a_model_from_pretrained_cannot_build(tmp_path, 
     torch.manual_seed(0)
     model = getattr(tf, build).from_config(make_config("llama", pad_token_id=0), dtype=torch.bfloat16).eval()
     fqt.quantize_model(model, targets="all", ignore=())
-    with pytest.raises(fq.UnsupportedError, match=f"builds the causal LM of the config's model_type "
-                                                  f"\\(LlamaForCausalLM\\), and the model is a "
-                                                  f"{type(model).__name__}: save the causal LM"):
+    with pytest.raises(fq.UnsupportedError, match=f"builds the config's causal LM \\(LlamaForCausalLM\\), and the "
+                                                  f"model is a {type(model).__name__}: save the causal LM"):
         fqt.save_pretrained(model, tmp_path / "q")
     assert not (tmp_path / "q").exists()
 
@@ -696,3 +695,40 @@ def test_one_ignore_string_that_is_no_regular_expression_is_named():
     for ignore in ("re:(", ("re:(",)):
         with pytest.raises(ValueError, match="ignore pattern 're:\\(' is not a regular expression"):
             fqt.quantize_model(model, ignore=ignore)
+
+
+def test_a_subclass_of_the_causal_lm_saves_as_it_and_loads_as_the_class_itself(tmp_path):
+    from transformers import LlamaForCausalLM
+
+    from tests.integrations.test_transformers import make_config
+
+    class MyLlama(LlamaForCausalLM):
+        pass
+
+    torch.manual_seed(0)
+    torch.set_default_dtype(torch.bfloat16)  # built in bf16, as from_config(dtype=) builds (RoPE's buffer in fp32)
+    try:
+        model = MyLlama(make_config("llama")).eval()
+    finally:
+        torch.set_default_dtype(torch.float32)
+    fqt.quantize_model(model)
+    fqt.save_pretrained(model, tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(fqt.from_pretrained(tmp_path)(ids).logits, model(ids).logits)
+
+
+def test_a_model_with_a_shared_mlp_saves_and_loads_back_bitwise(tmp_path):
+    """The checkpoint format has no sharing: a layer shared between two paths is written at each (its tensors
+    copied), and loads as one layer per path, bitwise the same model."""
+    model = make_model("llama", torch.bfloat16)
+    model.model.layers[1].mlp = model.model.layers[0].mlp
+    fqt.quantize_model(model)
+    fqt.save_pretrained(model, tmp_path)
+    tensors = load_file(str(tmp_path / "model.safetensors"))
+    for part in ("gate_proj", "up_proj", "down_proj"):
+        assert torch.equal(tensors[f"model.layers.0.mlp.{part}.weight"], tensors[f"model.layers.1.mlp.{part}.weight"])
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(fqt.from_pretrained(tmp_path)(ids).logits, model(ids).logits)
