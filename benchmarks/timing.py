@@ -102,27 +102,16 @@ def timed_passes(calls: dict, time_of) -> dict[str, list[float]]:
     return timed_in_orders(calls, time_of, (names, names[::-1]))
 
 
-# GPU clock cycles of a spin kernel queued before each short timed window (``graph_us``): the host's launch of the graph
-# then happens while the GPU spins, before the start event, instead of inside the window (on an idle stream the start
-# event fires at once and the first kernel waits for the launch). About 0.3 ms.
-LEAD_CYCLES = 500_000
-
-
-def lead() -> None:
-    """Queue ``LEAD_CYCLES`` of spinning on the current stream (before a timed window's start event)."""
-    torch.cuda._sleep(LEAD_CYCLES)
-
-
 def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
     """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
-    the operands) replayed from one CUDA graph of ``calls`` calls (``captured``); each replay's host launch before
-    its window (``lead``)."""
+    the operands) replayed from one CUDA graph of ``calls`` calls (``captured``). The stream is idle when a replay's
+    start event is recorded, so its window also holds the host's launch of the graph: a bias of every peer's time
+    toward the launch's cost over ``calls``, largest for the shortest calls (not measured apart)."""
     calls = calls or max(len(fns), 8)
     graph = captured(fns, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(replays):
-        lead()
         start.record()
         graph.replay()
         end.record()
@@ -150,7 +139,7 @@ def sustained_us(fns: list, calls: int, seconds: float, block_ms: float = 10.0) 
     per_block = max(1, round(block_ms * 1e3 / one_us))
     blocks = []
     stop = time.perf_counter() + seconds
-    while time.perf_counter() < stop or not blocks:  # no lead: a spin between blocks would cool the GPU a little
+    while time.perf_counter() < stop or not blocks:
         start.record()
         for _ in range(per_block):
             graph.replay()

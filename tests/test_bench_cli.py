@@ -525,7 +525,6 @@ def test_sustained_us_sizes_its_blocks_from_one_replay_and_times_per_call(monkey
 
     monkeypatch.setattr(timing, "captured", lambda fns, calls: Graph())
     monkeypatch.setattr(timing.torch.cuda, "Event", Event)
-    monkeypatch.setattr(timing, "lead", lambda: pytest.fail("a spin between sustained blocks"))
     assert timing.sustained_us(["f"], calls=8, seconds=0.0) == 1000.0  # 40 ms over 5 replays of 8 calls
     assert len(replays) == 1 + 5
     replays.clear()
@@ -578,10 +577,9 @@ def test_mlp_plot_draws_the_sustained_replays_beside_the_graph_line(tmp_path, mo
     assert (tmp_path / "mlp.png").stat().st_size > 1000
 
 
-def test_graph_us_launches_each_replay_behind_a_lead_and_times_per_call(monkeypatch):
-    """``timing.graph_us`` with a fake graph, events and spin kernel: before each timed window the GPU is given a
-    spin (``lead``) and only then the start event, so the host's launch of the graph lies outside the window; the
-    median replay's time per call."""
+def test_graph_us_is_the_median_replay_per_call(monkeypatch):
+    """``timing.graph_us`` with a fake graph and events: each replay between its start and end events, the median
+    replay's time over the graph's calls."""
     from benchmarks import timing
 
     order = []
@@ -606,7 +604,5 @@ def test_graph_us_launches_each_replay_behind_a_lead_and_times_per_call(monkeypa
     elapsed = iter([1.6, 0.8, 2.4])  # ms per replay of 16 calls
     monkeypatch.setattr(timing, "captured", lambda fns, calls: Graph())
     monkeypatch.setattr(timing.torch.cuda, "Event", Event)
-    monkeypatch.setattr(timing.torch.cuda, "_sleep", lambda cycles: order.append(("spin", cycles)))
     assert timing.graph_us(["f"], calls=16, replays=3) == 100.0  # the median replay, 1.6 ms over 16 calls
-    spin = ("spin", timing.LEAD_CYCLES)
-    assert order == [spin, "record", "replay", "record"] * 3
+    assert order == ["record", "replay", "record"] * 3
