@@ -16,7 +16,7 @@ case "$what" in tests|tests-1|tests-2|tests-parallel|bench|all) ;;
 if ! python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
   echo "gpu_suite: needs a GPU (torch.cuda.is_available() is False); its rows would all skip" >&2; exit 2
 fi
-if [ -d .whl ]; then  # carried wheels (ci/gpu_wheels.sh): the transformers rows' packages
+if [ -d .whl ]; then  # wheels downloaded beforehand (ci/gpu_wheels.sh): the transformers rows' packages
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi

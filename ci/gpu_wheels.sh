@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Wheels the H200 rows need and the device machine cannot fetch (it has no package index): the tested
-# transformers / compressed-tensors and what they need beyond that machine's image, for CPython 3.12
+# Wheels the GPU rows need on a GPU node without a package index: the tested
+# transformers / compressed-tensors and what they need beyond such a node's image, for CPython 3.12
 # x86-64, into .whl/ (ignored). ci/gpu_suite.sh installs them into /tmp/site when .whl/ is there.
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
