@@ -287,25 +287,27 @@ def mlp_table(mlp: dict) -> list[str]:
     return out
 
 
+# what the tables read of each kind of ``bench`` file: the document's keys, and every row's
+_READS = {"act_quant": ({"ceiling_GBps", "versions"}, {"op"}),
+          "gemm": ({"ceiling_GBps", "versions"}, {"shape", "kind", "M", "picked", "us", "weight_TBps", "pct_ceiling"}),
+          "mlp": ({"versions"}, {"M", "graph_us", "eager_us", "graph_vs_bf16", "eager_vs_bf16", "sqnr_db"})}
+
+
 def kind_of(doc: object) -> str | None:
-    """Which ``bench`` file ``doc`` is: act_quant, gemm, mlp, host or legacy_mlp; None for none of them."""
+    """Which ``bench`` file ``doc`` is: act_quant, gemm, mlp, host or legacy_mlp; None for none of them (another
+    file's JSON, a sweep's table, or a bench file of a version older than the tables read)."""
     if not isinstance(doc, dict):
         return None
     if "us_per_call" in doc:
-        return "host"
+        return "host" if isinstance(doc["us_per_call"], dict) else None
     rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         return None
-    first = rows[0]
-    if "op" in first:
-        return "act_quant"
-    if "shape" in first and "weight_TBps" in first:
-        return "gemm"
-    if "graph_vs_bf16" in first:
-        return "mlp"
-    if "fused" in first.get("us", {}):
-        return "legacy_mlp"
-    return None
+    for kind, (keys, row_keys) in _READS.items():
+        if keys <= doc.keys() and all(row_keys <= r.keys() for r in rows):
+            return kind
+    first = rows[0].get("us")
+    return "legacy_mlp" if isinstance(first, dict) and "fused" in first else None
 
 
 def _load(path: str) -> dict:
@@ -338,6 +340,10 @@ def main(argv: list[str]) -> int:
             baseline = doc
         else:
             docs.setdefault(kind, []).append(doc)
+    if baseline is not None and "mlp" not in docs:
+        print("report: --sqnr-baseline compares an mlp file's SQNR with its own: give the mlp file among FILE",
+              file=sys.stderr)
+        return 2
     for kind in ("act_quant", "gemm", "mlp"):
         if len(docs.get(kind, ())) > 1:
             print(f"report: {len(docs[kind])} {kind} files given; one at a time (several host files are one "

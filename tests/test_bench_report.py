@@ -143,7 +143,9 @@ def test_another_device_or_model_heads_the_table_with_it():
 def test_kind_of_reads_each_bench_file_and_nothing_else():
     assert [report.kind_of(_doc(n)) for n in ("run2_gemm.json", "run2_mlp.json", "run2_host1.json")] == \
         ["gemm", "mlp", "host"]
-    assert report.kind_of({"rows": [{"op": "silu_mul", "M": 1}]}) == "act_quant"
+    act = {"ceiling_GBps": 4270.0, "versions": {}, "rows": [{"op": "silu_mul", "M": 1}]}
+    assert report.kind_of(act) == "act_quant"
+    assert report.kind_of({"rows": act["rows"]}) is None  # no ceiling to print
     assert report.kind_of({"rows": [{"kind": "fp8", "M": 16, "us": {"bf16": 1, "fused": 1}}]}) == "legacy_mlp"
     for other in ([], {}, {"rows": []}, {"rows": [1]}, {"rows": [{"M": 1}]}, "text"):
         assert report.kind_of(other) is None
@@ -167,9 +169,31 @@ def test_report_refuses_what_it_cannot_read(tmp_path, capsys):
     for argv, message in (([str(other)], "is not a file that fused-quant bench writes (its keys: answer)"),
                           ([str(broken)], "cannot read"), ([str(tmp_path / "none.json")], "cannot read"),
                           ([gemm, gemm], "2 gemm files given"),
-                          ([gemm, "--sqnr-baseline", gemm], "is not an mlp file")):
+                          ([gemm, "--sqnr-baseline", gemm], "is not an mlp file"),
+                          ([gemm, "--sqnr-baseline", str(ROUND31 / "run2_mlp.json")],
+                           "--sqnr-baseline compares an mlp file's SQNR with its own")):
         assert report.main(argv) == 2
         assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["small_m_gemm_configs.json", "small_m_quantizing_configs.json"])
+def test_report_refuses_a_sweeps_table(name, capsys):
+    """A sweep's table has rows with some of a bench file's keys (shape, weight_TBps): refused by name, where the
+    tables read what it lacks (a traceback before)."""
+    from pathlib import Path
+
+    table = Path(report.__file__).resolve().parent.parent / "fused_quant" / "kernels" / name
+    assert report.main([str(table)]) == 2
+    assert "is not a file that fused-quant bench writes" in capsys.readouterr().err
+
+
+def test_an_mlp_file_whose_rows_lack_what_the_tables_read_is_refused(capsys, tmp_path):
+    mlp = _doc("run2_mlp.json")
+    del mlp["rows"][3]["sqnr_db"]
+    path = tmp_path / "mlp.json"
+    path.write_text(json.dumps(mlp))
+    assert report.kind_of(_doc("run2_mlp.json")) == "mlp" and report.kind_of(mlp) is None
+    assert report.main([str(path)]) == 2
 
 
 def test_bench_prints_the_targets_of_what_it_ran_last(tmp_path, monkeypatch, capsys):
