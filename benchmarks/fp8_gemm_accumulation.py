@@ -5,10 +5,17 @@ random [64, K] x [K, 256] products per K, next to the bound of ``tests.helpers.a
 ``python -m benchmarks.fp8_gemm_accumulation`` from the checkout root (GPU with FP8).
 """
 
+import argparse
+
 import torch
+
+from benchmarks.timing import require_gpu
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.fp8_gemm_accumulation", description=__doc__.split("\n\n")[0])
+    ap.parse_args()
+    require_gpu(ap, "fp8_gemm_accumulation")
     torch.manual_seed(0)
     one = torch.ones((), device="cuda")
     for k in (512, 1024, 4096, 14336):

@@ -16,7 +16,7 @@ import pstats
 import torch
 
 from benchmarks.decode import host_calls
-from benchmarks.timing import host_us
+from benchmarks.timing import host_us, require_gpu
 
 
 def profile(fn, calls: int, top: int) -> str:
@@ -79,15 +79,16 @@ def launch_primitives() -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.profile_host", description=__doc__.split("\n\n")[0])
     ap.add_argument("--top", type=int, default=18)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--m", type=int, default=1, help="tokens per call (the eager MLP's host work moves with M)")
     args = ap.parse_args()
-    if args.m < 1:
-        ap.error(f"--m takes a token count of at least 1, got {args.m}")
-    if not torch.cuda.is_available():
-        ap.exit(2, "profile_host: needs a GPU (torch.cuda.is_available() is False)\n")
+    for flag, what, value in (("--m", "a token count", args.m), ("--top", "a count", args.top),
+                              ("--calls", "a count", args.calls)):
+        if value < 1:
+            ap.error(f"{flag} takes {what} of at least 1, got {value}")
+    require_gpu(ap, "profile_host")
     t = torch.empty(1, device="cuda")
     dev = t.device
     prims = {"torch.empty": lambda: torch.empty((1, 28672), dtype=torch.bfloat16, device=dev),

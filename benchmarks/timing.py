@@ -34,6 +34,25 @@ def copy_ceiling(quick: bool) -> float:
     return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
 
 
+def require_gpu(ap, prog: str) -> None:
+    """Exit 2 with one line, as the scripts of benchmarks/ refuse what they cannot run, where torch sees no GPU."""
+    if not torch.cuda.is_available():
+        ap.exit(2, f"{prog}: needs a GPU (torch.cuda.is_available() is False)\n")
+
+
+def out_folder(ap, out: str, prog: str):
+    """``--out``'s folder, made now (before any timing): a path that is a file or cannot be made exits 2 with one
+    line."""
+    from pathlib import Path
+
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        ap.exit(2, f"{prog}: --out {out} cannot be made: {exc.strerror or exc}\n")
+    return path
+
+
 def pyplot():
     """``matplotlib.pyplot`` drawing to files (the Agg backend), or None where matplotlib is not installed."""
     try:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from pathlib import Path
 
 import torch
 
 from benchmarks import models
+from benchmarks.timing import out_folder, require_gpu
 
 # kernel-name fragments -> the label a row shows, first match wins (the package's Triton kernels, cuBLAS's and
 # torch's kernels of the bf16 MLP as named on the H100 in round 30; any other keeps a prefix of its own name)
@@ -147,10 +147,10 @@ def plot(result: dict, path: str) -> bool:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.trace_mlp", description=__doc__.split("\n\n")[0])
     ap.add_argument("--m", default="1,16,64", help="token counts, comma-separated (default: 1,16,64)")
     ap.add_argument("--calls", type=int, default=8, help="MLP calls per captured graph (default: 8, at least 2)")
-    ap.add_argument("--out", default=".", help="folder for trace.json and trace.png (default: here)")
+    ap.add_argument("--out", required=True, help="folder for trace.json and trace.png")
     args, model = models.parse(ap, argv)
     try:
         ms = [int(m) for m in args.m.split(",")]
@@ -160,10 +160,8 @@ def main(argv=None) -> None:
         ap.error(f"--m takes token counts of at least 1, got {args.m!r}")
     if args.calls < 2:
         ap.error(f"--calls needs at least 2 (the first call has no previous kernel), got {args.calls}")
-    if not torch.cuda.is_available():
-        ap.exit(2, "trace_mlp: needs a GPU (torch.cuda.is_available() is False)\n")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    require_gpu(ap, "trace_mlp")
+    out = out_folder(ap, args.out, "trace_mlp")
     result = trace(ms, args.calls, model)
     (out / "trace.json").write_text(json.dumps(result, indent=1) + "\n")
     drawn = plot(result, str(out / "trace.png"))

@@ -5,12 +5,12 @@ config (median us, GB/s, % of the copy ceiling) for static and per-token produce
 output is checked bitwise against the heuristic config's output first.
 """
 
-import sys
+import argparse
 
 import torch
 import triton
 
-from benchmarks.timing import copy_ceiling
+from benchmarks.timing import copy_ceiling, require_gpu
 from fused_quant import keys as K
 from fused_quant.kernels.launch import launch_act_quant
 
@@ -27,12 +27,22 @@ TOKEN_PERSIST = [dict(variant="persistent", BLOCK_N=bn, num_warps=w, programs_pe
                  for sc in (1, 0) for bn, w in [(1024, 4), (2048, 8)] for p in (4, 8) for st in (1, 2, 3)]
 
 
+def _count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 def main():
-    m = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
-    h = int(sys.argv[2]) if len(sys.argv) > 2 else 14336
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.tune_act_quant", description=__doc__.split("\n\n")[0])
+    ap.add_argument("m", nargs="?", type=_count, default=8192, help="tokens (default: 8192)")
+    ap.add_argument("h", nargs="?", type=_count, default=14336, help="the activation's output width (default: 14336)")
+    ap.add_argument("only", nargs="?", default="", help="time only the cases whose 'act key' holds this text")
+    args = ap.parse_args()
+    require_gpu(ap, "tune_act_quant")
+    m, h, only = args.m, args.h, args.only
     ceiling = copy_ceiling(False)
     print(f"copy ceiling {ceiling:.0f} GB/s; M={m} H={h}")
-    only = sys.argv[3] if len(sys.argv) > 3 else ""
     cases = [("relu2", "fp8_static_tensor", STATIC + FLAT), ("relu2", "int8_static_tensor", STATIC[:1] + FLAT + FLAT_DIV),
              ("silu_and_mul", "fp8_static_tensor", STATIC),
              ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST),

@@ -6,9 +6,11 @@ H = 14336 and the identity over D = 4096 (Llama-3-8B's MLP inputs), per-token FP
 static FP8 key's heuristic launch beside them.
 """
 
+import argparse
+
 import torch
 
-from benchmarks.timing import graph_us
+from benchmarks.timing import graph_us, require_gpu
 from fused_quant import keys as K
 from fused_quant.kernels.launch import launch_act_quant
 
@@ -36,6 +38,9 @@ def run(act: str, key: str, m: int, d_in: int, cfgs: list) -> None:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.tune_act_quant_decode", description=__doc__.split("\n\n")[0])
+    ap.parse_args()
+    require_gpu(ap, "tune_act_quant_decode")
     for m in (1, 16, 64):
         for key in ("fp8_dynamic_token", "int8_dynamic_token"):
             run("silu_and_mul", key, m, 2 * 14336, CHUNKS)

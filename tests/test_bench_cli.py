@@ -338,7 +338,7 @@ def test_trace_refuses_bad_arguments_and_a_missing_gpu(argv, message, capsys, mo
     from benchmarks import trace_mlp
 
     with pytest.raises(SystemExit) as stop:
-        trace_mlp.main(argv)
+        trace_mlp.main([*argv, "--out", str(tmp_path / "out")])
     assert stop.value.code == 2 and message in capsys.readouterr().err
     _no_gpu(monkeypatch)
     with pytest.raises(SystemExit) as stop:
@@ -606,3 +606,32 @@ def test_graph_us_is_the_median_replay_per_call(monkeypatch):
     monkeypatch.setattr(timing.torch.cuda, "Event", Event)
     assert timing.graph_us(["f"], calls=16, replays=3) == 100.0  # the median replay, 1.6 ms over 16 calls
     assert order == ["record", "replay", "record"] * 3
+
+
+SCRIPTS = {"tune_act_quant": [], "tune_act_quant_decode": [], "fp8_gemm_accumulation": [],
+           "hip_w8a8_token": ["--out", "OUT"], "profile_host": [], "trace_mlp": ["--out", "OUT"]}
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_the_gpu_scripts_have_help_and_refuse_a_node_without_a_gpu(script, tmp_path):
+    """Each GPU script of benchmarks/ answers --help (before, some took it for a token count or ran) and, on a node
+    whose torch sees no GPU, says so in one line and exits 2 before it makes anything."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    run = lambda *args: subprocess.run([sys.executable, "-m", f"benchmarks.{script}", *args], capture_output=True,  # noqa: E731
+                                       text=True, env=env, cwd=Path(__file__).resolve().parent.parent)
+    helped = run("--help")
+    assert helped.returncode == 0 and helped.stdout.startswith(f"usage: python -m benchmarks.{script}")
+    out = tmp_path / "out"
+    refused = run(*[str(out) if a == "OUT" else a for a in SCRIPTS[script]])
+    assert refused.returncode == 2 and refused.stderr == f"{script}: needs a GPU (torch.cuda.is_available() is False)\n"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, said", [(["tune_act_quant", "0"], "argument m: expected a whole number >= 1, got '0'"),
+                                        (["profile_host", "--top", "-1"], "--top takes a count of at least 1, got -1"),
+                                        (["hip_w8a8_token"], "the following arguments are required: --out"),
+                                        (["trace_mlp"], "the following arguments are required: --out")])
+def test_the_gpu_scripts_refuse_bad_flags_in_one_line(argv, said):
+    done = subprocess.run([sys.executable, "-m", f"benchmarks.{argv[0]}", *argv[1:]], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
