@@ -37,7 +37,8 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, _weights, copies_for
-from benchmarks.timing import graph_us, progress, pyplot, save_figure, versions
+from benchmarks.timing import (graph_us, out_folder, progress, pyplot, require_gpu, save_figure, token_counts,
+                               versions)
 
 MS = (1, 2, 4, 8, 16)
 # int8 one-token rows with more weight rows a program than the table's (BLOCK_N, BLOCK_K, num_warps): fewer programs
@@ -183,18 +184,20 @@ def main(argv=None) -> int:
         shapes = decoder.pick(a.shapes.split(","))
     except ValueError as exc:
         ap.error(str(exc))
-    ms = [int(m) for m in a.ms.split(",")]
-    if not torch.cuda.is_available():
-        print("quantizing_calls: needs a GPU", file=sys.stderr)
-        return 2
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    ms = token_counts(ap, "--ms", a.ms, MS)  # the table's buckets: a row at another count is never read
+    kinds = a.kinds.split(",")
+    if not set(kinds) <= {"int8", "fp8"}:
+        ap.error(f"--kinds takes int8 and fp8, separated by commas; got {a.kinds!r}")
+    if a.install and "int8" not in kinds:
+        ap.error("--install merges the int8 rows' configs: --kinds must name int8")
+    require_gpu(ap, "quantizing_calls")
+    out = out_folder(ap, a.out, "quantizing_calls")
     with open(out / "quantizing_calls.txt", "w") as text:
         def log(line: str) -> None:
             print(line, flush=True)
             text.write(line + "\n")
 
-        rows = run(a.kinds.split(","), shapes, ms, log)
+        rows = run(kinds, shapes, ms, log)
     with open(out / "quantizing_calls.json", "w") as f:
         json.dump({"versions": versions(), "rows": rows}, f, indent=1)
     plot(rows, out / "quantizing_calls.png")

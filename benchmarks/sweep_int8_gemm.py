@@ -33,7 +33,8 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES
-from benchmarks.timing import graph_us, pyplot, save_figure, timed_passes, versions
+from benchmarks.timing import (graph_us, out_folder, pyplot, require_gpu, save_figure, timed_passes, token_counts,
+                               versions)
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads): the tiles near the rows past 256 tokens read
 # each way of ``INT8_LOADS`` (benchmarks/RESULTS.md, thirty-ninth round: the descriptor kernel 1.14-1.18x the pointer
@@ -186,22 +187,24 @@ def main(argv=None) -> int:
     ap.add_argument("--replot", metavar="JSON", help="draw int8_gemm_sweep.png of a saved run into --out (no GPU)")
     args = ap.parse_args(argv)
     if args.replot:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        if not plot(json.loads(Path(args.replot).read_text()), out / "int8_gemm_sweep.png"):
+        try:
+            saved = json.loads(Path(args.replot).read_text())
+        except (OSError, ValueError) as exc:
+            ap.exit(2, f"sweep_int8_gemm: --replot {args.replot} cannot be read: {exc}\n")
+        if not (isinstance(saved, dict) and isinstance(saved.get("rows"), list) and isinstance(saved.get("per_m"), list)
+                and saved["rows"]):
+            ap.exit(2, f"sweep_int8_gemm: --replot {args.replot} is not an int8_gemm_sweep.json this script writes\n")
+        if not plot(saved, out_folder(ap, args.out, "sweep_int8_gemm") / "int8_gemm_sweep.png"):
             print("sweep_int8_gemm: --replot needs matplotlib", file=sys.stderr)
             return 2
         return 0
-    ms = [int(v) for v in args.ms.split(",")]
+    ms = token_counts(ap, "--ms", args.ms)
     unknown = [s for s in args.shapes.split(",") if s not in SHAPES]
     if unknown:
         ap.error(f"--shapes: unknown {', '.join(unknown)}; expected some of {', '.join(SHAPES)}")
-    if not torch.cuda.is_available():
-        print("sweep_int8_gemm: needs a CUDA GPU", file=sys.stderr)
-        return 2
+    require_gpu(ap, "sweep_int8_gemm")
     shapes = {s: SHAPES[s] for s in args.shapes.split(",")}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(ap, args.out, "sweep_int8_gemm")
     logf = (out / "int8_gemm_sweep.log").open("w")
 
     def log(line: str) -> None:

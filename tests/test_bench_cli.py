@@ -635,3 +635,28 @@ def test_the_gpu_scripts_refuse_bad_flags_in_one_line(argv, said):
     done = subprocess.run([sys.executable, "-m", f"benchmarks.{argv[0]}", *argv[1:]], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("script, argv, said", [
+    ("quantizing_calls", ["--ms", "3"], "--ms takes token counts >= 1 separated by commas, each one of 1, 2, 4, 8, 16; "
+                                        "got '3'"),
+    ("quantizing_calls", ["--kinds", "int8,bogus"], "--kinds takes int8 and fp8, separated by commas"),
+    ("quantizing_calls", ["--kinds", "fp8", "--install"], "--install merges the int8 rows' configs"),
+    ("sweep_int8_gemm", ["--ms", "abc"], "--ms takes token counts >= 1 separated by commas; got 'abc'"),
+    ("sweep_int8_gemm", ["--ms", "0,-5"], "--ms takes token counts >= 1 separated by commas; got '0,-5'"),
+    ("sweep_int8_gemm", ["--replot", "nowhere.json"], "--replot nowhere.json cannot be read"),
+    ("sweep_int8_gemm", ["--replot", "EMPTY"], "is not an int8_gemm_sweep.json this script writes"),
+])
+def test_the_sweeps_check_their_flags_before_the_gpu(script, argv, said, tmp_path, capsys, monkeypatch):
+    """Token counts a table never reads, unknown kinds, an install with nothing to install and a saved sweep that
+    is not one: one line and exit 2, before the GPU check (a traceback, or a refusal only after the GPU work)."""
+    import importlib
+
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"rows": []}')
+    monkeypatch.chdir(tmp_path)
+    module = importlib.import_module(f"benchmarks.{script}")
+    with pytest.raises(SystemExit) as stop:
+        module.main(["--out", str(tmp_path / "out"), *[str(empty) if a == "EMPTY" else a for a in argv]])
+    assert stop.value.code == 2 and said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -41,8 +41,10 @@ def test_one_token_rows_keep_64_lane_sums_a_thread():
 def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     out = tmp_path / "out"
-    assert qc.main(["--out", str(out)]) == 2
-    assert "needs a GPU" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        qc.main(["--out", str(out)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == "quantizing_calls: needs a GPU (torch.cuda.is_available() is False)\n"
     assert not out.exists()
 
 
