@@ -180,6 +180,9 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None, m
                     trials.append((us, cfg))
                     if note is not None:
                         note(kind, label, m, us, cfg)
+                if not trials:  # every config failed on this GPU (with --retime: the one it had)
+                    log(f"{kind:4s} {label:7s} M={m:4d} no config ran here: the row is left as it was")
+                    continue
                 us, cfg = min(trials, key=lambda t: t[0])
                 # one launch (no split-K reduction, no partials to allocate) costs the host less: it wins
                 # unless split-K is more than SPLIT_MARGIN faster on the GPU
@@ -305,8 +308,12 @@ def main(argv=None) -> int:
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    logf = open(out / "sweep_small_m_gemm.log", "w")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"sweep: --out {out} cannot be made: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    logf = open(out / "sweep_small_m_gemm.log", "w", buffering=1)  # line-buffered: a killed sweep keeps its lines
 
     def log(line: str) -> None:
         print(line, flush=True)
@@ -356,18 +363,22 @@ def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> in
     try:
         rows = json.loads(table_path.read_text())["rows"]
         trials = parse_trials(log_path.read_text().splitlines())
-    except (OSError, ValueError, KeyError) as exc:
+        # by (N, K): the same label names other shapes in another model's rows
+        rows = [r for r in rows if r["kind"] in kinds and (r["n"], r["k"]) in shapes.values() and r["m"] in ms]
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: JSON of another shape
         print(f"sweep: --replot reads a sweep's log and its small_m_gemm_configs.json: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return 2
-    # by (N, K): the same label names other shapes in another model's rows
-    rows = [r for r in rows if r["kind"] in kinds and (r["n"], r["k"]) in shapes.values() and r["m"] in ms]
     tables = sorted({_table_name(r) for r in rows})
     if len(tables) != 1:
         print(f"sweep: --replot draws the rows of one arch or GPU model; {table_path} has {tables or 'none'} for "
               f"kinds {kinds}, shapes {shapes}, M {ms}", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"sweep: --out {out} cannot be made: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     if not plot(rows, trials, out / PICTURE):
         print("sweep: --replot needs matplotlib", file=sys.stderr)
         return 2

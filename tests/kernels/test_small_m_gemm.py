@@ -1794,6 +1794,13 @@ def test_sweep_replot_draws_a_saved_sweep(tmp_path, monkeypatch, capsys):
     assert "the rows of one arch" in capsys.readouterr().err  # none left to draw
     assert s.main(["--out", str(tmp_path / "d"), "--replot", str(tmp_path / "no.log"), str(table)]) == 2
     assert "FileNotFoundError" in capsys.readouterr().err
+    for other in ("[1, 2]", '{"rows": 5}', '{"rows": [{"a": 1}]}'):  # JSON of another shape: one line, no traceback
+        (tmp_path / "other.json").write_text(other)
+        assert s.main(["--out", str(tmp_path / "d"), "--replot", str(log), str(tmp_path / "other.json")]) == 2
+        assert capsys.readouterr().err.startswith("sweep: --replot reads a sweep's log and its small_m_gemm_configs")
+    (tmp_path / "afile").write_text("")
+    assert s.main(["--out", str(tmp_path / "afile"), "--replot", str(log), str(table)]) == 2
+    assert capsys.readouterr().err.startswith(f"sweep: --out {tmp_path / 'afile'} cannot be made")
     monkeypatch.undo()
     monkeypatch.setattr(s, "pyplot", lambda: None)
     assert s.main(["--out", str(tmp_path / "b"), "--replot", str(log), str(table)]) == 2
