@@ -69,7 +69,9 @@ def _bound(p: GemmProblem, w, ws, config: tuple | None):
         g.INT8_GEMM_CONFIGS, g.INT8_GEMM_DEVICE_CONFIGS = saved
 
 
-def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
+def sweep(ms: list[int], shapes: dict, log, saved=lambda rows: None) -> list[dict]:
+    """Each (shape, M)'s row: every candidate tile beside the installed one and the peers; ``saved(rows)`` after each
+    row, so that a run stopped part-way keeps what it timed."""
     rows = []
     fp8 = torch.float8_e4m3fn
     for label, (n, k) in shapes.items():
@@ -127,6 +129,7 @@ def sweep(ms: list[int], shapes: dict, log) -> list[dict]:
             row = {"shape": label, "M": m, "N": n, "K": k, "us": t, "configs": configs, "best": best,
                    "tops": {c: 2 * m * n * k / (us * 1e-6) / 1e12 for c, us in {**t, **timed}.items()}}
             rows.append(row)
+            saved(rows)
             log(f"int8 {label:7s} M={m:6d} installed {t['installed']:8.1f} us  best {best} {timed[best]:8.1f}  "
                 + "  ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "installed"))
         del w, ws, w8, wb
@@ -205,7 +208,7 @@ def main(argv=None) -> int:
     require_gpu(ap, "sweep_int8_gemm")
     shapes = {s: SHAPES[s] for s in args.shapes.split(",")}
     out = out_folder(ap, args.out, "sweep_int8_gemm")
-    logf = (out / "int8_gemm_sweep.log").open("w")
+    logf = (out / "int8_gemm_sweep.log").open("w", buffering=1)  # line-buffered: a stopped run keeps its lines
 
     def log(line: str) -> None:
         print(line, flush=True)
@@ -214,7 +217,13 @@ def main(argv=None) -> int:
     index = torch.cuda.current_device()
     log(f"device: {torch.cuda.get_device_name(index)}; installed rows: {g.int8_gemm_rows(index)}")
     start = time.time()
-    rows = sweep(ms, shapes, log)
+
+    partial = out / "int8_gemm_sweep.partial.json"  # the rows timed so far, until the run's JSON replaces it
+
+    def save(rows: list[dict]) -> None:
+        partial.write_text(json.dumps({"versions": versions(), "rows": rows}, indent=1))
+
+    rows = sweep(ms, shapes, log, save)
     summary = per_m(rows)
     for s in summary:
         log(f"M={s['M']:6d} sum over shapes: installed {s['installed_sum_us']:.1f} us, best {s['best']} "
@@ -225,6 +234,7 @@ def main(argv=None) -> int:
               "candidates": sorted({c for m in ms for c in candidates(m)}, key=str),
               "rows": rows, "per_m": summary}
     (out / "int8_gemm_sweep.json").write_text(json.dumps(result, indent=1))
+    partial.unlink(missing_ok=True)
     if not plot(result, out / "int8_gemm_sweep.png"):
         log("matplotlib is not installed: no int8_gemm_sweep.png (--replot draws it later)")
     return 0

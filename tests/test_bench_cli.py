@@ -5,6 +5,7 @@ fresh bench-out/ folder; and the fused_quant package itself holds no benchmark c
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -660,3 +661,25 @@ def test_the_sweeps_check_their_flags_before_the_gpu(script, argv, said, tmp_pat
         module.main(["--out", str(tmp_path / "out"), *[str(empty) if a == "EMPTY" else a for a in argv]])
     assert stop.value.code == 2 and said in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_sweep_int8_gemm_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, monkeypatch):
+    """The JSON was written only at the end: a run stopped part-way (a config whose bits differ, a killed process)
+    lost every row. Each row now lands in int8_gemm_sweep.partial.json as it is timed."""
+    from benchmarks import sweep_int8_gemm as s
+
+    def stopped(ms, shapes, log, saved):
+        saved([{"shape": "o", "M": 512}])
+        raise SystemExit("o M=1024 config x: output differs from the installed config's")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: "a GPU")
+    monkeypatch.setattr(s.g, "int8_gemm_rows", lambda index: "its rows")
+    monkeypatch.setattr(s, "versions", lambda: {"device": "a GPU"})
+    monkeypatch.setattr(s, "sweep", stopped)
+    with pytest.raises(SystemExit, match="output differs"):
+        s.main(["--out", str(tmp_path), "--shapes", "o"])
+    kept = json.loads((tmp_path / "int8_gemm_sweep.partial.json").read_text())
+    assert kept == {"versions": {"device": "a GPU"}, "rows": [{"shape": "o", "M": 512}]}
+    assert not (tmp_path / "int8_gemm_sweep.json").exists()
