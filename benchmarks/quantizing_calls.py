@@ -70,8 +70,9 @@ def _label(cfg: dict) -> str:
         f" s{cfg['splits']} w{cfg['num_warps']} st{cfg['num_stages']}"
 
 
-def run(kinds, shapes: dict, ms, log) -> list[dict]:
-    """One row per (kind, shape, M, variant): its GPU us per call and the baseline's."""
+def run(kinds, shapes: dict, ms, log, saved=lambda rows: None) -> list[dict]:
+    """One row per (kind, shape, M, variant): its GPU us per call and the baseline's; ``saved(rows)`` after each
+    (kind, shape, M), so that a run stopped part-way keeps what it timed."""
     from fused_quant import keys as K
     from fused_quant.kernels import launch
 
@@ -121,6 +122,7 @@ def run(kinds, shapes: dict, ms, log) -> list[dict]:
                                      baseline_us=round(base, 2), picked=mark))
                     log(f"{kind:4s} {label:7s} M={m:3d} {name:26s} {us:7.2f} us  x{base / us:.2f} of the baseline"
                         f"  {_label(cfg)}{'  *' if mark else ''}")
+                saved(rows)
             del weights
             torch.cuda.empty_cache()
     return rows
@@ -192,14 +194,17 @@ def main(argv=None) -> int:
         ap.error("--install merges the int8 rows' configs: --kinds must name int8")
     require_gpu(ap, "quantizing_calls")
     out = out_folder(ap, a.out, "quantizing_calls")
-    with open(out / "quantizing_calls.txt", "w") as text:
+    partial = out / "quantizing_calls.partial.json"  # the rows timed so far, until the run's JSON replaces it
+    with open(out / "quantizing_calls.txt", "w", buffering=1) as text:  # line-buffered: a stopped run keeps its lines
         def log(line: str) -> None:
             print(line, flush=True)
             text.write(line + "\n")
 
-        rows = run(kinds, shapes, ms, log)
+        rows = run(kinds, shapes, ms, log,
+                   lambda rows: partial.write_text(json.dumps({"versions": versions(), "rows": rows}, indent=1)))
     with open(out / "quantizing_calls.json", "w") as f:
         json.dump({"versions": versions(), "rows": rows}, f, indent=1)
+    partial.unlink(missing_ok=True)
     plot(rows, out / "quantizing_calls.png")
     if a.install:
         from benchmarks.sweep_small_m_gemm import install

@@ -1,6 +1,7 @@
 """Timers shared by the benchmarks (GPU): medians of ``triton.testing.do_bench`` (L2 flushed), GPU time
 replayed from a CUDA graph, wall time of back-to-back calls (host included), host enqueue time, the
-device copy ceiling and the versions a result is recorded with; and matplotlib for the plots."""
+device copy ceiling and the versions a result is recorded with; matplotlib for the plots; and the scripts'
+command-line checks (a GPU, ``--out``, token counts), each a line and exit 2 where it fails."""
 
 from __future__ import annotations
 

@@ -683,3 +683,21 @@ def test_sweep_int8_gemm_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, monk
     kept = json.loads((tmp_path / "int8_gemm_sweep.partial.json").read_text())
     assert kept == {"versions": {"device": "a GPU"}, "rows": [{"shape": "o", "M": 512}]}
     assert not (tmp_path / "int8_gemm_sweep.json").exists()
+
+
+def test_quantizing_calls_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, monkeypatch):
+    """A bit mismatch raises mid-run: the rows timed before it stay in quantizing_calls.partial.json."""
+    from benchmarks import quantizing_calls as q
+
+    def stopped(kinds, shapes, ms, log, saved):
+        saved([{"kind": "int8", "shape": "o", "m": 1}])
+        raise RuntimeError("int8 o M=2: x quantizing differs from the producer then the GEMM")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(q, "versions", lambda: {"device": "a GPU"})
+    monkeypatch.setattr(q, "run", stopped)
+    with pytest.raises(RuntimeError, match="quantizing differs"):
+        q.main(["--out", str(tmp_path), "--kinds", "int8"])
+    kept = json.loads((tmp_path / "quantizing_calls.partial.json").read_text())
+    assert kept == {"versions": {"device": "a GPU"}, "rows": [{"kind": "int8", "shape": "o", "m": 1}]}
+    assert not (tmp_path / "quantizing_calls.json").exists()
