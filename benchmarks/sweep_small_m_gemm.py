@@ -45,7 +45,7 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, copies_for, _weights
-from benchmarks.timing import graph_us, progress, pyplot, save_figure, versions
+from benchmarks.timing import graph_us, made_folder, progress, pyplot, save_figure, versions
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
@@ -308,10 +308,9 @@ def main(argv=None) -> int:
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
     out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"sweep: --out {out} cannot be made: {exc.strerror or exc}", file=sys.stderr)
+    problem = made_folder(out)
+    if problem:
+        print(f"sweep: {problem}", file=sys.stderr)
         return 2
     logf = open(out / "sweep_small_m_gemm.log", "w", buffering=1)  # line-buffered: a killed sweep keeps its lines
 
@@ -374,10 +373,9 @@ def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> in
         print(f"sweep: --replot draws the rows of one arch or GPU model; {table_path} has {tables or 'none'} for "
               f"kinds {kinds}, shapes {shapes}, M {ms}", file=sys.stderr)
         return 2
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"sweep: --out {out} cannot be made: {exc.strerror or exc}", file=sys.stderr)
+    problem = made_folder(out)
+    if problem:
+        print(f"sweep: {problem}", file=sys.stderr)
         return 2
     if not plot(rows, trials, out / PICTURE):
         print("sweep: --replot needs matplotlib", file=sys.stderr)

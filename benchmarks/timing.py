@@ -55,17 +55,26 @@ def token_counts(ap, flag: str, text: str, allowed=None) -> list[int]:
     return counts
 
 
+def made_folder(out) -> str:
+    """Make the folder ``out`` (and its parents); '' once it is there, else why it cannot be made."""
+    from pathlib import Path
+
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--out {out} cannot be made: {exc.strerror or exc}"
+    return ""
+
+
 def out_folder(ap, out: str, prog: str):
     """``--out``'s folder, made now (before any timing): a path that is a file or cannot be made exits 2 with one
     line."""
     from pathlib import Path
 
-    path = Path(out)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        ap.exit(2, f"{prog}: --out {out} cannot be made: {exc.strerror or exc}\n")
-    return path
+    problem = made_folder(out)
+    if problem:
+        ap.exit(2, f"{prog}: {problem}\n")
+    return Path(out)
 
 
 def pyplot():

@@ -526,6 +526,8 @@ def _share_conversions(model: nn.Module, before: dict[str, nn.Module], report: C
         first = next((n for n in names if n in by_name), None)
         if first is None:  # not a module the conversion considered (a layer holding one, a linear inside an MLP)
             continue
+        if all(n in by_name for n in names):  # every path reported: shared already (the call after the MLPs')
+            continue
         entry, module = by_name[first], before[first]
         why = {n: (_skip_reason(n, module, ignore, filter_fn) if entry.kind == "linear" else
                    _mlp_skip_reason(n, module, entry.kind, ignore, filter_fn, False)) for n in names}
