@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import io
 import pstats
 
 import torch
+
+from fused_quant.cli import whole_number
 
 from benchmarks.decode import host_calls
 from benchmarks.timing import host_us, require_gpu
@@ -80,14 +83,11 @@ def launch_primitives() -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.profile_host", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--top", type=int, default=18)
-    ap.add_argument("--calls", type=int, default=1000)
-    ap.add_argument("--m", type=int, default=1, help="tokens per call (the eager MLP's host work moves with M)")
+    ap.add_argument("--top", type=functools.partial(whole_number, what="a count of rows"), default=18)
+    ap.add_argument("--calls", type=functools.partial(whole_number, what="a count of calls"), default=1000)
+    ap.add_argument("--m", type=functools.partial(whole_number, what="a token count"), default=1,
+                    help="tokens per call (the eager MLP's host work moves with M)")
     args = ap.parse_args()
-    for flag, what, value in (("--m", "a token count", args.m), ("--top", "a count", args.top),
-                              ("--calls", "a count", args.calls)):
-        if value < 1:
-            ap.error(f"{flag} takes {what} of at least 1, got {value}")
     require_gpu(ap, "profile_host")
     t = torch.empty(1, device="cuda")
     dev = t.device

@@ -45,7 +45,7 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, copies_for, _weights
-from benchmarks.timing import graph_us, made_folder, progress, pyplot, save_figure, versions
+from benchmarks.timing import graph_us, made_folder, progress, pyplot, save_figure, token_counts, versions
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
@@ -287,10 +287,7 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
         args.decoder.pick(shapes)
     except ValueError as exc:
         ap.error(str(exc))
-    ms = list(dict.fromkeys(int(m) if m.isascii() and m.isdigit() else -1 for m in args.ms.split(",")))
-    if any(m not in g.M_BUCKETS for m in ms):
-        ap.error(f"--ms takes token counts of gemm_launch.M_BUCKETS {g.M_BUCKETS} (a row at another M is never "
-                 f"read), got {args.ms}")
+    ms = token_counts(ap, "--ms", args.ms, g.M_BUCKETS)  # gemm_launch's buckets: a row at another M is never read
     if args.replot and (args.install or args.retime or args.seed_from is not None or args.own_rows):
         ap.error("--replot only draws a saved sweep; it takes no --install, --retime, --seed-from or --own-rows")
     if args.seed_from is not None and not args.retime:

@@ -41,18 +41,18 @@ def require_gpu(ap, prog: str) -> None:
         ap.exit(2, f"{prog}: needs a GPU (torch.cuda.is_available() is False)\n")
 
 
-def token_counts(ap, flag: str, text: str, allowed=None) -> list[int]:
+def token_counts(ap, flag: str, text: str, allowed=()) -> list[int]:
     """A script's comma-separated token counts (``--ms``): each a whole number >= 1, each once, and one of
-    ``allowed`` where given; anything else exits 2 with one line naming the flag and what came."""
-    counts = []
-    for part in text.split(","):
-        part = part.strip()
-        if not (part.isascii() and part.isdigit()) or int(part) < 1 or (allowed and int(part) not in allowed):
-            ap.error(f"{flag} takes token counts >= 1 separated by commas"
-                     + (f", each one of {', '.join(map(str, allowed))}" if allowed else "") + f"; got {text!r}")
-        if int(part) not in counts:
-            counts.append(int(part))
-    return counts
+    ``allowed`` where given, read as the ``fused-quant`` command reads its own; anything else exits 2 with one line
+    naming the flag and what came."""
+    import argparse
+
+    from fused_quant.cli import whole_numbers
+
+    try:
+        return list(whole_numbers(text, "token counts", allowed=tuple(allowed)))
+    except argparse.ArgumentTypeError as exc:
+        ap.error(f"{flag}: {exc}")
 
 
 def made_folder(out) -> str:

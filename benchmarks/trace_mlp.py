@@ -19,6 +19,8 @@ import statistics
 
 import torch
 
+from fused_quant.cli import whole_numbers
+
 from benchmarks import models
 from benchmarks.timing import out_folder, require_gpu
 
@@ -148,16 +150,12 @@ def plot(result: dict, path: str) -> bool:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.trace_mlp", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--m", default="1,16,64", help="token counts, comma-separated (default: 1,16,64)")
+    ap.add_argument("--m", type=lambda text: whole_numbers(text, "token counts"), default=(1, 16, 64),
+                    help="token counts, comma-separated (default: 1,16,64)")
     ap.add_argument("--calls", type=int, default=8, help="MLP calls per captured graph (default: 8, at least 2)")
     ap.add_argument("--out", required=True, help="folder for trace.json and trace.png")
     args, model = models.parse(ap, argv)
-    try:
-        ms = [int(m) for m in args.m.split(",")]
-    except ValueError:
-        ap.error(f"--m takes comma-separated token counts, got {args.m!r}")
-    if any(m < 1 for m in ms):
-        ap.error(f"--m takes token counts of at least 1, got {args.m!r}")
+    ms = list(args.m)
     if args.calls < 2:
         ap.error(f"--calls needs at least 2 (the first call has no previous kernel), got {args.calls}")
     require_gpu(ap, "trace_mlp")

@@ -12,6 +12,7 @@ import triton
 
 from benchmarks.timing import copy_ceiling, require_gpu
 from fused_quant import keys as K
+from fused_quant.cli import whole_number
 from fused_quant.kernels.launch import launch_act_quant
 
 STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in
@@ -27,16 +28,10 @@ TOKEN_PERSIST = [dict(variant="persistent", BLOCK_N=bn, num_warps=w, programs_pe
                  for sc in (1, 0) for bn, w in [(1024, 4), (2048, 8)] for p in (4, 8) for st in (1, 2, 3)]
 
 
-def _count(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
-
-
 def main():
     ap = argparse.ArgumentParser(prog="python -m benchmarks.tune_act_quant", description=__doc__.split("\n\n")[0])
-    ap.add_argument("m", nargs="?", type=_count, default=8192, help="tokens (default: 8192)")
-    ap.add_argument("h", nargs="?", type=_count, default=14336, help="the activation's output width (default: 14336)")
+    ap.add_argument("m", nargs="?", type=whole_number, default=8192, help="tokens (default: 8192)")
+    ap.add_argument("h", nargs="?", type=whole_number, default=14336, help="the activation's output width (default: 14336)")
     ap.add_argument("only", nargs="?", default="", help="time only the cases whose 'act key' holds this text")
     args = ap.parse_args()
     require_gpu(ap, "tune_act_quant")

@@ -440,18 +440,34 @@ def cmd_bench(args) -> int:
 MAX_BENCH_TOKENS = 65536
 
 
-def _token_counts(text: str) -> tuple[int, ...]:
-    """``--m``: token counts from 1 to ``MAX_BENCH_TOKENS`` separated by commas, in the order given, each once."""
+def whole_numbers(text: str, what: str, most: int | None = None, allowed=()) -> tuple[int, ...]:
+    """Whole numbers >= 1 separated by commas, in the order given, each once: at most ``most`` and one of
+    ``allowed`` where given. Anything else raises ``argparse.ArgumentTypeError`` naming ``what`` was expected and
+    what came; the flags of this command and of the scripts of benchmarks/ read their numbers through it."""
     counts = []
     for part in text.split(","):
         part = part.strip()
-        if not (part.isascii() and part.isdigit()) or not 1 <= int(part) <= MAX_BENCH_TOKENS:
-            raise argparse.ArgumentTypeError(f"expected token counts >= 1 (at most {MAX_BENCH_TOKENS}) separated by "
-                                             f"commas (like 1,16,224), "
-                                             f"got {part!r}" + (f" in {text!r}" if part != text.strip() else ""))
+        if (not (part.isascii() and part.isdigit()) or int(part) < 1 or (most and int(part) > most)
+                or (allowed and int(part) not in allowed)):
+            bound = f" (at most {most})" if most else ""
+            among = f", each one of {', '.join(map(str, allowed))}" if allowed else " (like 1,16,224)"
+            raise argparse.ArgumentTypeError(f"expected {what} >= 1{bound} separated by commas{among}, got {part!r}"
+                                             + (f" in {text!r}" if part != text.strip() else ""))
         if int(part) not in counts:
             counts.append(int(part))
     return tuple(counts)
+
+
+def whole_number(text: str, what: str = "a whole number") -> int:
+    """One whole number >= 1 (``what`` names it in the error), as ``whole_numbers`` reads each of its parts."""
+    if not (text.strip().isascii() and text.strip().isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected {what} >= 1, got {text!r}")
+    return int(text)
+
+
+def _token_counts(text: str) -> tuple[int, ...]:
+    """``--m``: token counts from 1 to ``MAX_BENCH_TOKENS`` separated by commas, in the order given, each once."""
+    return whole_numbers(text, "token counts", most=MAX_BENCH_TOKENS)
 
 
 def _backend_name(text: str) -> str:
@@ -466,9 +482,7 @@ def _backend_name(text: str) -> str:
 
 def _gpu_count(text: str) -> int:
     """``--tp``: a whole number of GPUs, at least 1."""
-    if not (text.strip().isascii() and text.strip().isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 1, got {text!r}")
-    return int(text)
+    return whole_number(text, "a whole number of GPUs")
 
 
 def _environment() -> str:

@@ -156,7 +156,7 @@ def test_profile_host_refuses_a_token_count_below_one(bad, capsys, monkeypatch):
     with pytest.raises(SystemExit) as stop:
         profile_host.main()
     assert stop.value.code == 2
-    assert f"--m takes a token count of at least 1, got {bad}" in capsys.readouterr().err
+    assert f"argument --m: expected a token count >= 1, got '{bad}'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", ["0", "16,-1", "1,,2", "1.5", "a", "", "\u00b2", "\u0661\u0662", "65537",
@@ -329,8 +329,9 @@ def test_trace_labels_of_the_kernels_seen_on_a_gpu():
     assert {name: label(name) for name in seen} == seen
 
 
-@pytest.mark.parametrize("argv,message", [(["--m", "0"], "--m takes token counts of at least 1"),
-                                          (["--m", "1,x"], "--m takes comma-separated token counts"),
+@pytest.mark.parametrize("argv,message", [(["--m", "0"], "argument --m: expected token counts >= 1 separated"),
+                                          (["--m", "1,x"], "expected token counts >= 1 separated by commas (like "
+                                                           "1,16,224), got 'x' in '1,x'"),
                                           (["--calls", "1"], "--calls needs at least 2"),
                                           (["--model", "no-such-config.json"], "--model no-such-config.json: no "
                                                                                "such file"),
@@ -629,7 +630,7 @@ def test_the_gpu_scripts_have_help_and_refuse_a_node_without_a_gpu(script, tmp_p
 
 
 @pytest.mark.parametrize("argv, said", [(["tune_act_quant", "0"], "argument m: expected a whole number >= 1, got '0'"),
-                                        (["profile_host", "--top", "-1"], "--top takes a count of at least 1, got -1"),
+                                        (["profile_host", "--top", "-1"], "--top: expected a count of rows >= 1, got '-1'"),
                                         (["hip_w8a8_token"], "the following arguments are required: --out"),
                                         (["trace_mlp"], "the following arguments are required: --out")])
 def test_the_gpu_scripts_refuse_bad_flags_in_one_line(argv, said):
@@ -639,12 +640,14 @@ def test_the_gpu_scripts_refuse_bad_flags_in_one_line(argv, said):
 
 
 @pytest.mark.parametrize("script, argv, said", [
-    ("quantizing_calls", ["--ms", "3"], "--ms takes token counts >= 1 separated by commas, each one of 1, 2, 4, 8, 16; "
-                                        "got '3'"),
+    ("quantizing_calls", ["--ms", "3"], "--ms: expected token counts >= 1 separated by commas, each one of 1, 2, 4, 8, "
+                                        "16, got '3'"),
     ("quantizing_calls", ["--kinds", "int8,bogus"], "--kinds takes int8 and fp8, separated by commas"),
     ("quantizing_calls", ["--kinds", "fp8", "--install"], "--install merges the int8 rows' configs"),
-    ("sweep_int8_gemm", ["--ms", "abc"], "--ms takes token counts >= 1 separated by commas; got 'abc'"),
-    ("sweep_int8_gemm", ["--ms", "0,-5"], "--ms takes token counts >= 1 separated by commas; got '0,-5'"),
+    ("sweep_int8_gemm", ["--ms", "abc"], "--ms: expected token counts >= 1 separated by commas (like 1,16,224), "
+                                      "got 'abc'"),
+    ("sweep_int8_gemm", ["--ms", "0,-5"], "--ms: expected token counts >= 1 separated by commas (like 1,16,224), "
+                                       "got '0' in '0,-5'"),
     ("sweep_int8_gemm", ["--replot", "nowhere.json"], "--replot nowhere.json cannot be read"),
     ("sweep_int8_gemm", ["--replot", "EMPTY"], "is not an int8_gemm_sweep.json this script writes"),
 ])

@@ -171,3 +171,19 @@ def test_unswept_names_the_linears_the_table_holds_no_row_of(tmp_path):
     table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": [row]}))
     assert decode.unswept(qwen, "sm_90", table) == ["qkv", "gate_up", "down"]
     assert decode.unswept(qwen, "sm_100", table) == ["qkv", "o", "gate_up", "down"]
+
+
+@pytest.mark.parametrize("ms, said", [("3", "got '3'"), ("16,x", "got 'x' in '16,x'"), ("", "got ''")])
+def test_the_sweep_takes_only_the_token_counts_of_the_buckets(ms, said, capsys):
+    """A row at a token count off gemm_launch's buckets is never read, so the sweep refuses it as the other scripts
+    refuse theirs: one line naming the buckets and what came."""
+    from benchmarks.sweep_small_m_gemm import parse_args
+    from fused_quant.kernels.gemm_launch import M_BUCKETS
+
+    assert parse_args(["--out", "x", "--ms", "16,1,16"])[3] == [16, 1]
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--out", "x", "--ms", ms])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert f"--ms: expected token counts >= 1 separated by commas, each one of {', '.join(map(str, M_BUCKETS))}, " \
+           f"{said}" in err
