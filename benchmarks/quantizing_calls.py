@@ -37,8 +37,8 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, _weights, copies_for
-from benchmarks.timing import (graph_us, out_folder, progress, pyplot, require_gpu, save_figure, token_counts,
-                               versions)
+from benchmarks.timing import (Log, graph_us, out_folder, progress, pyplot, require_gpu, rows_so_far, save_figure,
+                               token_counts, versions)
 
 MS = (1, 2, 4, 8, 16)
 # int8 one-token rows with more weight rows a program than the table's (BLOCK_N, BLOCK_K, num_warps): fewer programs
@@ -195,13 +195,7 @@ def main(argv=None) -> int:
     require_gpu(ap, "quantizing_calls")
     out = out_folder(ap, a.out, "quantizing_calls")
     partial = out / "quantizing_calls.partial.json"  # the rows timed so far, until the run's JSON replaces it
-    with open(out / "quantizing_calls.txt", "w", buffering=1) as text:  # line-buffered: a stopped run keeps its lines
-        def log(line: str) -> None:
-            print(line, flush=True)
-            text.write(line + "\n")
-
-        rows = run(kinds, shapes, ms, log,
-                   lambda rows: partial.write_text(json.dumps({"versions": versions(), "rows": rows}, indent=1)))
+    rows = run(kinds, shapes, ms, Log(out / "quantizing_calls.txt"), rows_so_far(partial))
     with open(out / "quantizing_calls.json", "w") as f:
         json.dump({"versions": versions(), "rows": rows}, f, indent=1)
     partial.unlink(missing_ok=True)

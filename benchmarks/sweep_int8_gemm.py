@@ -33,8 +33,8 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks.decode import SHAPES
-from benchmarks.timing import (graph_us, out_folder, pyplot, require_gpu, save_figure, timed_passes, token_counts,
-                               versions)
+from benchmarks.timing import (Log, graph_us, out_folder, pyplot, require_gpu, rows_so_far, save_figure,
+                               timed_passes, token_counts, versions)
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, loads): the tiles near the rows past 256 tokens read
 # each way of ``INT8_LOADS`` (benchmarks/RESULTS.md, thirty-ninth round: the descriptor kernel 1.14-1.18x the pointer
@@ -208,22 +208,13 @@ def main(argv=None) -> int:
     require_gpu(ap, "sweep_int8_gemm")
     shapes = {s: SHAPES[s] for s in args.shapes.split(",")}
     out = out_folder(ap, args.out, "sweep_int8_gemm")
-    logf = (out / "int8_gemm_sweep.log").open("w", buffering=1)  # line-buffered: a stopped run keeps its lines
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        logf.write(line + "\n")
-
+    log = Log(out / "int8_gemm_sweep.log")
     index = torch.cuda.current_device()
     log(f"device: {torch.cuda.get_device_name(index)}; installed rows: {g.int8_gemm_rows(index)}")
     start = time.time()
 
     partial = out / "int8_gemm_sweep.partial.json"  # the rows timed so far, until the run's JSON replaces it
-
-    def save(rows: list[dict]) -> None:
-        partial.write_text(json.dumps({"versions": versions(), "rows": rows}, indent=1))
-
-    rows = sweep(ms, shapes, log, save)
+    rows = sweep(ms, shapes, log, rows_so_far(partial))
     summary = per_m(rows)
     for s in summary:
         log(f"M={s['M']:6d} sum over shapes: installed {s['installed_sum_us']:.1f} us, best {s['best']} "

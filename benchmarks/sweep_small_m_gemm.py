@@ -45,7 +45,7 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, copies_for, _weights
-from benchmarks.timing import graph_us, made_folder, progress, pyplot, save_figure, token_counts, versions
+from benchmarks.timing import Log, graph_us, made_folder, progress, pyplot, save_figure, token_counts, versions
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
 TILES_NARROW = ((32, 256, 4, 4), (32, 512, 4, 3), (64, 128, 4, 6), (64, 256, 4, 4), (64, 256, 4, 6),
@@ -309,11 +309,7 @@ def main(argv=None) -> int:
     if problem:
         print(f"sweep: {problem}", file=sys.stderr)
         return 2
-    logf = open(out / "sweep_small_m_gemm.log", "w", buffering=1)  # line-buffered: a killed sweep keeps its lines
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-        logf.write(line + "\n")
+    log = Log(out / "sweep_small_m_gemm.log")
 
     from fused_quant.kernels import launch
 
@@ -336,7 +332,7 @@ def main(argv=None) -> int:
     trials = []
 
     def note(kind, shape, m, us, cfg) -> None:  # every config timed: a line of the log, a dot of the picture
-        logf.write(trial_line(kind, shape, m, us, cfg) + "\n")
+        log.quiet(trial_line(kind, shape, m, us, cfg))
         trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
 
     rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note, model)

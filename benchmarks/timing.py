@@ -55,6 +55,29 @@ def token_counts(ap, flag: str, text: str, allowed=()) -> list[int]:
         ap.error(f"{flag}: {exc}")
 
 
+class Log:
+    """A script's log at ``path``: a call prints its line and writes it to the file at once, ``quiet`` writes it to
+    the file only (line-buffered: a run stopped part-way keeps every line it logged)."""
+
+    def __init__(self, path) -> None:
+        self.file = open(path, "w", buffering=1)
+
+    def __call__(self, line: str) -> None:
+        print(line, flush=True)
+        self.file.write(line + "\n")
+
+    def quiet(self, line: str) -> None:
+        self.file.write(line + "\n")
+
+
+def rows_so_far(path):
+    """A script's save of the rows it timed so far (``save(rows)``, after each row) into ``path``, with the
+    versions, until the run's own JSON replaces it: a run stopped part-way keeps what it measured."""
+    import json
+
+    return lambda rows: path.write_text(json.dumps({"versions": versions(), "rows": rows}, indent=1))
+
+
 def made_folder(out) -> str:
     """Make the folder ``out`` (and its parents); '' once it is there, else why it cannot be made."""
     from pathlib import Path

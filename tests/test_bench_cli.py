@@ -17,6 +17,8 @@ import torch
 import fused_quant
 from fused_quant import cli
 
+from benchmarks import timing
+
 from tests.cli_fixtures import record_benchmarks
 
 PACKAGE = Path(fused_quant.__file__).resolve().parent
@@ -666,12 +668,14 @@ def test_the_sweeps_check_their_flags_before_the_gpu(script, argv, said, tmp_pat
     assert not (tmp_path / "out").exists()
 
 
-def test_sweep_int8_gemm_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, monkeypatch):
+def test_sweep_int8_gemm_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, monkeypatch, capsys):
     """The JSON was written only at the end: a run stopped part-way (a config whose bits differ, a killed process)
     lost every row. Each row now lands in int8_gemm_sweep.partial.json as it is timed."""
     from benchmarks import sweep_int8_gemm as s
 
     def stopped(ms, shapes, log, saved):
+        log("o M=512: timed")
+        log.quiet("o M=512 config y: 12.5 us")
         saved([{"shape": "o", "M": 512}])
         raise SystemExit("o M=1024 config x: output differs from the installed config's")
 
@@ -679,13 +683,17 @@ def test_sweep_int8_gemm_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, monk
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: "a GPU")
     monkeypatch.setattr(s.g, "int8_gemm_rows", lambda index: "its rows")
-    monkeypatch.setattr(s, "versions", lambda: {"device": "a GPU"})
+    monkeypatch.setattr(timing, "versions", lambda: {"device": "a GPU"})
     monkeypatch.setattr(s, "sweep", stopped)
     with pytest.raises(SystemExit, match="output differs"):
         s.main(["--out", str(tmp_path), "--shapes", "o"])
     kept = json.loads((tmp_path / "int8_gemm_sweep.partial.json").read_text())
     assert kept == {"versions": {"device": "a GPU"}, "rows": [{"shape": "o", "M": 512}]}
     assert not (tmp_path / "int8_gemm_sweep.json").exists()
+    # the log keeps each line as it was logged, the quiet one too; only the other one was printed
+    assert (tmp_path / "int8_gemm_sweep.log").read_text().splitlines()[1:] == ["o M=512: timed",
+                                                                               "o M=512 config y: 12.5 us"]
+    assert "config y" not in capsys.readouterr().out
 
 
 def test_quantizing_calls_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, monkeypatch):
@@ -697,7 +705,7 @@ def test_quantizing_calls_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, mon
         raise RuntimeError("int8 o M=2: x quantizing differs from the producer then the GEMM")
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(q, "versions", lambda: {"device": "a GPU"})
+    monkeypatch.setattr(timing, "versions", lambda: {"device": "a GPU"})
     monkeypatch.setattr(q, "run", stopped)
     with pytest.raises(RuntimeError, match="quantizing differs"):
         q.main(["--out", str(tmp_path), "--kinds", "int8"])
