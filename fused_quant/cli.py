@@ -8,6 +8,7 @@ expected and what came.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -17,8 +18,10 @@ from fused_quant import envs
 
 WIDTH = 100  # columns of the text output
 # exit statuses beside 0 (done), 1 (selftest: a check failed) and 2 (a bad flag or value, or what cannot run here), as
-# a shell reports a command that SIGPIPE or SIGINT ended: a reader that left early (`| head`), Ctrl-C
-BROKEN_PIPE, INTERRUPTED = 141, 130
+# a shell reports a command that SIGPIPE or SIGINT ended: a reader that left early (`| head`), Ctrl-C; and sysexits'
+# EX_IOERR where the output cannot be written (a full disk, `> /dev/full`)
+BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED = 141, 130, 74
+_OUTPUT_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EIO}  # a write that failed where the output goes
 INDENT = " " * 11  # under the "platform : " labels
 
 DESCRIPTION = """\
@@ -569,6 +572,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\n{args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_FAILURES:
+            raise
+        try:  # what stdout still holds, where it is not stdout that failed
+            sys.stdout.flush()
+        except OSError:
+            pass
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as above: the exit's flush cannot fail
+        print(f"{args.command}: cannot write its output: {exc.strerror or exc}", file=sys.stderr)
+        return OUTPUT_FAILED
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -186,6 +187,26 @@ def test_selftest_into_a_closed_pipe_exits_141_not_a_failed_check():
                           shell=True, executable="bash", capture_output=True, text=True)
     assert done.returncode == cli.BROKEN_PIPE == 141, done.stderr
     assert done.stdout.startswith("selftest backend=torch") and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device every write to fails)")
+@pytest.mark.parametrize("command", ["probe", "selftest --json"])
+def test_output_that_cannot_be_written_is_one_line_and_status_74(command):
+    """`fused-quant probe > /dev/full` (a full disk): one line naming why, sysexits' EX_IOERR, no traceback."""
+    done = subprocess.run(f"{sys.executable} -m fused_quant {command} > /dev/full", shell=True, capture_output=True,
+                          text=True, env={**os.environ, "FUSED_QUANT_BACKEND": "torch"})
+    assert done.returncode == cli.OUTPUT_FAILED == 74, done.stderr
+    assert done.stderr == f"{command.split()[0]}: cannot write its output: No space left on device\n"
+
+
+def test_other_os_errors_are_not_taken_for_the_output(monkeypatch):
+    """Only a write that failed where output goes is one line: another OSError is the defect it is."""
+    def missing(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "somewhere")
+
+    monkeypatch.setattr(cli, "build_parser", _parser_calling(cli.build_parser, "selftest", missing))
+    with pytest.raises(FileNotFoundError):
+        cli.main(["selftest"])
 
 
 def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
