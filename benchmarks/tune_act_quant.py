@@ -31,7 +31,8 @@ TOKEN_PERSIST = [dict(variant="persistent", BLOCK_N=bn, num_warps=w, programs_pe
 def main():
     ap = argparse.ArgumentParser(prog="python -m benchmarks.tune_act_quant", description=__doc__.split("\n\n")[0])
     ap.add_argument("m", nargs="?", type=whole_number, default=8192, help="tokens (default: 8192)")
-    ap.add_argument("h", nargs="?", type=whole_number, default=14336, help="the activation's output width (default: 14336)")
+    ap.add_argument("h", nargs="?", type=whole_number, default=14336,
+                    help="the activation's output width (default: 14336)")
     ap.add_argument("only", nargs="?", default="", help="time only the cases whose 'act key' holds this text")
     args = ap.parse_args()
     require_gpu(ap, "tune_act_quant")

@@ -125,11 +125,14 @@ def test_retime_seeds_a_new_bucket_with_the_named_ones_config():
     assert retime_configs(rows, [160], seed_from=256)[("sm_100", "int8", 64, 128, 160)]["BLOCK_N"] == 32
 
 
+MS_REFUSED = "--ms: expected token counts >= 1 separated by commas, each one of"
+
+
 @pytest.mark.parametrize("argv,what", [(["--seed-from", "256"], "--seed-from goes with --retime"),
                                        (["--retime", "--seed-from", "100"], "--seed-from takes a token count"),
-                                       (["--ms", "100"], "--ms takes token counts"),
-                                       (["--ms", "1,x"], "--ms takes token counts"),
-                                       (["--ms", "\uff11"], "--ms takes token counts"),
+                                       (["--ms", "100"], MS_REFUSED),
+                                       (["--ms", "1,x"], MS_REFUSED),
+                                       (["--ms", "\uff11"], MS_REFUSED),
                                        (["--kinds", "fp16"], "--kinds takes fp8"),
                                        (["--shapes", "gate_up,lm_head"], "--shapes takes names of"),
                                        (["--replot", "log", "table", "--own-rows"], "takes no --install, --retime, "
