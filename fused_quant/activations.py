@@ -13,11 +13,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fused_quant.errors import ShapeMismatchError
+
 
 class SiluAndMul(nn.Module):
     """``silu(x[..., :d]) * x[..., d:]`` in eager torch (the unfused chain of docs/NUMERICS.md)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 0 or x.shape[-1] % 2:  # an odd width would broadcast one column of gate over the up half
+            raise ShapeMismatchError(f"silu_and_mul input's last dim holds [gate | up] and must be even; got "
+                                     f"{'a 0-d tensor' if x.dim() == 0 else f'shape {tuple(x.shape)}'}",
+                                     x_shape=x.shape)
         d = x.shape[-1] // 2
         return F.silu(x[..., :d]) * x[..., d:]
 

@@ -526,7 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Runs a backend's producers on this node against hand-written known answers "
                                    "and, bit for bit, against fused_quant/reference.py: every bf16 pattern, every "
                                    "bf16 and fp16 gate, adversarial rows, both numerics profiles. Exits 1 when "
-                                   "a check fails, 2 when the backend or device cannot be used.")
+                                   "a check fails, 2 when the backend or device cannot be used or a "
+                                   "FUSED_QUANT_* variable has a bad value.")
     s.add_argument("--backend", type=_backend_name, metavar="NAME",
                    help=f"backend to test, one of: {', '.join(BACKENDS)} (default: the selected one, "
                         "see `fused-quant probe`)")
@@ -536,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "on stderr only)")
     s.set_defaults(func=cmd_selftest)
     b = sub.add_parser("bench", allow_abbrev=False,
-                       help="act_quant, GEMM and MLP benchmarks against the peers (GPU, source checkout)",
+                       help="act_quant, GEMM, host and MLP benchmarks against the peers (GPU, source checkout)",
                        description="The benchmarks of the checkout's benchmarks/ package (GPU): producers, the GEMM "
                                    "providers at M = 1-256, host cost per call, the Llama-3-8B MLP eager and under "
                                    "CUDA-graph replay (another decoder's with --model); JSON and PNG plots into --out.")

@@ -205,16 +205,16 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     key = K.key_name(K.as_key(qa.quant_key, f"{layer or 'quant_gemm'}: QuantizedActivation.quant_key"))
     if backend is not None:
         selection.get_backend(backend)  # an unknown name raises, listing the valid ones
-    if torch.compiler.is_compiling():
-        return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
-                                                layer or "", backend or "")
     if torch.is_grad_enabled():  # first: every call of the vLLM plugin comes here, without grad
         grads = needing_grad((("activation", qa.data), ("activation scale", qa.scale), ("weight", weight),
                               ("weight scale", weight_scale), ("bias", bias)))
-        if grads:  # the providers have no backward
+        if grads:  # the providers have no backward, nor has the custom op
             raise UnsupportedError(f"{layer or 'quant_gemm'}: the quantized GEMM is inference only; its "
                                    f"{', '.join(grads)} require(s) grad: run it under torch.no_grad() / "
                                    "torch.inference_mode(), or detach them")
+    if torch.compiler.is_compiling():
+        return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
+                                                layer or "", backend or "")
     return checked_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key, layer or "", backend or "")
 
 

@@ -39,9 +39,11 @@ from fused_quant.validation import (
     check_activation_k,
     check_scale_tensor,
     check_bias_values,
+    check_dense,
     check_static_scale_value,
     check_weight_scale_shape,
     check_weight_scale_values,
+    check_weight_values,
     needing_grad,
 )
 
@@ -108,6 +110,7 @@ def _check_weight(weight: object, key: K.QuantKey, where: str) -> None:
     if weight.dim() != 2 or 0 in weight.shape:
         raise ShapeMismatchError(f"{where}: weight must be 2-D [N, K] with N, K > 0, got shape {tuple(weight.shape)}",
                                  layer=where, w_shape=weight.shape)
+    check_dense(weight, f"{where}: weight")
     if not weight.is_contiguous():
         raise LayoutError(f"{where}: weight must be contiguous [N, K] (K contiguous), got strides "
                           f"{weight.stride()}; pass weight.contiguous()")
@@ -116,6 +119,7 @@ def _check_weight(weight: object, key: K.QuantKey, where: str) -> None:
         raise QuantDTypeError(f"{where}: key {K.key_name(key)} needs {kind} weights "
                               f"({', '.join(str(d) for d in want)}), got {weight.dtype}; "
                               "QuantLinear.from_float quantizes a float weight")
+    check_weight_values(weight, layer=where)
 
 
 def _check_bias(bias: object, where: str) -> None:
@@ -125,6 +129,7 @@ def _check_bias(bias: object, where: str) -> None:
     if not isinstance(bias, torch.Tensor) or bias.dim() != 1:
         got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
         raise ShapeMismatchError(f"{where}: bias must be a 1-D tensor [N], got {got}", layer=where)
+    check_dense(bias, f"{where}: bias")
     if not bias.is_floating_point():
         raise QuantDTypeError(f"{where}: bias must be floating point (it is held in the output dtype), got {bias.dtype}")
 
@@ -393,6 +398,7 @@ class QuantLinear(nn.Module):
         if name == "weight_scale":
             if not isinstance(value, torch.Tensor):  # as for the weight: a layer has its scales
                 raise TypeError(f"{self.name}: weight_scale must be a torch.Tensor, got {type(value).__name__}")
+            check_dense(value, f"{self.name}: weight_scale")
             if not value.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: weight_scale must be floating point, got {value.dtype}")
             check_weight_scale_shape(value, None, layer=self.name)
@@ -445,6 +451,8 @@ class QuantLinear(nn.Module):
                                      f"layer's {list(self.weight.shape)}", layer=self.name, w_shape=w.shape)
         if isinstance(w, torch.Tensor) and metadata.get("assign_to_params_buffers"):  # becomes the layer's own
             _check_weight(w, self.input_key, f"{self.name}: the state dict's {prefix}weight (assign=True)")
+        elif isinstance(w, torch.Tensor):  # copied into the layer's weight: its values are what the layer will hold
+            check_weight_values(w, what=f"the state dict's {prefix}weight", layer=self.name)
         if isinstance(ws, torch.Tensor) and not ws.is_floating_point():
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight_scale is {ws.dtype}; weight scales "
                                   "are float (stored as float32)")
@@ -460,8 +468,11 @@ class QuantLinear(nn.Module):
             if ws.shape != held.shape:  # [N] or [1, N]: the layer's [N, 1], as every other way in takes it
                 state_dict[f"{prefix}weight_scale"] = ws.reshape(held.shape)
         bias = state_dict.get(f"{prefix}bias")
-        if (isinstance(bias, torch.Tensor) and bias.is_floating_point()  # torch's loader reports a wrong shape
-                and self._buffers.get("bias") is not None):  # a layer without one: an unexpected key, as torch says
+        # a layer without one: an unexpected key, as torch says; torch's loader reports a wrong shape
+        if isinstance(bias, torch.Tensor) and self._buffers.get("bias") is not None:
+            if not bias.is_floating_point():  # a copy would cast it (an int32 bias of 123456 becomes bf16 123392)
+                raise QuantDTypeError(f"{self.name}: the state dict's {prefix}bias is {bias.dtype}; a bias is floating "
+                                      f"point (held in the output dtype {self.out_dtype}), not cast")
             check_bias_values(bias, self.out_dtype, what=f"the state dict's {prefix}bias", layer=self.name)
         scale = state_dict.get(f"{prefix}input_scale")
         if isinstance(scale, torch.Tensor) and K.is_static(self.input_key):
@@ -624,9 +635,11 @@ class QuantLinear(nn.Module):
             inputs += tuple(("x_and_scale_quanted", t) for t in pair)
         # tensors of the layer made to require grad in place (requires_grad_())
         inputs += (("weight", weight), ("weight_scale", weight_scale), ("bias", bias), ("input_scale", scale))
-        if needing_grad(inputs):
+        grads = needing_grad(inputs)
+        if grads:
             raise UnsupportedError(f"{self.name}: QuantLinear is inference only (its quantized forward has no "
-                                   "gradient); run it under torch.no_grad() / torch.inference_mode(), or detach the input")
+                                   f"gradient), and its {', '.join(grads)} require(s) grad; run it under "
+                                   "torch.no_grad() / torch.inference_mode(), or detach them")
         if scale is not None and not torch.compiler.is_compiling():
             checked = self._checked_version(scale)
             if checked != _version(scale) and not _no_sync_now(scale):
@@ -695,6 +708,8 @@ class QuantLinear(nn.Module):
             raise QuantDTypeError(f"{self.name}: a plain input is quantized to {K.key_name(self.input_key)} here and "
                                   f"must be bfloat16, float16 or float32, got {x.dtype}")
         check_activation_k(x, self.weight, self.name)  # before its quantization, which would name no layer
+        if x.device != self.weight.device:  # as well: a static scale's device would be named, not the layer's
+            raise DeviceMismatchError(f"{self.name}: weight is on {self.weight.device}, activation on {x.device}")
         from fused_quant.registry import platform_fp8_dtype, quantize
 
         if K.is_fp8(self.input_key) and self.weight.dtype != platform_fp8_dtype():

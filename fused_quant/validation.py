@@ -51,8 +51,8 @@ def check_dense(x: torch.Tensor, what: str) -> None:
     """A dense (strided) tensor: the kernels read memory by strides, which sparse and nested tensors do not have."""
     if x.layout is not torch.strided or x.is_nested:
         got = "a nested tensor" if x.is_nested else f"layout {x.layout}"
-        raise LayoutError(f"{what} must be a dense (strided) tensor, got {got}; pass x.to_dense() (or one per "
-                          "sequence for a nested tensor)")
+        raise LayoutError(f"{what} must be a dense (strided) tensor, got {got}; pass t.to_dense()"
+                          + (" (or one tensor per sequence)" if x.is_nested else ""))
 
 
 def check_activation(act: str) -> str:
@@ -151,6 +151,26 @@ def check_weight_scale_values(ws: torch.Tensor, *, what: str = "weight_scale", l
         got = f"{float(flat[row])!r}" + ("" if flat.dtype == torch.float32 else f" ({float(held[row])!r} as float32)")
         raise ScaleError(f"{_where(layer)}{what}: weight scales must be finite and >= 0 in float32, got {got} "
                          f"for output channel {row} ({int(bad.sum())} such values)")
+
+
+# the bytes that are NaN in each FP8 format (its mask, its value): e4m3fn S.1111.111, e4m3fnuz 0x80 (its one NaN)
+_FP8_NAN_BITS = {torch.float8_e4m3fn: (0x7F, 0x7F), torch.float8_e4m3fnuz: (0xFF, 0x80)}
+
+
+def check_weight_values(w: torch.Tensor, *, what: str = "weight", layer: str | None = None) -> None:
+    """Once, when quantized weights come in (a layer built, assigned or loaded, a checkpoint read): FP8 weights hold
+    no NaN code, which would make its output channel NaN for every token (int8 has none). Reads the values: a
+    host-device sync, never per call; meta tensors have none to read."""
+    nan_bits = _FP8_NAN_BITS.get(w.dtype)
+    if nan_bits is None or w.device.type == "meta" or w.numel() == 0:
+        return
+    mask, value = nan_bits
+    bad = (w.detach().view(torch.uint8) & mask) == value
+    if bad.any():
+        at = [int(i) for i in bad.nonzero()[0]]  # [row, column] of a weight [N, K]
+        raise UnsupportedError(f"{_where(layer)}{what}: {w.dtype} weights must not hold NaN, got NaN at {at} "
+                               f"({int(bad.sum())} such values): output channel {at[0]} would be NaN for every "
+                               "token")
 
 
 def check_weight_scale_shape(ws: torch.Tensor, n: int | None, *, what: str = "weight_scale",
@@ -253,6 +273,9 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
             raise TypeError(f"{name}: {what} must be a float32 tensor, got {type(s).__name__}")
         if s.dtype != torch.float32:
             raise QuantDTypeError(f"{name}: {what} must be float32, got {s.dtype}")
+    for what, t in (("activation scale", xs), ("weight", w), ("weight scale", ws), ("bias", bias)):
+        if isinstance(t, torch.Tensor):  # before any reshape of them, which sparse tensors refuse deep in torch
+            check_dense(t, f"{name}: {what}")
     per_token = K.is_per_token(key)
     if per_token:
         if xs.shape != (*x.shape[:-1], 1) and xs.shape != (m, 1):  # one row per token, in the tokens' own layout

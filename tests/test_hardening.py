@@ -5,6 +5,7 @@ construction, gradients, backend names, predicate answers, producer outputs, exp
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 import warnings
@@ -1053,3 +1054,118 @@ def test_a_reset_drops_every_stale_bound_call_at_the_next_bind():
         layer(torch.randn(5, 16).to(torch.bfloat16))
     assert len(layer._bound) == 1
 
+
+
+# --- values that came in unchecked: a review's findings -----------------------------------------
+
+@pytest.mark.parametrize("bias", [torch.full((8,), 123456, dtype=torch.int32), torch.ones(8, dtype=torch.bool)],
+                         ids=["int32", "bool"])
+@pytest.mark.parametrize("assign", [False, True])
+def test_a_state_dict_bias_that_is_not_float_is_refused_not_cast(bias, assign):
+    """A copy into the layer's bf16 bias cast it (123456 became 123392, True became 1.0) though the constructor and
+    assignment refuse such a bias; with assign=True torch wrapped the refusal in its RuntimeError."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    held = layer.bias.clone()
+    state = {**layer.state_dict(), "bias": bias}
+    with pytest.raises(fq.QuantDTypeError, match=rf"blk.0.proj: the state dict's bias is {bias.dtype}; a bias is "
+                                                 r"floating point \(held in the output dtype torch.bfloat16\)"):
+        layer.load_state_dict(state, assign=assign)
+    assert torch.equal(layer.bias, held)
+
+
+def _nan_fp8(dtype, at=(3, 5)):
+    w = torch.randn(8, 16).to(dtype)
+    w.view(torch.uint8)[at] = 0x80 if dtype == torch.float8_e4m3fnuz else 0x7F
+    return w
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e4m3fnuz], ids=str)
+def test_fp8_weights_holding_nan_are_refused_on_every_way_in(dtype):
+    """A NaN code made its output channel NaN for every token, built, assigned or loaded alike."""
+    said = re.escape(f"{dtype} weights must not hold NaN, got NaN at [3, 5] (1 such values): output channel 3")
+    w, ws = _nan_fp8(dtype), torch.rand(8) + 0.5
+    with pytest.raises(fq.UnsupportedError, match=said):
+        fq.QuantLinear(w, ws, K.kFp8DynamicTokenSym, out_dtype=torch.bfloat16)
+    good = fq.QuantLinear(w.view(torch.uint8).clamp(max=0x70).view(dtype), ws, K.kFp8DynamicTokenSym,
+                          out_dtype=torch.bfloat16, name="l")
+    held = good.weight.clone()
+    with pytest.raises(fq.UnsupportedError, match="l: weight: " + said):
+        good.weight = w
+    for assign in (False, True):
+        with pytest.raises(fq.UnsupportedError, match=said):
+            good.load_state_dict({**good.state_dict(), "weight": w}, assign=assign)
+    assert torch.equal(good.weight.view(torch.uint8), held.view(torch.uint8))
+    # what is not NaN in one format may be in the other: e4m3fnuz's 0x7f is its largest value, e4m3fn's 0x80 is -0
+    other = torch.float8_e4m3fn if dtype == torch.float8_e4m3fnuz else torch.float8_e4m3fnuz
+    fine = w.view(torch.uint8).view(other)
+    assert fq.QuantLinear(fine, ws, K.kFp8DynamicTokenSym, out_dtype=torch.bfloat16).weight is fine
+    with torch.device("meta"):  # no values to read: accepted, as meta scales are
+        fq.QuantLinear(torch.empty(8, 16, dtype=dtype), torch.empty(8), K.kFp8DynamicTokenSym)
+
+
+@pytest.mark.parametrize("width", [1, 3, 127])
+def test_silu_and_mul_refuses_an_odd_width_on_every_path(width):
+    """SiluAndMul broadcast silu of one gate column over the up half ([4, 3] gave [4, 2]; [4, 1] gave [4, 0]), and so
+    did the unfused path of maybe_fused_act_quant for a float consumer."""
+    x = torch.randn(4, width)
+    said = rf"silu_and_mul input's last dim holds \[gate \| up\] and must be even; got shape \(4, {width}\)"
+    with pytest.raises(fq.ShapeMismatchError, match=said):
+        fq.SiluAndMul()(x)
+    with pytest.raises(fq.ShapeMismatchError, match=said):
+        fq.maybe_fused_act_quant(fq.SiluAndMul(), x, nn.Linear(max(width // 2, 1), 8))
+    assert torch.equal(fq.SiluAndMul()(torch.ones(4, 2)), torch.nn.functional.silu(torch.ones(4, 1)))
+
+
+def test_quant_gemm_under_compile_refuses_grad_as_eager_does():
+    """Compiled, quant_gemm went to its custom op before the grad check: a bias that requires grad failed in the
+    compiler (no autograd formula) or gave an output whose backward failed."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    qa = registry.quantize(torch.randn(2, 16), layer.input_key)
+    bias = torch.randn(8, dtype=torch.bfloat16, requires_grad=True)
+
+    def call(bias):
+        return fq.quant_gemm(qa, layer.weight, layer.weight_scale, bias, out_dtype=torch.bfloat16)
+
+    torch._dynamo.reset()
+    for fn in (call, torch.compile(call, backend="eager", fullgraph=False)):
+        with pytest.raises(fq.UnsupportedError, match="the quantized GEMM is inference only; its bias require"):
+            fn(bias)
+    with torch.no_grad():
+        assert torch.equal(torch.compile(call, backend="eager")(bias), call(bias))
+
+
+def test_the_grad_refusal_names_what_requires_grad():
+    layer = _layer(K.kInt8DynamicTokenSym)
+    layer.weight_scale.requires_grad_()
+    with pytest.raises(fq.UnsupportedError, match=r"inference only \(its quantized forward has no gradient\), and "
+                                                  r"its weight_scale require\(s\) grad"):
+        layer(torch.randn(2, 16))
+
+
+@pytest.mark.parametrize("key", [K.kInt8StaticTensorSym, K.kInt8DynamicTokenSym], ids=K.key_name)
+def test_an_activation_on_another_device_names_the_layer_and_its_weight(key):
+    """A static layer said its scale was on another device than the activation, naming no layer."""
+    layer = _layer(key)
+    with pytest.raises(fq.DeviceMismatchError, match="blk.0.proj: weight is on cpu, activation on meta"):
+        layer(torch.randn(2, 16, device="meta"))
+
+
+def test_sparse_scales_weights_and_biases_are_refused_by_name():
+    """Sparse tensors failed deep in torch (reshape not implemented, after the GEMM for a bias), or a sparse weight
+    was told to be .contiguous()."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    qa = registry.quantize(torch.randn(2, 16), layer.input_key)
+    sparse = re.escape("must be a dense (strided) tensor, got layout torch.sparse_coo; pass t.to_dense()")
+    with pytest.raises(fq.LayoutError, match="blk.0.proj: weight_scale " + sparse):
+        layer.weight_scale = torch.rand(8).to_sparse()
+    with pytest.raises(fq.LayoutError, match="blk.0.proj: weight " + sparse):
+        layer.weight = layer.weight.to_sparse()
+    with pytest.raises(fq.LayoutError, match="blk.0.proj: bias " + sparse):
+        layer.bias = torch.ones(8, dtype=torch.bfloat16).to_sparse()
+    for what, args in (("bias", (layer.weight_scale, torch.ones(8, dtype=torch.bfloat16).to_sparse())),
+                       ("weight scale", (layer.weight_scale.to_sparse(), None))):
+        with pytest.raises(fq.LayoutError, match=f"quant_gemm: {what} " + sparse):
+            fq.quant_gemm(qa, layer.weight, *args, out_dtype=torch.bfloat16)
+    with pytest.raises(fq.LayoutError, match="quant_gemm: activation scale " + sparse):
+        fq.quant_gemm(dataclasses.replace(qa, scale=qa.scale.to_sparse()), layer.weight,
+                      layer.weight_scale, None, out_dtype=torch.bfloat16)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from fused_quant.validation import QuantDTypeError, UnsupportedError
+from fused_quant.validation import QuantDTypeError, check_weight_values
 
 
 def e4m3fn_to_e4m3fnuz(weight: torch.Tensor, weight_scale: torch.Tensor,
@@ -19,11 +19,8 @@ def e4m3fn_to_e4m3fnuz(weight: torch.Tensor, weight_scale: torch.Tensor,
     weight in the messages). Every conversion to e4m3fnuz (checkpoint loading included) is this one."""
     if weight.dtype != torch.float8_e4m3fn:
         raise QuantDTypeError(f"{where}: expected float8_e4m3fn weights, got {weight.dtype}")
+    check_weight_values(weight, what=where)  # a NaN code has no e4m3fnuz twin, and no place in a layer
     bits = weight.view(torch.uint8)
-    nan = (bits & 0x7F) == 0x7F
-    if bool(nan.any()):
-        raise UnsupportedError(f"{where}: e4m3fn weights hold NaN (0x7f / 0xff, {int(nan.sum())} of them); they have "
-                               "no e4m3fnuz equivalent")
     bits = torch.where(bits == 0x80, torch.zeros_like(bits), bits)
     return (bits.view(torch.float8_e4m3fnuz), weight_scale * 2.0,
             None if input_scale is None else input_scale * 2.0)
