@@ -645,6 +645,7 @@ class QuantLinear(nn.Module):
             if checked != _version(scale) and not _no_sync_now(scale):
                 # e.g. after to_empty() (values nobody checked) or a copy_ into the scale
                 self._check_input_scale(scale, "first use" if checked is None else "changed in place")
+        self._check_outputs_agree(weight, weight_scale, bias)
         qa = self._activation(x, pair, scale)
         out = quant_gemm(qa, weight, weight_scale, bias, out_dtype=self.out_dtype, layer=self.name)
         if sig is not None and not self.__dict__.get("_swapped"):
@@ -689,6 +690,16 @@ class QuantLinear(nn.Module):
             # the version whose value was checked (not one first seen under capture, where it is not)
             version = self._checked_version(scale) if scale is not None else None
             table[sig] = _BoundForward(generation, sig[0], quant, quantizer, gemm, pin, tensors, version)
+
+    def _check_outputs_agree(self, weight, weight_scale, bias) -> None:
+        """The layer's N, where its tensors were assigned one at a time (a loader's way): a weight of another N than
+        its scales and bias is named as that, not as a scale of the wrong length."""
+        n = weight.shape[0]
+        held = [f"weight_scale {weight_scale.numel()} scales"] if weight_scale.numel() not in (1, n) else []
+        held += [f"bias {bias.shape[0]} values"] if bias is not None and bias.shape[0] != n else []
+        if held:
+            raise ShapeMismatchError(f"{self.name}: the weight has N={n} output channels, its {' and '.join(held)}; "
+                                     "assign a layer's weight, weight_scale and bias together", layer=self.name, n=n)
 
     def _activation(self, x, x_and_scale_quanted, scale=_MISSING) -> QuantizedActivation:
         """The call's quantized activation; a plain tensor quantized with ``scale`` (default: the layer's)."""

@@ -725,7 +725,8 @@ def test_a_bias_or_weight_set_is_checked_as_it_comes_in():
         layer.bias = torch.zeros(8, dtype=torch.int32)  # e.g. a pre-scaled int32 bias: its values would be wrong
     # its N and device against the weight's at the next call: loaders set the bias before the weight, or beside a
     # weight still on the meta device
-    for bias, error, message in [(torch.zeros(7), fq.ShapeMismatchError, "bias must be \\[N=8\\], got \\(7,\\)"),
+    for bias, error, message in [(torch.zeros(7), fq.ShapeMismatchError,
+                                  "the weight has N=8 output channels, its bias 7 values"),
                                  (torch.zeros(8, device="meta"), fq.DeviceMismatchError, "bias is on meta")]:
         layer.bias = bias
         with pytest.raises(error, match="blk.0.proj: " + message):
@@ -1169,3 +1170,15 @@ def test_sparse_scales_weights_and_biases_are_refused_by_name():
     with pytest.raises(fq.LayoutError, match="quant_gemm: activation scale " + sparse):
         fq.quant_gemm(dataclasses.replace(qa, scale=qa.scale.to_sparse()), layer.weight,
                       layer.weight_scale, None, out_dtype=torch.bfloat16)
+
+
+def test_a_weight_of_another_n_is_named_as_that():
+    """A weight of 16 output channels assigned to a layer of 8 was reported as a weight scale of the wrong length."""
+    layer = _layer(K.kInt8DynamicTokenSym)
+    layer.weight = torch.zeros(16, 16, dtype=torch.int8)
+    with pytest.raises(fq.ShapeMismatchError, match=re.escape(
+            "blk.0.proj: the weight has N=16 output channels, its weight_scale 8 scales and bias 8 values; assign a "
+            "layer's weight, weight_scale and bias together")):
+        layer(torch.randn(2, 16))
+    layer.weight_scale, layer.bias = torch.ones(16), torch.zeros(16, dtype=torch.bfloat16)
+    assert torch.equal(layer(torch.randn(2, 16)), torch.zeros(2, 16, dtype=torch.bfloat16))
