@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from fused_quant.cli import gpu_count
+
 LLAMA_3_8B = {"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
               "head_dim": 128}
 REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads")
@@ -122,7 +124,7 @@ def parse(ap: argparse.ArgumentParser, argv=None) -> tuple[argparse.Namespace, M
     ap.add_argument("--model", metavar="CONFIG",
                     help="a Hugging Face config.json, or a model folder holding one: that decoder's linears and MLP "
                          "instead of Llama-3-8B's")
-    ap.add_argument("--tp", type=int, default=1, metavar="N",
+    ap.add_argument("--tp", type=gpu_count, default=1, metavar="N",
                     help="tensor-parallel GPUs: the shapes one of N GPUs holds (default: 1)")
     args = ap.parse_args(argv)
     try:

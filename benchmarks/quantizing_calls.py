@@ -195,7 +195,8 @@ def main(argv=None) -> int:
     require_gpu(ap, "quantizing_calls")
     out = out_folder(ap, a.out, "quantizing_calls")
     partial = out / "quantizing_calls.partial.json"  # the rows timed so far, until the run's JSON replaces it
-    rows = run(kinds, shapes, ms, Log(out / "quantizing_calls.txt"), rows_so_far(partial))
+    with Log(out / "quantizing_calls.txt") as log:
+        rows = run(kinds, shapes, ms, log, rows_so_far(partial))
     with open(out / "quantizing_calls.json", "w") as f:
         json.dump({"versions": versions(), "rows": rows}, f, indent=1)
     partial.unlink(missing_ok=True)

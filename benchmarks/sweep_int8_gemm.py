@@ -208,26 +208,26 @@ def main(argv=None) -> int:
     require_gpu(ap, "sweep_int8_gemm")
     shapes = {s: SHAPES[s] for s in args.shapes.split(",")}
     out = out_folder(ap, args.out, "sweep_int8_gemm")
-    log = Log(out / "int8_gemm_sweep.log")
-    index = torch.cuda.current_device()
-    log(f"device: {torch.cuda.get_device_name(index)}; installed rows: {g.int8_gemm_rows(index)}")
-    start = time.time()
+    with Log(out / "int8_gemm_sweep.log") as log:
+        index = torch.cuda.current_device()
+        log(f"device: {torch.cuda.get_device_name(index)}; installed rows: {g.int8_gemm_rows(index)}")
+        start = time.time()
 
-    partial = out / "int8_gemm_sweep.partial.json"  # the rows timed so far, until the run's JSON replaces it
-    rows = sweep(ms, shapes, log, rows_so_far(partial))
-    summary = per_m(rows)
-    for s in summary:
-        log(f"M={s['M']:6d} sum over shapes: installed {s['installed_sum_us']:.1f} us, best {s['best']} "
-            f"{s['sum_us'][s['best']]:.1f} ({s['installed_sum_us'] / s['sum_us'][s['best']]:.3f}x); "
-            f"int_mm + epilogue {s['int_mm_sum_us']:.1f}; FP8 scaled_mm {s['fp8_sum_us']:.1f}"
-            + (f"; small-M GEMM {s['small_m_sum_us']:.1f}" if s["small_m_sum_us"] is not None else ""))
-    result = {"versions": versions(), "seconds": round(time.time() - start),
-              "candidates": sorted({c for m in ms for c in candidates(m)}, key=str),
-              "rows": rows, "per_m": summary}
-    (out / "int8_gemm_sweep.json").write_text(json.dumps(result, indent=1))
-    partial.unlink(missing_ok=True)
-    if not plot(result, out / "int8_gemm_sweep.png"):
-        log("matplotlib is not installed: no int8_gemm_sweep.png (--replot draws it later)")
+        partial = out / "int8_gemm_sweep.partial.json"  # the rows timed so far, until the run's JSON replaces it
+        rows = sweep(ms, shapes, log, rows_so_far(partial))
+        summary = per_m(rows)
+        for s in summary:
+            log(f"M={s['M']:6d} sum over shapes: installed {s['installed_sum_us']:.1f} us, best {s['best']} "
+                f"{s['sum_us'][s['best']]:.1f} ({s['installed_sum_us'] / s['sum_us'][s['best']]:.3f}x); "
+                f"int_mm + epilogue {s['int_mm_sum_us']:.1f}; FP8 scaled_mm {s['fp8_sum_us']:.1f}"
+                + (f"; small-M GEMM {s['small_m_sum_us']:.1f}" if s["small_m_sum_us"] is not None else ""))
+        result = {"versions": versions(), "seconds": round(time.time() - start),
+                  "candidates": sorted({c for m in ms for c in candidates(m)}, key=str),
+                  "rows": rows, "per_m": summary}
+        (out / "int8_gemm_sweep.json").write_text(json.dumps(result, indent=1))
+        partial.unlink(missing_ok=True)
+        if not plot(result, out / "int8_gemm_sweep.png"):
+            log("matplotlib is not installed: no int8_gemm_sweep.png (--replot draws it later)")
     return 0
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import json
 import re
 import sys
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import torch
 
+from fused_quant.cli import whole_number
 from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
@@ -271,7 +273,7 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
     ap.add_argument("--install", action="store_true", help="also copy the table into fused_quant/kernels/")
     ap.add_argument("--retime", action="store_true",
                     help="no search: time the installed table's config of each row again beside the torch providers")
-    ap.add_argument("--seed-from", type=int, metavar="B",
+    ap.add_argument("--seed-from", type=functools.partial(whole_number, what="a token count"), metavar="B",
                     help="with --retime: an M the installed table lacks is timed with token count B's config")
     ap.add_argument("--own-rows", action="store_true",
                     help="write the rows as this GPU model's own: installed beside the arch's, they serve this model "
@@ -309,43 +311,43 @@ def main(argv=None) -> int:
     if problem:
         print(f"sweep: {problem}", file=sys.stderr)
         return 2
-    log = Log(out / "sweep_small_m_gemm.log")
-
     from fused_quant.kernels import launch
 
-    t0 = time.time()
-    path = out / g.SMALL_M_CONFIG_FILE.name
-    meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py",
-            "pdl": bool(launch.pdl_options(torch.cuda.current_device())["PDL"])}
+    with Log(out / "sweep_small_m_gemm.log") as log:
+        t0 = time.time()
+        path = out / g.SMALL_M_CONFIG_FILE.name
+        meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py",
+                "pdl": bool(launch.pdl_options(torch.cuda.current_device())["PDL"])}
 
-    def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured
-        meta["seconds"] = round(time.time() - t0)
-        path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+        def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured
+            meta["seconds"] = round(time.time() - t0)
+            path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
-    model = launch.device_name(torch.cuda.current_device()) if args.own_rows else None
-    retime = None
-    if args.retime:
-        retime = retime_configs(json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"], ms, args.seed_from, model)
-        meta["retime"] = True
-        if args.seed_from is not None:
-            meta["seed_from"] = args.seed_from
-    trials = []
+        model = launch.device_name(torch.cuda.current_device()) if args.own_rows else None
+        retime = None
+        if args.retime:
+            installed = json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]
+            retime = retime_configs(installed, ms, args.seed_from, model)
+            meta["retime"] = True
+            if args.seed_from is not None:
+                meta["seed_from"] = args.seed_from
+        trials = []
 
-    def note(kind, shape, m, us, cfg) -> None:  # every config timed: a line of the log, a dot of the picture
-        log.quiet(trial_line(kind, shape, m, us, cfg))
-        trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
+        def note(kind, shape, m, us, cfg) -> None:  # every config timed: a line of the log, a dot of the picture
+            log.quiet(trial_line(kind, shape, m, us, cfg))
+            trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
 
-    rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note, model)
-    save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
-    if not rows:
-        log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
-            f"{', retime: none of them in the installed table' if retime is not None else ''})")
-    log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
-    if args.install:
-        for line in install(path):
-            log(f"the chain's pick changed: {line}")
-    if rows and not plot(rows, trials, out / PICTURE):
-        log(f"matplotlib is not installed: no {PICTURE} (--replot draws it later)")
+        rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note, model)
+        save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
+        if not rows:
+            log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
+                f"{', retime: none of them in the installed table' if retime is not None else ''})")
+        log(f"wrote {path} ({len(rows)} rows, {meta['seconds']} s)")
+        if args.install:
+            for line in install(path):
+                log(f"the chain's pick changed: {line}")
+        if rows and not plot(rows, trials, out / PICTURE):
+            log(f"matplotlib is not installed: no {PICTURE} (--replot draws it later)")
     return 0
 
 

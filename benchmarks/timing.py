@@ -56,11 +56,18 @@ def token_counts(ap, flag: str, text: str, allowed=()) -> list[int]:
 
 
 class Log:
-    """A script's log at ``path``: a call prints its line and writes it to the file at once, ``quiet`` writes it to
-    the file only (line-buffered: a run stopped part-way keeps every line it logged)."""
+    """A script's log at ``path``, used as ``with Log(path) as log:``: a call prints its line and writes it to the
+    file at once, ``quiet`` writes it to the file only (line-buffered: a run stopped part-way keeps every line it
+    logged); the file is closed as the block ends."""
 
     def __init__(self, path) -> None:
         self.file = open(path, "w", buffering=1)
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()
 
     def __call__(self, line: str) -> None:
         print(line, flush=True)

@@ -19,7 +19,7 @@ import statistics
 
 import torch
 
-from fused_quant.cli import whole_numbers
+from fused_quant.cli import whole_number, whole_numbers
 
 from benchmarks import models
 from benchmarks.timing import out_folder, require_gpu
@@ -152,7 +152,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.trace_mlp", description=__doc__.split("\n\n")[0])
     ap.add_argument("--m", type=lambda text: whole_numbers(text, "token counts"), default=(1, 16, 64),
                     help="token counts, comma-separated (default: 1,16,64)")
-    ap.add_argument("--calls", type=int, default=8, help="MLP calls per captured graph (default: 8, at least 2)")
+    ap.add_argument("--calls", type=whole_number, default=8, help="MLP calls per captured graph (default: 8, at least 2)")
     ap.add_argument("--out", required=True, help="folder for trace.json and trace.png")
     args, model = models.parse(ap, argv)
     ms = list(args.m)

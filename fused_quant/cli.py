@@ -8,7 +8,6 @@ expected and what came.
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import sys
@@ -21,7 +20,6 @@ WIDTH = 100  # columns of the text output
 # a shell reports a command that SIGPIPE or SIGINT ended: a reader that left early (`| head`), Ctrl-C; and sysexits'
 # EX_IOERR where the output cannot be written (a full disk, `> /dev/full`)
 BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED = 141, 130, 74
-_OUTPUT_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EIO}  # a write that failed where the output goes
 INDENT = " " * 11  # under the "platform : " labels
 
 DESCRIPTION = """\
@@ -450,7 +448,7 @@ def whole_numbers(text: str, what: str, most: int | None = None, allowed=()) -> 
     counts = []
     for part in text.split(","):
         part = part.strip()
-        if (not (part.isascii() and part.isdigit()) or int(part) < 1 or (most and int(part) > most)
+        if (not _digits(part) or int(part) < 1 or (most and int(part) > most)
                 or (allowed and int(part) not in allowed)):
             bound = f" (at most {most})" if most else ""
             among = f", each one of {', '.join(map(str, allowed))}" if allowed else " (like 1,16,224)"
@@ -463,9 +461,19 @@ def whole_numbers(text: str, what: str, most: int | None = None, allowed=()) -> 
 
 def whole_number(text: str, what: str = "a whole number") -> int:
     """One whole number >= 1 (``what`` names it in the error), as ``whole_numbers`` reads each of its parts."""
-    if not (text.strip().isascii() and text.strip().isdigit()) or int(text) < 1:
+    if not _digits(text.strip()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected {what} >= 1, got {text!r}")
     return int(text)
+
+
+def _digits(text: str) -> bool:
+    """ASCII digits, at most 18 of them: a count, and never one that Python's int() refuses (past 4300 digits)."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
+def gpu_count(text: str) -> int:
+    """``--tp``: a whole number of GPUs, at least 1 (the command's and the scripts' flag)."""
+    return whole_number(text, "a whole number of GPUs")
 
 
 def _token_counts(text: str) -> tuple[int, ...]:
@@ -481,11 +489,6 @@ def _backend_name(text: str) -> str:
     if name not in BACKENDS:
         raise argparse.ArgumentTypeError(f"expected one of {', '.join(BACKENDS)}, got {text!r}")
     return name
-
-
-def _gpu_count(text: str) -> int:
-    """``--tp``: a whole number of GPUs, at least 1."""
-    return whole_number(text, "a whole number of GPUs")
 
 
 def _environment() -> str:
@@ -555,17 +558,49 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--model", metavar="CONFIG",
                    help="a Hugging Face config.json, or a model folder holding one: that dense decoder's linears and "
                         "MLP instead of Llama-3-8B's")
-    b.add_argument("--tp", type=_gpu_count, default=1, metavar="N",
+    b.add_argument("--tp", type=gpu_count, default=1, metavar="N",
                    help="tensor-parallel GPUs: time the shapes one of N GPUs holds (default: 1; checked against the "
                         "model's head counts and sizes, --model's or Llama-3-8B's)")
     b.set_defaults(func=cmd_bench)
     return parser
 
 
+class _OutputFailed(Exception):
+    """A write to stdout that failed (its OSError the cause), told apart from every other OSError."""
+
+
+class _Stdout:
+    """stdout while a command runs: its writes' failures (but a reader that left) raise ``_OutputFailed``."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self._failing(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._failing(self.stream.flush)
+
+    @staticmethod
+    def _failing(call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputFailed from exc
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, not at exit: a failing write of what it printed is this command's to report
+        return status
     except BrokenPipeError:  # `fused-quant selftest | head`: the reader is gone, nothing more to say
         # Python flushes stdout again at exit; point it at devnull so that flush cannot fail too
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -573,16 +608,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\n{args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED
-    except OSError as exc:
-        if exc.errno not in _OUTPUT_FAILURES:
-            raise
-        try:  # what stdout still holds, where it is not stdout that failed
-            sys.stdout.flush()
-        except OSError:
+    except _OutputFailed as failed:  # a full disk, `> /dev/full`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # as above: the exit's flush cannot fail
+        try:
+            print(f"{args.command}: cannot write its output: {failed.__cause__.strerror or failed.__cause__}",
+                  file=sys.stderr)
+        except OSError:  # stderr too: the status says it
             pass
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as above: the exit's flush cannot fail
-        print(f"{args.command}: cannot write its output: {exc.strerror or exc}", file=sys.stderr)
         return OUTPUT_FAILED
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

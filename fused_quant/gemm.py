@@ -205,17 +205,23 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     key = K.key_name(K.as_key(qa.quant_key, f"{layer or 'quant_gemm'}: QuantizedActivation.quant_key"))
     if backend is not None:
         selection.get_backend(backend)  # an unknown name raises, listing the valid ones
-    if torch.is_grad_enabled():  # first: every call of the vLLM plugin comes here, without grad
-        grads = needing_grad((("activation", qa.data), ("activation scale", qa.scale), ("weight", weight),
-                              ("weight scale", weight_scale), ("bias", bias)))
-        if grads:  # the providers have no backward, nor has the custom op
-            raise UnsupportedError(f"{layer or 'quant_gemm'}: the quantized GEMM is inference only; its "
-                                   f"{', '.join(grads)} require(s) grad: run it under torch.no_grad() / "
-                                   "torch.inference_mode(), or detach them")
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling():  # the op's backward refuses a gradient (ops.py): a raise here would be traced
         return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
                                                 layer or "", backend or "")
+    if torch.is_grad_enabled():  # first: every call of the vLLM plugin comes here, without grad
+        grads = needing_grad(zip(GEMM_OPERANDS, (qa.data, qa.scale, weight, weight_scale, bias)))
+        if grads:  # the providers have no backward
+            raise inference_only(layer, grads)
     return checked_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key, layer or "", backend or "")
+
+
+GEMM_OPERANDS = ("activation", "activation scale", "weight", "weight scale", "bias")
+
+
+def inference_only(layer: str | None, grads: list[str]) -> UnsupportedError:
+    """The error of a quantized GEMM given operands that require grad (``grads``, their names)."""
+    return UnsupportedError(f"{layer or 'quant_gemm'}: the quantized GEMM is inference only; its {', '.join(grads)} "
+                            "require(s) grad: run it under torch.no_grad() / torch.inference_mode(), or detach them")
 
 
 def checked_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,

@@ -452,6 +452,7 @@ class QuantLinear(nn.Module):
         if isinstance(w, torch.Tensor) and metadata.get("assign_to_params_buffers"):  # becomes the layer's own
             _check_weight(w, self.input_key, f"{self.name}: the state dict's {prefix}weight (assign=True)")
         elif isinstance(w, torch.Tensor):  # copied into the layer's weight: its values are what the layer will hold
+            check_dense(w, f"{self.name}: the state dict's {prefix}weight")
             check_weight_values(w, what=f"the state dict's {prefix}weight", layer=self.name)
         if isinstance(ws, torch.Tensor) and not ws.is_floating_point():
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight_scale is {ws.dtype}; weight scales "

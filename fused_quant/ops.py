@@ -17,7 +17,7 @@ import torch
 
 from fused_quant import activations
 from fused_quant import keys as K
-from fused_quant.gemm import checked_gemm
+from fused_quant.gemm import GEMM_OPERANDS, checked_gemm, inference_only
 from fused_quant.numerics import DEFAULT, HCU
 from fused_quant.reference import act_quant_unchecked
 from fused_quant.registry import act_types, register_producer
@@ -87,6 +87,20 @@ def quant_gemm_op(x: torch.Tensor, xs: torch.Tensor, w: torch.Tensor, ws: torch.
 def _quant_gemm_fake(x, xs, w, ws, bias, out_dtype, key, layer, backend):
     p = check_gemm_operands(x, xs, K.key_from_name(key), w, ws, bias, out_dtype, layer or None)
     return x.new_empty((*x.shape[:-1], p.n), dtype=out_dtype)
+
+
+def _quant_gemm_setup(ctx, inputs, output) -> None:
+    ctx.operands, ctx.layer = inputs[:5], inputs[7]
+
+
+def _quant_gemm_backward(ctx, grad):
+    """Compiled, a call whose operands require grad runs (an error raised while it is traced would break the
+    graph); the gradient it would need is refused here, as the eager call refuses the call."""
+    raise inference_only(ctx.layer or None, [name for name, t in zip(GEMM_OPERANDS, ctx.operands)
+                                             if isinstance(t, torch.Tensor) and t.requires_grad])
+
+
+quant_gemm_op.register_autograd(_quant_gemm_backward, setup_context=_quant_gemm_setup)
 
 
 def act_quant(x: torch.Tensor, act: str, key: K.QuantKey, scale: torch.Tensor | None, round_product: bool,

@@ -337,7 +337,10 @@ def test_trace_labels_of_the_kernels_seen_on_a_gpu():
                                           (["--calls", "1"], "--calls needs at least 2"),
                                           (["--model", "no-such-config.json"], "--model no-such-config.json: no "
                                                                                "such file"),
-                                          (["--tp", "0"], "tp must be a positive integer, got 0")])
+                                          (["--tp", "0"], "argument --tp: expected a whole number of GPUs >= 1, got "
+                                                          "'0'"),
+                                          (["--calls", "abc"], "argument --calls: expected a whole number >= 1, got "
+                                                               "'abc'")])
 def test_trace_refuses_bad_arguments_and_a_missing_gpu(argv, message, capsys, monkeypatch, tmp_path):
     from benchmarks import trace_mlp
 

@@ -199,14 +199,20 @@ def test_output_that_cannot_be_written_is_one_line_and_status_74(command):
     assert done.stderr == f"{command.split()[0]}: cannot write its output: No space left on device\n"
 
 
-def test_other_os_errors_are_not_taken_for_the_output(monkeypatch):
-    """Only a write that failed where output goes is one line: another OSError is the defect it is."""
-    def missing(*args, **kwargs):
-        raise FileNotFoundError(2, "No such file or directory", "somewhere")
+@pytest.mark.parametrize("error", [FileNotFoundError(2, "No such file or directory", "somewhere"),
+                                   OSError(28, "No space left on device", "cache/kernel.cubin")], ids=["ENOENT", "ENOSPC"])
+def test_other_os_errors_are_not_taken_for_the_output(error, monkeypatch, capsys):
+    """Only a write to stdout that failed is "cannot write its output": another OSError, a full disk under a
+    kernel cache included, is raised as it is, and what was printed before it stays printed."""
+    def failing(*args, **kwargs):
+        print("a line before it")
+        raise error
 
-    monkeypatch.setattr(cli, "build_parser", _parser_calling(cli.build_parser, "selftest", missing))
-    with pytest.raises(FileNotFoundError):
+    monkeypatch.setattr(cli, "build_parser", _parser_calling(cli.build_parser, "selftest", failing))
+    with pytest.raises(type(error)) as raised:
         cli.main(["selftest"])
+    assert raised.value is error and capsys.readouterr().out == "a line before it\n"
+    assert not isinstance(sys.stdout, cli._Stdout)  # stdout given back
 
 
 def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
@@ -310,3 +316,14 @@ def test_probe_json_backend_keeps_its_keys_when_the_backend_cannot_run():
 def test_bench_force_without_out_is_refused(capsys):
     assert cli.main(["bench", "--force"]) == 2
     assert capsys.readouterr().err == "bench: --force writes into an existing --out folder; name one with --out DIR\n"
+
+
+@pytest.mark.parametrize("text", ["9" * 19, "9" * 5000, "1," + "9" * 5000])
+def test_numbers_past_any_count_are_refused_in_the_one_wording(text):
+    """Python's int() refuses more than 4300 digits with its own ValueError, which escaped as a traceback from the
+    scripts' --ms (and as argparse's "invalid <lambda> value" from the flags)."""
+    with pytest.raises(argparse.ArgumentTypeError, match="expected token counts >= 1"):
+        cli.whole_numbers(text, "token counts")
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a whole number >= 1"):
+        cli.whole_number(text.split(",")[-1])
+    assert cli.whole_numbers(" 1 , 18,1", "token counts") == (1, 18) and cli.whole_number(" 2 ") == 2

@@ -1075,9 +1075,12 @@ def test_a_state_dict_bias_that_is_not_float_is_refused_not_cast(bias, assign):
 
 
 def _nan_fp8(dtype, at=(3, 5)):
-    w = torch.randn(8, 16).to(dtype)
-    w.view(torch.uint8)[at] = 0x80 if dtype == torch.float8_e4m3fnuz else 0x7F
-    return w
+    """Random FP8 weights with one NaN, at ``at``: no other byte is NaN in either format (e4m3fn's -0, 0x80, is
+    e4m3fnuz's NaN)."""
+    w = torch.randn(8, 16).to(dtype).view(torch.uint8)
+    w[w == 0x80] = 0
+    w[at] = 0x80 if dtype == torch.float8_e4m3fnuz else 0x7F
+    return w.view(dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e4m3fnuz], ids=str)
@@ -1117,22 +1120,30 @@ def test_silu_and_mul_refuses_an_odd_width_on_every_path(width):
     assert torch.equal(fq.SiluAndMul()(torch.ones(4, 2)), torch.nn.functional.silu(torch.ones(4, 1)))
 
 
-def test_quant_gemm_under_compile_refuses_grad_as_eager_does():
-    """Compiled, quant_gemm went to its custom op before the grad check: a bias that requires grad failed in the
-    compiler (no autograd formula) or gave an output whose backward failed."""
+def test_quant_gemm_under_compile_refuses_the_gradient():
+    """Compiled, quant_gemm's custom op had no autograd formula: a bias that requires grad failed in the compiler
+    (aot_eager) or gave an output whose backward failed, in torch's words. Eager, the call is refused; compiled, where
+    a raise would be traced into the graph, the gradient is refused in the same words (as AOTAutograd compiles it, or
+    at backward). A compile under no_grad afterwards, fullgraph too, runs bitwise as eager."""
     layer = _layer(K.kInt8DynamicTokenSym)
     qa = registry.quantize(torch.randn(2, 16), layer.input_key)
     bias = torch.randn(8, dtype=torch.bfloat16, requires_grad=True)
+    said = r"quant_gemm: the quantized GEMM is inference only; its bias require\(s\) grad"
 
     def call(bias):
         return fq.quant_gemm(qa, layer.weight, layer.weight_scale, bias, out_dtype=torch.bfloat16)
 
     torch._dynamo.reset()
-    for fn in (call, torch.compile(call, backend="eager", fullgraph=False)):
-        with pytest.raises(fq.UnsupportedError, match="the quantized GEMM is inference only; its bias require"):
-            fn(bias)
+    with pytest.raises(fq.UnsupportedError, match=said):
+        call(bias)
+    out = torch.compile(call, backend="eager", fullgraph=True)(bias)
+    with pytest.raises(fq.UnsupportedError, match=said):
+        out.sum().backward()
+    assert bias.grad is None
+    with pytest.raises(Exception, match=said):  # AOTAutograd traces the backward as it compiles: refused then
+        torch.compile(call, backend="aot_eager", fullgraph=True)(bias)
     with torch.no_grad():
-        assert torch.equal(torch.compile(call, backend="eager")(bias), call(bias))
+        assert torch.equal(torch.compile(call, backend="eager", fullgraph=True)(bias), call(bias))
 
 
 def test_the_grad_refusal_names_what_requires_grad():
@@ -1161,6 +1172,9 @@ def test_sparse_scales_weights_and_biases_are_refused_by_name():
         layer.weight_scale = torch.rand(8).to_sparse()
     with pytest.raises(fq.LayoutError, match="blk.0.proj: weight " + sparse):
         layer.weight = layer.weight.to_sparse()
+    for assign, what in ((False, "weight"), (True, "weight \\(assign=True\\): weight")):
+        with pytest.raises(fq.LayoutError, match=f"blk.0.proj: the state dict's {what} " + sparse):
+            layer.load_state_dict({**layer.state_dict(), "weight": layer.weight.to_sparse()}, assign=assign)
     with pytest.raises(fq.LayoutError, match="blk.0.proj: bias " + sparse):
         layer.bias = torch.ones(8, dtype=torch.bfloat16).to_sparse()
     for what, args in (("bias", (layer.weight_scale, torch.ones(8, dtype=torch.bfloat16).to_sparse())),
