@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from fused_quant.cli import gpu_count
+from fused_quant.flags import gpu_count
 
 LLAMA_3_8B = {"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
               "head_dim": 128}

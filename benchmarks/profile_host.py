@@ -16,7 +16,7 @@ import pstats
 
 import torch
 
-from fused_quant.cli import whole_number
+from fused_quant.flags import whole_number
 
 from benchmarks.decode import host_calls
 from benchmarks.timing import host_us, require_gpu

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from fused_quant.cli import whole_number
+from fused_quant.flags import whole_number
 from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 

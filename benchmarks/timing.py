@@ -47,7 +47,7 @@ def token_counts(ap, flag: str, text: str, allowed=()) -> list[int]:
     naming the flag and what came."""
     import argparse
 
-    from fused_quant.cli import whole_numbers
+    from fused_quant.flags import whole_numbers
 
     try:
         return list(whole_numbers(text, "token counts", allowed=tuple(allowed)))

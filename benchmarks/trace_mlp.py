@@ -19,7 +19,7 @@ import statistics
 
 import torch
 
-from fused_quant.cli import whole_number, whole_numbers
+from fused_quant.flags import whole_number, whole_numbers
 
 from benchmarks import models
 from benchmarks.timing import out_folder, require_gpu

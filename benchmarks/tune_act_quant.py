@@ -12,7 +12,7 @@ import triton
 
 from benchmarks.timing import copy_ceiling, require_gpu
 from fused_quant import keys as K
-from fused_quant.cli import whole_number
+from fused_quant.flags import whole_number
 from fused_quant.kernels.launch import launch_act_quant
 
 STATIC = [dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w) for bm, bn, w in

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import fused_quant
-from fused_quant import cli, envs
+from fused_quant import cli, envs, flags
 from tests.cli_fixtures import run_cli
 
 
@@ -323,7 +323,7 @@ def test_numbers_past_any_count_are_refused_in_the_one_wording(text):
     """Python's int() refuses more than 4300 digits with its own ValueError, which escaped as a traceback from the
     scripts' --ms (and as argparse's "invalid <lambda> value" from the flags)."""
     with pytest.raises(argparse.ArgumentTypeError, match="expected token counts >= 1"):
-        cli.whole_numbers(text, "token counts")
+        flags.whole_numbers(text, "token counts")
     with pytest.raises(argparse.ArgumentTypeError, match="expected a whole number >= 1"):
-        cli.whole_number(text.split(",")[-1])
-    assert cli.whole_numbers(" 1 , 18,1", "token counts") == (1, 18) and cli.whole_number(" 2 ") == 2
+        flags.whole_number(text.split(",")[-1])
+    assert flags.whole_numbers(" 1 , 18,1", "token counts") == (1, 18) and flags.whole_number(" 2 ") == 2
