@@ -24,7 +24,7 @@ import fused_quant
 # its input with validation's checks, so it sits in the contract/validation layer.
 LAYERS: dict[int, tuple[str, ...]] = {
     1: ("fused_quant.errors", "fused_quant.activations", "fused_quant.keys", "fused_quant.numerics",
-        "fused_quant.envs", "fused_quant.tracing", "fused_quant.runtime", "fused_quant.platforms.*",
+        "fused_quant.envs", "fused_quant.flags", "fused_quant.tracing", "fused_quant.runtime", "fused_quant.platforms.*",
         "fused_quant.selftest_vectors"),
     2: ("fused_quant.contract", "fused_quant.validation", "fused_quant.selection", "fused_quant.reference"),
     3: ("fused_quant.registry", "fused_quant.gemm"),
