@@ -5,11 +5,16 @@ command-line checks (a GPU, ``--out``, token counts), each a line and exit 2 whe
 
 from __future__ import annotations
 
+import argparse
+import json
 import platform
 import statistics
 import time
+from pathlib import Path
 
 import torch
+
+from fused_quant.flags import whole_numbers
 
 
 def bench_us(fn, quick: bool) -> float:
@@ -45,10 +50,6 @@ def token_counts(ap, flag: str, text: str, allowed=()) -> list[int]:
     """A script's comma-separated token counts (``--ms``): each a whole number >= 1, each once, and one of
     ``allowed`` where given, read as the ``fused-quant`` command reads its own; anything else exits 2 with one line
     naming the flag and what came."""
-    import argparse
-
-    from fused_quant.flags import whole_numbers
-
     try:
         return list(whole_numbers(text, "token counts", allowed=tuple(allowed)))
     except argparse.ArgumentTypeError as exc:
@@ -80,15 +81,11 @@ class Log:
 def rows_so_far(path):
     """A script's save of the rows it timed so far (``save(rows)``, after each row) into ``path``, with the
     versions, until the run's own JSON replaces it: a run stopped part-way keeps what it measured."""
-    import json
-
     return lambda rows: path.write_text(json.dumps({"versions": versions(), "rows": rows}, indent=1))
 
 
 def made_folder(out) -> str:
     """Make the folder ``out`` (and its parents); '' once it is there, else why it cannot be made."""
-    from pathlib import Path
-
     try:
         Path(out).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -99,8 +96,6 @@ def made_folder(out) -> str:
 def out_folder(ap, out: str, prog: str):
     """``--out``'s folder, made now (before any timing): a path that is a file or cannot be made exits 2 with one
     line."""
-    from pathlib import Path
-
     problem = made_folder(out)
     if problem:
         ap.exit(2, f"{prog}: {problem}\n")
