@@ -148,9 +148,7 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
                 # ceiling at this size, ramp and tail included
                 row["copy_same_bytes_us"] = same_bytes
                 row["pct_same_bytes_copy"] = 100 * same_bytes / t["ours"]
-                peers = [v for name, v in t.items() if name.startswith(report.PEERS)]
-                if peers:  # the name is older than the Triton int8 GEMM among the peers
-                    row["speedup_vs_best_torch"] = min(peers) / t["ours"]
+                row["speedup_vs_best_other"] = report.speedup_vs_best_other(row)
                 rows.append(row)
                 print(f"gemm {kind:4s} {label:7s} M={m:4d} ours({picked}) {t['ours']:7.1f} us "
                       f"{tbps['ours']:.2f} TB/s ({row['pct_ceiling']['ours']:.0f}% of copy, "

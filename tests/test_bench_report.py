@@ -65,13 +65,38 @@ def test_targets_of_the_h200_run():
     assert own[1:] == ["1.020-2.406x", "gate_up fp8 M=8 (picked small_m_fp8, best other scaled_mm (fp32 + epilogue)): "
                        "1.020x", "**met**"]
     other_pick = _row(table, "GEMM never slower than the best other provider, where the chain picks another provider")
-    # the worst of them: the provider the chain picked is the best one, timed a second time
-    assert other_pick[2:] == ["gate_up fp8 M=128 (picked scaled_mm_fp8 (row-wise), best other scaled_mm (row-wise)): "
-                              "0.983x", "missed by 0.017x"]
+    # the worst of them: the small-M kernel, which the chain did not pick there, 2.3% quicker than its pick
+    assert other_pick[2:] == ["down fp8 M=64 (picked scaled_mm_fp8 (fp32 + epilogue), best other small_m): 0.977x",
+                              "missed by 0.023x"]
     quantlinear, producer = _row(table, "host <= 12 us per QuantLinear"), _row(table, "host <= 12 us per producer")
     assert quantlinear[0].endswith("(quickest of 3 runs)")
     assert (quantlinear[1], quantlinear[3]) == ("13.7-15.0 us", "missed by 3.0 us")
     assert (producer[1], producer[3]) == ("14.4-16.0 us", "missed by 4.0 us")
+
+
+def _gemm_row(picked: str, **us: float) -> dict:
+    return {"shape": "down", "kind": "fp8", "M": 64, "picked": picked, "us": us, "weight_TBps": {"ours": 2.0},
+            "pct_ceiling": {"ours": 50.0}}
+
+
+def test_best_other_never_compares_the_pick_with_itself_and_counts_the_small_m_kernel():
+    """Where the chain picks a torch provider, its column in the row is the same kernel as ``ours``: the peer is the
+    quickest of the others, the small-M kernel among them; where it picks its own kernel, ``small_m`` is it."""
+    fp32 = "scaled_mm (fp32 + epilogue)"
+    row = _gemm_row("scaled_mm_fp8 (fp32 + epilogue)", ours=30.0, small_m=20.0, bf16=10.0,
+                    **{fp32: 29.0, "scaled_mm (row-wise)": 40.0})
+    assert report.best_other(row) == ("small_m", 20.0)  # not its own column (29.0), not bf16's other problem
+    assert report.speedup_vs_best_other(row) == pytest.approx(20.0 / 30.0)
+    table = report.decode_targets({"rows": [row]})
+    assert _row(table, "GEMM never slower than the best other provider, where the chain picks another")[2:] == [
+        "down fp8 M=64 (picked scaled_mm_fp8 (fp32 + epilogue), best other small_m): 0.667x", "missed by 0.333x"]
+    own = _gemm_row("small_m_int8", ours=10.0, small_m=9.0, triton_int8=12.0, int_mm=11.0)
+    assert report.best_other(own) == ("int_mm", 11.0)
+    triton = _gemm_row("triton_int8", ours=10.0, small_m=10.5, triton_int8=9.0)
+    assert report.best_other(triton) == ("small_m", 10.5)
+    assert report.best_other(_gemm_row("small_m_int8", ours=10.0, small_m=9.0)) is None
+    assert _row(report.decode_targets({"rows": [own]}), "GEMM never slower than the best other provider, where the "
+                "chain picks another")[1:] == ["—", "—", "not in these files"]
 
 
 def test_quickest_host_takes_each_calls_minimum_and_skips_what_is_not_a_time():
