@@ -6,7 +6,9 @@ decoder's with ``fused-quant bench --model CONFIG [--tp N]``: ``benchmarks/model
 M in ``GEMM_MS``: GPU time per call replayed from a CUDA graph that cycles through enough copies of the
 weight to exceed L2 (so every call streams its weight from HBM, as in a model), weight TB/s and % of
 the copy ceiling; each timed in two passes over the peers, the second in the reverse order, the lesser kept.
-``mlp``: D = 4096, H = 14336, bf16 vs the three W8A8 keys, at M in ``MLP_MS``: ``eager`` is the wall
+``mlp``: D = 4096, H = 14336, bf16 vs the three W8A8 keys, at M in ``MLP_MS`` (bf16's MLP is
+``down(SiluAndMul()(gate_up(x)))`` in eager torch, its silu and mul separate kernels with a [M, H] product between
+them, not a fused silu_and_mul kernel; the W8A8 MLPs fuse act and quantization): ``eager`` is the wall
 time per call of back-to-back calls (host included, what a launch-bound caller sees), ``graph`` the
 GPU time per call replayed from a CUDA graph, ``sustained`` (from ``SUSTAINED_FROM`` tokens on) the same
 replayed back to back for seconds (``timing.sustained_us``: what a server sees at the power cap), ``sqnr_db``

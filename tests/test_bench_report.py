@@ -253,3 +253,23 @@ def test_sustained_replays_get_a_row_of_their_own_and_a_third_figure_in_the_tabl
     assert cells[2].split(",")[0].endswith(" / 1.76") and cells[2].count(" / ") == 2
     (small,) = [line for line in table if line.startswith("| 1 |")]
     assert small.count(" / ") == 1 + 3  # bf16's graph / eager and each key's: no sustained figure at one token
+
+
+def test_producer_ratios_divide_each_time_by_ours_timed_the_same_way():
+    """A graph replay's time over ours replayed (not over do_bench's ours, host time in it), a loop's over ours in
+    the loop; the bare relu2 kernel's loop is a ratio only on the op it runs. Times: act_quant.json's silu_mul ->
+    int8 per-token row at one token (an H200), and its relu2 -> FP8 static row."""
+    from benchmarks.bench import speedups
+
+    silu = {"ours": 7.55, "ours_op": 7.49, "compiled": 47.49, "copy": 5.06, "ours_graph": 3.25,
+            "compiled_graph": 5.12, "ours_loop": 18.42, "compiled_loop": 70.23, "bare_triton_loop": 20.15}
+    got = speedups(silu)
+    assert got["speedup_vs"] == pytest.approx({"ours_op": 7.49 / 7.55, "compiled": 47.49 / 7.55,
+                                               "compiled_graph": 5.12 / 3.25})  # 1.58x, not 0.68x
+    assert got["loop_speedup_vs"] == pytest.approx({"compiled": 70.23 / 18.42})
+    relu2 = {"ours": 4.93, "bare_triton": 3.87, "ours_graph": 1.22, "bare_triton_graph": 1.32, "ours_loop": 15.42,
+             "bare_triton_loop": 20.44}
+    got = speedups(relu2)
+    assert got["speedup_vs"] == pytest.approx({"bare_triton": 3.87 / 4.93, "bare_triton_graph": 1.32 / 1.22})
+    assert got["loop_speedup_vs"] == pytest.approx({"bare_triton": 20.44 / 15.42})
+    assert "loop_speedup_vs" not in speedups({"ours": 9.0, "compiled": 18.0})  # M > 256: no loops timed
