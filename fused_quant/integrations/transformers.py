@@ -475,7 +475,12 @@ class _RefuseSave:
 
 
 def _mark_converted(model: nn.Module, report: ConversionReport) -> None:
-    model.save_pretrained = _RefuseSave()  # this instance only: the class keeps its method
+    """The model's ``save_pretrained`` refuses, and so does that of each transformers model inside it that holds
+    fused-quant layers (a causal LM's ``.model``): on these instances only, the classes keep their method."""
+    for module in model.modules():
+        if module is model or (callable(getattr(module, "save_pretrained", None)) and hasattr(module, "config")
+                               and any(isinstance(m, QuantLinear) for m in module.modules())):
+            module.save_pretrained = _RefuseSave()
     model.fused_quant_report = report
 
 

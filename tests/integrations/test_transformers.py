@@ -522,7 +522,10 @@ def test_transformers_save_pretrained_is_refused_on_converted_models_only(tmp_pa
     fqt.quantize_model(model)
     with pytest.raises(fq.UnsupportedError, match="fused_quant.integrations.transformers.save_pretrained"):
         model.save_pretrained(tmp_path / "bad")
-    assert not (tmp_path / "bad").exists()
+    # the transformers model inside (LlamaModel, holding the layers) wrote int8 codes that reloaded as float weights
+    with pytest.raises(fq.UnsupportedError, match="fused_quant.integrations.transformers.save_pretrained"):
+        model.model.save_pretrained(tmp_path / "inner")
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "inner").exists()
     make_model("llama").save_pretrained(tmp_path / "float")  # the class's method is untouched
     assert (tmp_path / "float" / "config.json").exists()
 
