@@ -889,13 +889,19 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
             tensors[k] = v.clone() if v.data_ptr() in written else v
             written.add(v.data_ptr())
     layers = [(part, layer) for part, layer, _, _ in parts]
-    seen = set()
+    owners: dict[int, nn.Module] = {}  # memory -> the module that first held it
     for k, v in model.state_dict().items():
-        if _covered(k, covered) or v.data_ptr() in seen:  # a tied weight is written once (tie_weights restores it)
+        if _covered(k, covered):
             continue
-        seen.add(v.data_ptr())
-        tensors[k] = v.contiguous().cpu()
-    float_linears = [n for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+        owner = model.get_submodule(k.rpartition(".")[0])
+        first = owners.setdefault(v.data_ptr(), owner)
+        if first is not owner:  # a tied weight (another module's tensor) is written once: tie_weights restores it
+            continue
+        # a module shared between paths is written at each, as the quantized layers are (copied after the first):
+        # each path loads as a float layer of its own
+        tensors[k] = v.contiguous().cpu() if v.data_ptr() not in written else v.detach().cpu().clone()
+        written.add(v.data_ptr())
+    float_linears = [n for n, m in model.named_modules(remove_duplicate=False) if isinstance(m, nn.Linear)]
     config = copy.deepcopy(model.config)
     config.architectures = [causal_lm.__name__]  # vLLM picks the model class by it; a subclass loads as this one
     config.quantization_config = ckpt.quantization_config(layers, float_linears)

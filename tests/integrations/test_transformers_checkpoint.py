@@ -733,3 +733,25 @@ def test_a_model_with_a_shared_mlp_saves_and_loads_back_bitwise(tmp_path):
     ids = token_ids()
     with torch.no_grad():
         assert torch.equal(fqt.from_pretrained(tmp_path)(ids).logits, model(ids).logits)
+
+
+def test_a_float_linear_shared_between_layers_saves_at_each_path_and_loads_back_bitwise(tmp_path):
+    """A float (unconverted) linear shared by two layers was written at its first path only and left out of the
+    config's ignore list at the second, so the checkpoint did not load ("the checkpoint has no ...weight"). The
+    tied head, another module holding the embedding's tensor, is still written once."""
+    model = make_model("llama", torch.bfloat16)
+    attn = [layer.self_attn for layer in model.model.layers]
+    attn[1].q_proj = attn[0].q_proj
+    fqt.quantize_model(model)
+    model.requires_grad_(False)
+    fqt.save_pretrained(model, tmp_path)
+    ignore = json.loads((tmp_path / "config.json").read_text())["quantization_config"]["ignore"]
+    assert {"model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.q_proj"} <= set(ignore)
+    tensors = load_file(str(tmp_path / "model.safetensors"))
+    assert torch.equal(tensors["model.layers.0.self_attn.q_proj.weight"],
+                       tensors["model.layers.1.self_attn.q_proj.weight"])
+    ids = token_ids()
+    loaded = fqt.from_pretrained(tmp_path)
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, model(ids).logits)
+    assert loaded.model.layers[0].self_attn.q_proj is not loaded.model.layers[1].self_attn.q_proj
