@@ -150,6 +150,7 @@ def index_shards(index: Path) -> list[str]:
 def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[str, torch.Tensor]:
     """Every tensor of ``model.safetensors`` or of the shards ``model.safetensors.index.json`` lists (read in the
     order ``steps(files)`` yields them: a progress bar's)."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     index = path / INDEX
@@ -163,8 +164,18 @@ def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[s
     if missing:
         raise FileNotFoundError(f"{path}: {INDEX} lists shard files that are not there: {missing[:4]}")
     tensors: dict[str, torch.Tensor] = {}
+    found_in: dict[str, str] = {}
     for f in steps(files):
-        tensors.update(load_file(str(path / f)))
+        try:
+            shard = load_file(str(path / f))
+        except SafetensorError as exc:  # safetensors names no file: a sharded checkpoint's reader needs it
+            raise UnsupportedError(f"{path / f}: not a readable safetensors file ({exc})") from None
+        again = sorted(shard.keys() & tensors.keys())
+        if again:  # which copy is meant is not said by the files: one of them would be taken silently
+            raise UnsupportedError(f"{path}: {again[0]} is in two shard files, {found_in[again[0]]} and {f}"
+                                   + (f" ({len(again) - 1} more tensors too)" if len(again) > 1 else ""))
+        tensors.update(shard)
+        found_in.update(dict.fromkeys(shard, f))
     return tensors
 
 

@@ -548,6 +548,31 @@ def test_a_corrupt_config_or_index_is_refused_naming_the_file(tiny, tmp_path):
         fqt.from_pretrained(sharded)
 
 
+def test_a_tensor_in_two_shards_or_an_unreadable_shard_is_refused_naming_the_files(tiny, tmp_path):
+    """A weight scale in two shards with different values loaded the last shard's silently, whatever the index
+    mapped it to; a truncated shard failed in safetensors' words, naming no file."""
+    tensors = load_file(str(tiny / "model.safetensors"))
+    names = sorted(tensors)
+    scale = "model.layers.0.mlp.down_proj.weight_scale"
+    first = {n: tensors[n] for n in names[: len(names) // 2]} | {scale: tensors[scale]}
+    second = {n: tensors[n] for n in names[len(names) // 2:]} | {scale: tensors[scale] * 100}
+    sharded = tmp_path / "two"
+    sharded.mkdir()
+    (sharded / "config.json").write_text((tiny / "config.json").read_text())
+    save_file(first, str(sharded / "s1.safetensors"))
+    save_file(second, str(sharded / "s2.safetensors"))
+    weight_map = {n: "s2.safetensors" for n in second} | {n: "s1.safetensors" for n in first}
+    (sharded / ckpt.INDEX).write_text(json.dumps({"weight_map": weight_map}))
+    with pytest.raises(fq.UnsupportedError, match=f"{scale} is in two shard files, s1.safetensors and "
+                                                  "s2.safetensors"):
+        fqt.from_pretrained(sharded)
+    truncated = copy_checkpoint(tiny, tmp_path / "truncated")
+    data = (truncated / "model.safetensors").read_bytes()
+    (truncated / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(fq.UnsupportedError, match="model.safetensors: not a readable safetensors file"):
+        fqt.from_pretrained(truncated)
+
+
 @pytest.mark.parametrize("names_first", [True, False])
 def test_a_group_that_names_layers_wins_over_one_that_names_their_class(tiny, tmp_path, names_first):
     """Two config groups, one for every Linear (dynamic) and one naming down_proj (static): down_proj is the second
