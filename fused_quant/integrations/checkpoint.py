@@ -195,10 +195,23 @@ def to_platform_fp8(w: torch.Tensor, ws: torch.Tensor, fp8_dtype: torch.dtype, w
 
 def to_checkpoint_fp8(w: torch.Tensor, ws: torch.Tensor, input_scale: torch.Tensor | None = None
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """The inverse of ``to_platform_fp8``: e4m3fn weights, their scales and the input scale."""
+    """The inverse of ``to_platform_fp8``: e4m3fn weights, their scales and the input scale. An e4m3fnuz code
+    has the e4m3fn code of the same bits at half the scale, except +-240 (0x7f / 0xff), NaN in e4m3fn: a layer
+    quantized on an e4m3fnuz node holds them wherever a channel reaches its max. Such a channel is written by value
+    at its own scale, its values under 2**-6 rounded to e4m3fn's step there (2**-9: at most 2**-10 off, of a
+    channel whose largest value is 240); every other channel as the same bits at half its scale."""
     if w.dtype == K.FP8_DTYPE:
         return w, ws, input_scale
-    return w.view(torch.int8).view(K.FP8_DTYPE), ws / 2.0, None if input_scale is None else input_scale / 2.0
+    bits = w.view(torch.uint8)
+    by_value = ((bits & 0x7F) == 0x7F).any(dim=1)  # the channels holding +-240
+    out = bits.view(K.FP8_DTYPE)
+    if bool(by_value.any()):
+        # as the scale is laid out: one flag per channel, or one for the whole weight under one scale
+        by_value = by_value.reshape(ws.shape) if ws.numel() == w.shape[0] else by_value.any().reshape(ws.shape)
+        rows = by_value.reshape(-1, 1)
+        out = torch.where(rows, w.float().to(K.FP8_DTYPE).view(torch.uint8), bits).view(K.FP8_DTYPE)
+        ws = torch.where(by_value, ws * 2.0, ws)  # halved below with the rest: these keep their own scale
+    return out, ws / 2.0, None if input_scale is None else input_scale / 2.0
 
 
 def _pop(tensors: dict, name: str, what: str, group: Group) -> torch.Tensor:

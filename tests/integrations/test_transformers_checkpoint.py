@@ -222,6 +222,30 @@ def test_fnuz_conversion_keeps_every_value():
     assert ckpt.to_platform_fp8(codes, scale, torch.float8_e4m3fn)[2] is None  # e4m3fn: as it is
 
 
+@pytest.mark.parametrize("per_tensor", [False, True])
+def test_fnuz_weights_holding_240_are_written_without_nan_codes(per_tensor):
+    """e4m3fnuz +-240 (0x7f / 0xff: a channel's max when quantized on an e4m3fnuz node) is NaN as the same e4m3fn
+    bits: such a channel is written by value at its own scale (every value kept from 2**-6 up, smaller ones within
+    2**-10 of the scale), the others as the same bits at half their scale; under one scale, the whole weight."""
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    codes = codes[codes != 0x80]  # every e4m3fnuz code but NaN
+    g = torch.Generator().manual_seed(3)
+    rest = codes[torch.randperm(255, generator=g)]
+    rest = torch.where((rest & 0x7F) == 0x7F, torch.zeros_like(rest), rest)  # a channel without +-240
+    w = torch.stack([codes, codes.flip(0), rest]).view(torch.float8_e4m3fnuz)
+    ws = torch.tensor([[0.5]]) if per_tensor else torch.tensor([[0.5], [0.25], [0.125]])
+    back, ws_back, _ = ckpt.to_checkpoint_fp8(w, ws)
+    assert back.dtype == torch.float8_e4m3fn and not back.float().isnan().any()
+    assert ws_back.shape == ws.shape
+    want, got = w.double() * ws.double(), back.double() * ws_back.double()
+    tiny = w.double().abs() < 2.0**-6
+    assert torch.equal(got[~tiny], want[~tiny])
+    assert ((got - want).abs()[tiny] <= 2.0**-10 * ws.double().expand_as(w)[tiny]).all()
+    if not per_tensor:  # the channel without +-240: the same bits at half its scale
+        assert torch.equal(back[2].view(torch.uint8), w[2].view(torch.uint8)) and ws_back[2, 0] == 0.0625
+        assert torch.equal(ws_back[:2], ws[:2])  # the others keep their own scale
+
+
 def test_a_static_fp8_layer_loaded_as_e4m3fnuz_keeps_its_values_and_saves_back():
     """A static FP8 checkpoint layer on an e4m3fnuz node: weight scale and input scale doubled at load (the
     layer's dequantized weight is the checkpoint's, its activations quantize with the checkpoint's headroom), the
