@@ -30,7 +30,13 @@ import torch
 from fused_quant import envs, runtime
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
-from fused_quant.validation import ACT_DTYPES, QuantDTypeError, QuantKeyMismatchError
+from fused_quant.validation import (
+    ACT_DTYPES,
+    QuantDTypeError,
+    QuantKeyMismatchError,
+    check_weight_scale_shape,
+    check_weight_scale_values,
+)
 
 logger = logging.getLogger("fused_quant")
 
@@ -225,6 +231,10 @@ def kernel_class() -> type:
                                       f"{tuple(w.shape)}")
             if not self.config.is_channelwise:
                 ws = v.convert_to_channelwise(ws, layer.logical_widths)
+            # once, at load, as every way a weight scale comes in: a NaN or negative scale gave NaN or sign-flipped
+            # outputs, a scale of another N failed in the first call
+            check_weight_scale_shape(ws, w.shape[0], layer=self.layer_name)
+            check_weight_scale_values(ws, layer=self.layer_name)
             v.replace_parameter(layer, w_name, torch.nn.Parameter(w.data.contiguous(), requires_grad=False))
             v.replace_parameter(layer, ws_name, torch.nn.Parameter(
                 ws.data.to(torch.float32).reshape(-1, 1).contiguous(), requires_grad=False))

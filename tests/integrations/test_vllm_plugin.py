@@ -11,7 +11,7 @@ import torch
 from fused_quant import keys as K
 from fused_quant.integrations import vllm as plugin
 from fused_quant.reference import act_quant_ref
-from fused_quant.validation import QuantKeyMismatchError, ShapeMismatchError
+from fused_quant.validation import QuantKeyMismatchError, ScaleError, ShapeMismatchError
 from tests.helpers import assert_bits_equal, assert_gemm_close
 
 pytestmark = pytest.mark.vllm  # skipped centrally (conftest) where vLLM is not installed
@@ -199,17 +199,28 @@ def test_kernel_declines_configs_it_cannot_run_with_reasons():
     assert not ok and "static" in why
 
 
-def _layer(n=48, k=64, channelwise=True):
+def _layer(n=48, k=64, channelwise=True, scales=None):
     layer = torch.nn.Module()
     layer.prefix = "model.layers.0.mlp.down_proj"
     layer.weight = torch.nn.Parameter(torch.randint(-127, 128, (n, k), dtype=torch.int8), requires_grad=False)
-    scales = torch.rand(n, 1) * 0.01 + 1e-3 if channelwise else torch.tensor([0.004, 0.006])
+    if scales is None:
+        scales = torch.rand(n, 1) * 0.01 + 1e-3 if channelwise else torch.tensor([0.004, 0.006])
     layer.weight_scale = torch.nn.Parameter(scales, requires_grad=False)
     layer.logical_widths = [n] if channelwise else [n // 2, n // 2]
     kernel = plugin.kernel_class()(_config(channelwise=channelwise), ["weight", "weight_scale", "input_scale",
                                                                       "input_zero_point", "azp_adj"])
     kernel.process_weights_after_loading(layer)
     return layer, kernel
+
+
+@pytest.mark.parametrize("scales, error", [
+    (torch.full((48, 1), float("nan")), "finite and >= 0"), (-torch.rand(48, 1) - 0.1, "finite and >= 0"),
+    (torch.rand(24, 1), "N=48 scales")])
+def test_kernel_refuses_weight_scales_at_load_naming_the_layer(scales, error):
+    """NaN scales gave NaN outputs and negative ones sign-flipped outputs, with no error; a scale of another N failed
+    only in the first call."""
+    with pytest.raises(ScaleError, match=f"model.layers.0.mlp.down_proj.*{error}"):
+        _layer(scales=scales)
 
 
 @pytest.mark.parametrize("channelwise", [True, False])
