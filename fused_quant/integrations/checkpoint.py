@@ -228,10 +228,12 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
     """The QuantLinear for ``linear`` (a meta-device skeleton: only its shape is read), from the checkpoint
     tensors of ``name``, which are removed from ``tensors``."""
     w = _pop(tensors, name, "weight", group)
-    ws = _pop(tensors, name, "weight_scale", group)
     want = K.FP8_DTYPE if K.is_fp8(group.key) else torch.int8
-    if w.dtype != want:
-        raise QuantDTypeError(f"{name}.weight: config group {group.name} stores {want} weights, got {w.dtype}")
+    if w.dtype != want:  # before its scale: a float layer the config targets has none, and this says why
+        raise QuantDTypeError(f"{name}.weight: config group {group.name} stores {want} weights, got {w.dtype}"
+                              + (" (a float layer: should the config's ignore name it?)" if w.is_floating_point()
+                                 else ""))
+    ws = _pop(tensors, name, "weight_scale", group)
     if tuple(w.shape) != (linear.out_features, linear.in_features):
         raise ShapeMismatchError(f"{name}.weight: the model expects [N, K] = [{linear.out_features}, "
                                  f"{linear.in_features}], the checkpoint has {list(w.shape)}", layer=name,

@@ -702,6 +702,12 @@ def _untie_an_own_head(model: nn.Module, tensors: dict, where: str) -> None:
 def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
     expected = model.state_dict()
     unexpected = sorted(k for k in tensors if k not in expected)
+    quantized = sorted({k.rpartition(".")[0] for k in unexpected if k.endswith((".weight_scale", ".input_scale"))
+                        and k.rpartition(".")[0] + ".weight" in expected})
+    if quantized:  # the layers are there, and quantized in the checkpoint: the config's groups miss them
+        raise UnsupportedError(f"{where}: {len(quantized)} linears are quantized in the checkpoint (they have "
+                               f"weight scales) but no config group of quantization_config targets them (or ignore "
+                               f"names them), e.g. {quantized[:4]}")
     if unexpected:
         raise UnsupportedError(f"{where}: {len(unexpected)} checkpoint tensors that no module of "
                                f"{type(model).__name__} takes, e.g. {unexpected[:6]}")
@@ -729,11 +735,15 @@ _FLOAT_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32"
 def _float_dtype(dtype: object, config, where: str) -> torch.dtype:
     """A torch dtype from ``dtype``: one of bf16 / fp16 / fp32 (a dtype or its name), or "auto": the config's own
     (``dtype``, or ``torch_dtype`` of older configs; bf16 where it names none)."""
-    if isinstance(dtype, str) and dtype == "auto":
+    auto = isinstance(dtype, str) and dtype == "auto"
+    if auto:
         dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or torch.bfloat16
     if isinstance(dtype, str):
         dtype = _FLOAT_DTYPES.get(dtype.removeprefix("torch."), dtype)
     if dtype not in _FLOAT_DTYPES.values():
+        if auto:  # the value is the config's, not the caller's
+            raise QuantDTypeError(f"{where}: dtype='auto' takes the config's dtype, {dtype!r}, which is not one of "
+                                  "bfloat16, float16 or float32; pass dtype= one of them")
         raise QuantDTypeError(f"{where}: dtype must be 'auto', torch.bfloat16, torch.float16 or torch.float32 (or "
                               f"their names), got {dtype!r}")
     return dtype
@@ -785,6 +795,11 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
         if device.type == "cuda" and not torch.cuda.is_available():
             raise UnsupportedError(f"from_pretrained: device {device} asked for, but torch.cuda.is_available() is "
                                    "False here")
+        try:  # any other device this torch cannot use (xpu, mps, an index past the count) fails here, not after the load
+            torch.empty(0, device=device)
+        except (RuntimeError, AssertionError) as exc:
+            raise UnsupportedError(f"from_pretrained: device {device} asked for, but this torch cannot place a "
+                                   f"tensor there ({str(exc).splitlines()[0].split('. ')[0]})") from None
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from fused_quant.integrations import checkpoint as ckpt

@@ -804,3 +804,39 @@ def test_a_float_linear_shared_between_layers_saves_at_each_path_and_loads_back_
     with torch.no_grad():
         assert torch.equal(loaded(ids).logits, model(ids).logits)
     assert loaded.model.layers[0].self_attn.q_proj is not loaded.model.layers[1].self_attn.q_proj
+
+
+def test_a_device_this_torch_cannot_use_is_refused_before_the_checkpoint_is_read(tiny, monkeypatch):
+    """``device="xpu"`` (or mps, or a CUDA device on a machine without one) failed inside torch after the whole
+    checkpoint had been read."""
+    monkeypatch.setattr(ckpt, "load_tensors", lambda *a, **k: pytest.fail("the tensors were read"))
+    for device in ("xpu", "mps", "cuda:0") if not torch.cuda.is_available() else ("xpu", "mps"):
+        with pytest.raises(fq.UnsupportedError, match=f"from_pretrained: device {device} asked for, but "):
+            fqt.from_pretrained(tiny, device=device)
+
+
+def test_config_mistakes_are_named_as_the_configs(tiny, tmp_path):
+    """The config's dtype with dtype="auto" is the config's fault, not the argument's; a group that targets no
+    layer, or none at all, leaves quantized layers untargeted (it read as tensors no module takes); a float layer
+    the config targets (an ignore misspelt) read as a missing weight scale."""
+    bad_dtype = copy_checkpoint(tiny, tmp_path / "f64")
+    cfg = json.loads((bad_dtype / "config.json").read_text())
+    (bad_dtype / "config.json").write_text(json.dumps(cfg | {"torch_dtype": "float64", "dtype": "float64"}))
+    with pytest.raises(fq.QuantDTypeError, match="dtype='auto' takes the config's dtype, torch.float64, which is "
+                                                 "not one of bfloat16, float16 or float32; pass dtype="):
+        fqt.from_pretrained(bad_dtype)
+    assert fqt.from_pretrained(bad_dtype, dtype="bfloat16").dtype == torch.bfloat16
+
+    def targets_nothing(qc):
+        qc["config_groups"]["group_0"]["targets"] = ["re:.*nothing"]
+
+    for name, edit in (("nothing", targets_nothing), ("no_groups", lambda qc: qc.update(config_groups={}))):
+        with pytest.raises(fq.UnsupportedError, match=r"14 linears are quantized in the checkpoint \(they have "
+                                                      r"weight scales\) but no config group of quantization_config "
+                                                      r"targets them"):
+            fqt.from_pretrained(edit_config(copy_checkpoint(tiny, tmp_path / name), edit))
+    typo = edit_config(copy_checkpoint(tiny, tmp_path / "typo"), lambda qc: qc.update(ignore=["lm_haed"]))
+    with pytest.raises(fq.QuantDTypeError, match=r"lm_head\.weight: config group group_0 stores torch\.int8 weights, "
+                                                 r"got torch\.bfloat16 \(a float layer: should the config's ignore "
+                                                 r"name it\?\)"):
+        fqt.from_pretrained(typo)
