@@ -53,3 +53,35 @@ def test_an_fp32_first_product_past_fp32_may_overflow():
     _one(2.0, 2.0, xs=xs)
     with pytest.raises(AssertionError, match="outside the float64 bound"):
         _one(2.0, 3.0, xs=xs)
+
+
+def _fp8_one(result: float, out: float, bias: float | None = None):
+    """``assert_gemm_close`` with ``exact_acc=False`` (the FP8 bound) for 1 x 1 x 1: x = w = 1.0 in e4m3fn, scales
+    such that the float64 product is ``result``; a bf16 output (and bias)."""
+    one = torch.ones(1, 1).to(torch.float8_e4m3fn)
+    b = None if bias is None else torch.tensor([bias], dtype=torch.bfloat16)
+    assert_gemm_close(torch.tensor([[out]], dtype=torch.bfloat16), one, torch.tensor([[1.0]]), one,
+                      torch.tensor([[result]], dtype=torch.float64), b, exact_acc=False)
+
+
+def test_one_rounding_is_held_to_half_an_ulp():
+    """An int8 result without bias is one rounding to bf16 of an exact product: the next bf16 above the right one
+    is refused (3.0's ulp is 2^-6), which a bound of a whole ulp per rounding let through."""
+    _one(3.0, 3.0)
+    _one(3.0 + 2.0**-8, 3.0)  # rounds down to 3.0: within half an ulp
+    with pytest.raises(AssertionError, match="outside the float64 bound"):
+        _one(3.0, 3.0 + 2.0**-6)
+
+
+def test_the_fp8_bound_allows_one_more_rounding_and_no_more():
+    """The FP8 bound (any accumulation order, the scales in either order): one ulp off is a second rounding's worth,
+    two ulps are not; a relative error of 2^-6 is refused, with a bias too."""
+    _fp8_one(3.0, 3.0)
+    _fp8_one(3.0, 3.0 + 2.0**-6)
+    for wrong in (3.0 + 2.0**-5, 3.0 - 2.0**-5, 3.0 * (1 + 2.0**-6) + 2.0**-6):
+        with pytest.raises(AssertionError, match="outside the float64 bound"):
+            _fp8_one(3.0, wrong)
+    _fp8_one(3.0, 4.0, bias=1.0)
+    with pytest.raises(AssertionError, match="outside the float64 bound"):
+        _fp8_one(3.0, 4.0 + 2.0**-4, bias=1.0)
+

@@ -208,6 +208,24 @@ def test_to_dtype_keeps_the_quantized_weights():
     assert_gemm_close(out, xq, xs, layer.weight, layer.weight_scale, layer.bias, exact_acc=True)
 
 
+@pytest.mark.parametrize("out_dtype", OUT_DTYPES)
+@pytest.mark.parametrize("key_name", [name for name, key in K.KEYS.items() if not K.is_fp8(key)])
+@pytest.mark.parametrize("bias", (True, False), ids=("bias", "no_bias"))
+def test_int8_output_is_the_specs_epilogue_bit_for_bit(key_name, out_dtype, bias):
+    """The int8 accumulator is exact, so the spec fixes every bit (docs/NUMERICS.md, consumer GEMMs): the fp32
+    ``float(acc) * xs * ws`` in that order, one rounding to the output dtype, then the bias added there. Written
+    out here, not through ``gemm.dequant_epilogue``: a scale rounded to the output dtype first, or a second
+    rounding between the scales, stays within the float64 bound on most elements."""
+    layer, _ = make_layer(K.KEYS[key_name], out_dtype, bias=bias)
+    x = make_x((13, K_IN), out_dtype)
+    xq, xs = expected_operands(layer, x)
+    acc = (xq.double() @ layer.weight.double().T).float()  # exact: |acc| < 2^24 at K = 67
+    want = (acc * xs.float().reshape(-1, 1) * layer.weight_scale.float().reshape(1, -1)).to(out_dtype)
+    if bias:
+        want = want + layer.bias
+    assert_bits_equal(layer(x), want, f"{key_name} -> {out_dtype}")
+
+
 @pytest.mark.parametrize("key_name", list(K.KEYS))
 def test_user_gemm_provider_receives_validated_2d_operands(key_name):
     key = K.KEYS[key_name]

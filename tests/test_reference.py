@@ -445,3 +445,22 @@ def test_quantize_weight_ref_traces_under_fake_tensors():
     with FakeTensorMode():
         wq, ws = quantize_weight_ref(torch.randn(8, 16), torch.int8)
     assert wq.shape == (8, 16) and ws.shape == (8, 1)
+
+
+@pytest.mark.parametrize("key_name", KEY_NAMES)
+@pytest.mark.usefixtures("torch_backend")
+def test_the_public_producer_without_numerics_is_the_default_profile(key_name):
+    """``numerics`` left out or None means the default profile (the eager chain: silu * up rounded to T), checked
+    against the numpy quantizer on bf16 silu_and_mul, where the two profiles differ; the tests that pass the same
+    ``numerics`` to the producer and to ``act_quant_ref`` cannot see which profile None resolves to."""
+    from fused_quant.numerics import DEFAULT, get_profile
+    from fused_quant.registry import fused_act_quant
+
+    assert get_profile(None) is DEFAULT and DEFAULT.name == "default"
+    key = K.KEYS[key_name]
+    x = make_input((9, 64), torch.bfloat16, seed=5)
+    scale = torch.tensor([0.0371]) if K.is_static(key) else None
+    want = expected_activation("silu_and_mul", x, "default")
+    for qa in (fused_act_quant("silu_and_mul", x, key, scale),
+               fused_act_quant("silu_and_mul", x, key, scale, numerics=None)):
+        assert_matches_numpy(qa.data, qa.scale, want, key_name, scale, torch.float8_e4m3fn)
