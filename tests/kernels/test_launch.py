@@ -199,6 +199,47 @@ def test_token_heuristics():
     assert heuristics.chunking(5000, (2048, 1024, 512)) == (1024, 5)
 
 
+@pytest.mark.parametrize("arch", [None, "sm_90"])
+def test_static_heuristics_at_each_rows_bounds(arch):
+    """Each tile row of the static kernels takes M up to its max M and hands M + 1 to the next; relu2 / identity go
+    flat from ``static_flat``'s min M (not one below it), silu_and_mul never."""
+    from fused_quant.kernels import heuristics
+
+    cfg = heuristics.config_for(arch)
+    min_m = cfg.static_flat[0]
+    for act, rows in (("silu_and_mul", cfg.static_rows_silu), ("relu2", cfg.static_rows)):
+        for (max_m, block_m, block_n, warps), after in zip(rows, [*rows[1:], None]):
+            if act == "relu2" and max_m >= min_m:
+                break  # flat from there on
+            assert heuristics.static_launch(max_m, 4096, arch, act) == {
+                "BLOCK_M": block_m, "BLOCK_N": min(block_n, 4096), "num_warps": warps}, (act, max_m)
+            if after is not None and (act != "relu2" or max_m + 1 < min_m):
+                assert heuristics.static_launch(max_m + 1, 4096, arch, act)["BLOCK_M"] == after[1], (act, max_m)
+    for act in ("relu2", "identity"):
+        assert "flat" not in heuristics.static_launch(min_m - 1, 4096, arch, act)
+        assert heuristics.static_launch(min_m, 4096, arch, act)["flat"] == 1
+    assert "flat" not in heuristics.static_launch(1 << 20, 4096, arch, "silu_and_mul")
+
+
+def test_int8_gemm_tile_rows_at_each_bound():
+    """The Triton int8 GEMM's tile row of M (``int8_gemm_row``, on CPU tensors: the interpreter's table): a row
+    takes M up to its max M, M + 1 goes to the next row; every table's last row (the GPU models' own included)
+    covers any M."""
+    from fused_quant.gemm import GemmProblem
+    from fused_quant.kernels import gemm_launch as g
+
+    assert all(rows[-1][0] >= 1 << 62 for rows in (g.INT8_GEMM_CONFIGS, *g.INT8_GEMM_DEVICE_CONFIGS.values()))
+
+    def row_of(m):
+        return g.int8_gemm_row(GemmProblem(m, 64, 64, "int8", torch.int8, torch.bfloat16, torch.device("cpu"),
+                                           True, True, False))
+
+    rows = g.INT8_GEMM_CONFIGS
+    for (max_m, *tile), (_, *next_tile) in zip(rows, rows[1:]):
+        assert list(row_of(max_m)) == tile and list(row_of(max_m + 1)) == next_tile, max_m
+    assert list(row_of(1 << 40)) == list(rows[-1][1:])
+
+
 @pytest.mark.parametrize("m", [0, 224, 256])
 def test_wide_silu_rows_off_value_matches_no_m(monkeypatch, m):
     """``silu_token_wide_rows`` of zeros, the default's: the chunks at every M, M = 0 included."""

@@ -201,6 +201,24 @@ def test_committed_configs_measured_within_the_float64_bound():
     assert error_bound("int8", 4096) < 1e-6 and error_bound("fp8", 14336) < 2e-3  # far below a lost K block
 
 
+def test_the_nearest_shape_counts_k_and_a_tie_with_torch_goes_to_torch(tmp_path, monkeypatch):
+    """Two swept shapes of one N, K = 4096 and 14336: a problem takes the row of its own K's side (the other row's
+    config would stream another K); a row whose time only equals its torch peer's is not faster, so the chain
+    keeps the torch provider there."""
+    table = tmp_path / "t.json"
+    base = dict(arch="sm_90", kind="int8", n=4096, BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1, num_warps=4,
+                num_stages=4, torch="triton_int8", m=1, torch_us=20.0, torch_all={"triton_int8": 20.0})
+    rows = [dict(base, k=4096, us=8.0), dict(base, k=14336, us=12.0, BLOCK_K=128, splits=4),
+            dict(base, k=4096, m=16, us=20.0, torch_all={"triton_int8": 20.0})]
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": rows}))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    for k, splits in ((4096, 1), (6000, 1), (12288, 4), (14336, 4), (20000, 4)):
+        cfg, why = g.small_m_config("sm_90", "int8", 4096, k, 1)
+        assert why == "" and cfg["splits"] == splits, (k, cfg)
+    cfg, why = g.small_m_config("sm_90", "int8", 4096, 4096, 16)
+    assert cfg is None and "triton_int8 measured faster at M bucket 16" in why and "20.0 vs 20.0" in why
+
+
 def test_config_is_taken_only_where_it_measured_faster(tmp_path, monkeypatch):
     table = tmp_path / "t.json"
     base = dict(arch="sm_90", kind="int8", n=4096, k=4096, BLOCK_N=64, BLOCK_M=16, BLOCK_K=256, splits=1,
