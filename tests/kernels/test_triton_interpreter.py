@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 
+import numpy as np
 import pytest
 import torch
 
@@ -103,22 +104,30 @@ def _fp32_probe_values(limit: float) -> torch.Tensor:
 @pytest.mark.parametrize("out", [torch.bfloat16, torch.float16, FP8], ids=str)
 def test_shim_float_conversions_round_like_torch(out):
     """fp32 -> bf16 / fp16 / e4m3fn in the interpreter equals torch's RNE conversion (fp8: within +-448,
-    where the kernels clamp to first; the bf16 upcast ties and the fp8 subnormal range are all in here)."""
+    where the kernels clamp to first; the bf16 upcast ties and the fp8 subnormal range are all in here). The shim
+    converts with torch, so against torch this shows it is installed and reached; e4m3fn is also checked against
+    the numpy encoder of tests/test_reference.py, which shares no code with torch's."""
     tl_out = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, FP8: tl.float8e4nv}[out]
     x = _fp32_probe_values(448.0 if out == FP8 else float("inf"))
     y = torch.empty(x.shape, dtype=out)
     block = 1 << 17
     _cast_kernel[(triton.cdiv(x.numel(), block),)](x, y, x.numel(), OUT=tl_out, BLOCK=block)
     assert_bits_equal(y, x.to(out), f"fp32 -> {out}")
+    if out == FP8:
+        from tests.test_reference import np_fp8_encode
+
+        assert_bits_equal(y.view(torch.uint8), torch.from_numpy(np_fp8_encode(x.numpy(), FP8)), "fp32 -> e4m3fn")
 
 
 def test_shim_libdevice_exp_and_rint():
-    """libdevice.exp / rint run (stock 3.7.1: they return None) and equal torch.exp / torch.round on fp32."""
+    """libdevice.exp / rint run (stock 3.7.1: they return None) and equal torch.exp / torch.round on fp32 (the
+    shim's own functions: this shows they are installed); rint also equals numpy's, ties to even."""
     x = torch.cat([all_bf16_patterns().float(), torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 8388609.0, -0.0])])
     e, r = torch.empty_like(x), torch.empty_like(x)
     _libdevice_kernel[(1,)](x, e, r, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
     assert_bits_equal(e, torch.exp(x), "exp")
     assert_bits_equal(r, torch.round(x), "rint")
+    assert_bits_equal(r, torch.from_numpy(np.rint(x.numpy())), "rint vs numpy")
 
 
 # ---------------------------------------------------------------- exhaustive sweeps over bf16
