@@ -40,8 +40,9 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
     (<= 4 ulp32 of |p|, p = acc * xs * ws), the rounding of p to Tout and of the bias add: each a rounding to
     nearest, at most half of Tout's eps relative (``gemm.dequant_epilogue``'s order).
     Otherwise (FP8: fp32 accumulation in any order, on GPUs after tensor-core partial sums of
-    reduced precision) the bound uses sum |x||w| * xs * ws, and allows the two Tout roundings twice (a kernel
-    may apply the two scales in either order and round once more).
+    reduced precision) the bound uses sum |x||w| * xs * ws, and a whole ulp for each of two roundings, twice (a
+    kernel may apply the two scales in either order and round once more). Half of it failed on an H100: torch's
+    FP8 GEMM through its fp32 product and our epilogue, fp16 out (benchmarks/RESULTS.md, forty-ninth round).
     """
     x = xq.cpu().to(torch.float64).reshape(-1, xq.shape[-1])
     w = wq.cpu().to(torch.float64)
@@ -69,7 +70,7 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
             # at 14336: benchmarks/results/fp8_gemm_accumulation_H200.txt), so per promoted block at
             # most 4 truncations of its own magnitude: 4 * 2^-13 of sum |x||w| in all, whatever K
             acc += 4 * 2.0**-13
-        tol = eps_t * rounded + acc * mag
+        tol = 2 * eps_t * (p.abs() + ref.abs()) + acc * mag
     tol = tol + torch.finfo(out.dtype).tiny
     o = out.detach().cpu().to(torch.float64).reshape(ref.shape)
     # non-finite values must sit where the reference has them (a NaN compares False to any bound)
