@@ -58,7 +58,8 @@ class FusedSiluAndMulAndQuant(nn.Module):
 
     def __init__(self, numerics: str | None = None):
         super().__init__()
-        if numerics:  # None or "": FUSED_QUANT_NUMERICS, read at each call; an unknown name fails here
+        if numerics:  # None or "": FUSED_QUANT_NUMERICS, read once per runtime state (after fused_quant.reset()
+            # a change takes effect); an unknown name fails here
             get_profile(numerics)
         self.numerics = numerics
 
@@ -614,8 +615,10 @@ class QuantLinear(nn.Module):
         ``load_state_dict``): a static input scale written in place is checked again at the next eager
         call, by its version counter (not for writes that bypass it, such as ``scale.data.copy_()``,
         nor for inference-mode tensors, which have none; not while a CUDA graph is captured or
-        replayed, nor under torch.compile). A tensor's storage or shape changed in place (``.data = ...``,
-        ``t_()``) is not seen: assign a new tensor instead, or call ``fused_quant.reset()``."""
+        replayed, nor under torch.compile). Values written in place into the weight, weight scale or bias
+        are not checked again (they were checked where they came in). A tensor's storage or shape changed in place
+        (``.data = ...``, ``t_()``) is not seen, and a bound call may then mix the new tensor with the others'
+        old views: assign a new tensor instead, or call ``fused_quant.reset()``."""
         if torch.compiler.is_compiling():
             return self._checked_forward(x, x_and_scale_quanted, None)
         if _tracing_state() is not None:
