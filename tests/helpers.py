@@ -41,8 +41,9 @@ def assert_gemm_close(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc
     nearest, at most half of Tout's eps relative (``gemm.dequant_epilogue``'s order).
     Otherwise (FP8: fp32 accumulation in any order, on GPUs after tensor-core partial sums of
     reduced precision) the bound uses sum |x||w| * xs * ws, and a whole ulp for each of two roundings, twice (a
-    kernel may apply the two scales in either order and round once more). Half of it failed on an H100: torch's
-    FP8 GEMM through its fp32 product and our epilogue, fp16 out (benchmarks/RESULTS.md, forty-ninth round).
+    kernel may apply the two scales in either order and round once more). Half of it with a bias, a quarter without
+    one, failed on an H100: torch's FP8 GEMM through its fp32 product and our epilogue, fp16 out
+    (benchmarks/RESULTS.md, forty-ninth round).
     """
     x = xq.cpu().to(torch.float64).reshape(-1, xq.shape[-1])
     w = wq.cpu().to(torch.float64)

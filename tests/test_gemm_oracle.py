@@ -75,7 +75,7 @@ def test_one_rounding_is_held_to_half_an_ulp():
 
 def test_the_fp8_bound_allows_a_whole_ulp_per_rounding_twice_and_no_more():
     """The FP8 bound (any accumulation order, the scales in either order, a rounding more): a whole ulp for each of
-    the output's two roundings, twice (half of it failed on an H100, benchmarks/RESULTS.md, forty-ninth round). At
+    the output's two roundings, twice (less failed on an H100, benchmarks/RESULTS.md, forty-ninth round). At
     3.0 without a bias that is 0.094: 3.0625 passes (four ulps of 2^-6), 3.125 does not, nor does a relative error
     of 2^-4; with a bias of 1.0 (4.0, ulp 2^-5), 4.0625 passes and 4.125 does not."""
     _fp8_one(3.0, 3.0)

@@ -196,8 +196,9 @@ def to_platform_fp8(w: torch.Tensor, ws: torch.Tensor, fp8_dtype: torch.dtype, w
 def to_checkpoint_fp8(w: torch.Tensor, ws: torch.Tensor, input_scale: torch.Tensor | None = None
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """The inverse of ``to_platform_fp8``: e4m3fn weights, their scales and the input scale. An e4m3fnuz code
-    has the e4m3fn code of the same bits at half the scale, except +-240 (0x7f / 0xff), NaN in e4m3fn: a layer
-    quantized on an e4m3fnuz node holds them wherever a channel reaches its max. Such a channel is written by value
+    has the e4m3fn code of the same bits at half the scale, except +-240 (0x7f / 0xff), NaN in e4m3fn: our own
+    quantizer stops at 224 on e4m3fnuz (``keys.fp8_max``), but weights quantized by another tool and given to a layer
+    may reach the format's 240. Such a channel is written by value
     at its own scale, its values under 2**-6 rounded to e4m3fn's step there (2**-9: at most 2**-10 off, of a
     channel whose largest value is 240); every other channel as the same bits at half its scale."""
     if w.dtype == K.FP8_DTYPE:

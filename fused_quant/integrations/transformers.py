@@ -678,6 +678,18 @@ def _module_name(model: nn.Module, module: nn.Module | None) -> str | None:
     return next((name for name, m in model.named_modules() if m is module), None) if module is not None else None
 
 
+def _retied(model: nn.Module) -> set[nn.Module] | None:
+    """{output embedding, input embedding} where the model's config ties them (transformers ties them again when
+    it loads the model, so the head's tensor is not written), else None."""
+    if not getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        return None
+    try:
+        head, embed = model.get_output_embeddings(), model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        return None
+    return {head, embed} if head is not None and embed is not None else None
+
+
 def _untie_an_own_head(model: nn.Module, tensors: dict, where: str) -> None:
     """A config that ties the output embedding to the input one, where the model's head is its own: a quantized
     head (``quantize_model`` with ``lm_head`` not ignored), or a float head whose checkpoint tensor differs from the
@@ -904,16 +916,17 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
             tensors[k] = v.clone() if v.data_ptr() in written else v
             written.add(v.data_ptr())
     layers = [(part, layer) for part, layer, _, _ in parts]
+    retied = _retied(model)
     owners: dict[int, nn.Module] = {}  # memory -> the module that first held it
     for k, v in model.state_dict().items():
         if _covered(k, covered):
             continue
         owner = model.get_submodule(k.rpartition(".")[0])
         first = owners.setdefault(v.data_ptr(), owner)
-        if first is not owner:  # a tied weight (another module's tensor) is written once: tie_weights restores it
+        if first is not owner and {first, owner} == retied:  # the config's tie: tie_weights restores it at load
             continue
-        # a module shared between paths is written at each, as the quantized layers are (copied after the first):
-        # each path loads as a float layer of its own
+        # any other tensor held at two paths (a module shared between layers, a weight shared by hand) is written
+        # at each, as the quantized layers are (copied after the first): each path loads as a tensor of its own
         tensors[k] = v.contiguous().cpu() if v.data_ptr() not in written else v.detach().cpu().clone()
         written.add(v.data_ptr())
     float_linears = [n for n, m in model.named_modules(remove_duplicate=False) if isinstance(m, nn.Linear)]

@@ -224,8 +224,8 @@ def test_fnuz_conversion_keeps_every_value():
 
 @pytest.mark.parametrize("per_tensor", [False, True])
 def test_fnuz_weights_holding_240_are_written_without_nan_codes(per_tensor):
-    """e4m3fnuz +-240 (0x7f / 0xff: a channel's max when quantized on an e4m3fnuz node) is NaN as the same e4m3fn
-    bits: such a channel is written by value at its own scale (every value kept from 2**-6 up, smaller ones within
+    """e4m3fnuz +-240 (0x7f / 0xff: the format's max, which weights quantized by another tool may hold; ours stop at
+    224) is NaN as the same e4m3fn bits: such a channel is written by value at its own scale (every value kept from 2**-6 up, smaller ones within
     2**-10 of the scale), the others as the same bits at half their scale; under one scale, the whole weight."""
     codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
     codes = codes[codes != 0x80]  # every e4m3fnuz code but NaN
@@ -786,8 +786,7 @@ def test_a_model_with_a_shared_mlp_saves_and_loads_back_bitwise(tmp_path):
 
 def test_a_float_linear_shared_between_layers_saves_at_each_path_and_loads_back_bitwise(tmp_path):
     """A float (unconverted) linear shared by two layers was written at its first path only and left out of the
-    config's ignore list at the second, so the checkpoint did not load ("the checkpoint has no ...weight"). The
-    tied head, another module holding the embedding's tensor, is still written once."""
+    config's ignore list at the second, so the checkpoint did not load ("the checkpoint has no ...weight")."""
     model = make_model("llama", torch.bfloat16)
     attn = [layer.self_attn for layer in model.model.layers]
     attn[1].q_proj = attn[0].q_proj
@@ -840,3 +839,26 @@ def test_config_mistakes_are_named_as_the_configs(tiny, tmp_path):
                                                  r"got torch\.bfloat16 \(a float layer: should the config's ignore "
                                                  r"name it\?\)"):
         fqt.from_pretrained(typo)
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_a_tensor_two_modules_hold_is_written_at_each_unless_the_config_ties_it(tmp_path, tie):
+    """A norm weight shared by hand between two layers, and the head holding the embedding's tensor: written at each
+    path (each loads as a tensor of its own), except the head where the config ties it, which transformers ties
+    again at load (it was written once in every case, so a hand-shared tensor did not load)."""
+    model = make_model("llama", torch.bfloat16, tie_word_embeddings=tie)
+    layers = model.model.layers
+    layers[1].input_layernorm.weight = layers[0].input_layernorm.weight
+    model.lm_head.weight = model.model.embed_tokens.weight
+    fqt.quantize_model(model)
+    model.requires_grad_(False)
+    fqt.save_pretrained(model, tmp_path)
+    tensors = load_file(str(tmp_path / "model.safetensors"))
+    assert torch.equal(tensors["model.layers.1.input_layernorm.weight"], tensors["model.layers.0.input_layernorm.weight"])
+    assert ("lm_head.weight" in tensors) is not tie
+    ids = token_ids()
+    loaded = fqt.from_pretrained(tmp_path)
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, model(ids).logits)
+    assert (loaded.lm_head.weight is loaded.model.embed_tokens.weight) is tie
+

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# forty-ninth round, run 2 (an H200, in the device time run 1 leaves): round 46's run1_call.sh, i.e. bench mlp,
+# forty-ninth round, run 2 (an H200; not run): round 46's run1_call.sh, i.e. bench mlp,
 # bench host, bench gemm, the decode targets over them (the report's new "never slower" peers), then
 # tests/gpu/test_decode_gpu.py on triton_fp8 in the time left
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
