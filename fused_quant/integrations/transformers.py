@@ -909,12 +909,17 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         raise UnsupportedError("save_pretrained: the model has no fused-quant layers; use transformers' "
                                "model.save_pretrained")
     tensors, written = {}, set()
+
+    def write(k: str, v: torch.Tensor) -> None:
+        # a tensor held at two paths (a layer or module shared between them, a weight shared by hand) is written at
+        # each: the checkpoint format has no sharing, and each path loads as a tensor of its own, bitwise the same;
+        # copied where another key holds its memory
+        tensors[k] = v.detach().cpu().clone() if v.data_ptr() in written else v.contiguous().cpu()
+        written.add(v.data_ptr())
+
     for part, layer, rows, scale in _steps(parts, "save quantized layers", progress, "layer"):
         for k, v in ckpt.layer_tensors(part, layer, rows, scale).items():
-            # a layer shared between paths is written at each (the checkpoint format has no sharing; it loads
-            # as one layer per path, bitwise the same), its tensors copied where another key holds their memory
-            tensors[k] = v.clone() if v.data_ptr() in written else v
-            written.add(v.data_ptr())
+            write(k, v)
     layers = [(part, layer) for part, layer, _, _ in parts]
     retied = _retied(model)
     owners: dict[int, nn.Module] = {}  # memory -> the module that first held it
@@ -925,10 +930,7 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         first = owners.setdefault(v.data_ptr(), owner)
         if first is not owner and {first, owner} == retied:  # the config's tie: tie_weights restores it at load
             continue
-        # any other tensor held at two paths (a module shared between layers, a weight shared by hand) is written
-        # at each, as the quantized layers are (copied after the first): each path loads as a tensor of its own
-        tensors[k] = v.contiguous().cpu() if v.data_ptr() not in written else v.detach().cpu().clone()
-        written.add(v.data_ptr())
+        write(k, v)
     float_linears = [n for n, m in model.named_modules(remove_duplicate=False) if isinstance(m, nn.Linear)]
     config = copy.deepcopy(model.config)
     config.architectures = [causal_lm.__name__]  # vLLM picks the model class by it; a subclass loads as this one
