@@ -192,6 +192,9 @@ def main(argv=None) -> int:
         ap.error(f"--kinds takes int8 and fp8, separated by commas; got {a.kinds!r}")
     if a.install and "int8" not in kinds:
         ap.error("--install merges the int8 rows' configs: --kinds must name int8")
+    if a.install and Path(a.out).resolve() == g.SMALL_M_QUANTIZING_FILE.parent.resolve():
+        ap.exit(2, f"quantizing_calls: --out {a.out} is the package's folder: --install would write the run's rows "
+                   f"over the installed {g.SMALL_M_QUANTIZING_FILE.name} before merging them; write elsewhere\n")
     require_gpu(ap, "quantizing_calls")
     out = out_folder(ap, a.out, "quantizing_calls")
     partial = out / "quantizing_calls.partial.json"  # the rows timed so far, until the run's JSON replaces it
@@ -209,7 +212,7 @@ def main(argv=None) -> int:
         table = fastest(rows, launch._cuda_arch(torch.cuda.current_device()), meta)
         path = out / g.SMALL_M_QUANTIZING_FILE.name
         path.write_text(json.dumps(table, indent=1) + "\n")
-        install(path, g.SMALL_M_QUANTIZING_FILE)
+        install(path, g.SMALL_M_QUANTIZING_FILE, timed=False)
         print(f"installed {len(table['rows'])} rows into {g.SMALL_M_QUANTIZING_FILE}")
     return 0
 

@@ -16,7 +16,9 @@ count B (a new bucket, measured before a search of its own).
 
 Every config timed is a line of ``DIR/sweep_small_m_gemm.log``, and ``DIR/small_m_gemm_sweep.png`` draws them per
 shape and token count beside the pick and the fastest torch provider (how close the choices lie);
-``--replot LOG TABLE --out DIR`` draws it again from a saved log and table (no GPU).
+``--replot LOG TABLE --out DIR`` draws it again from a saved log and table (no GPU). A run stopped part-way keeps
+the rows it timed (saved after each); ``--resume`` with the same ``--out`` times only the rest, and a new sweep into
+a folder holding one is refused, as is ``--out`` the package's own folder.
 
 ``python -m benchmarks.sweep_small_m_gemm --out DIR`` (GPU), then merge ``DIR/small_m_gemm_configs.json`` into
 ``fused_quant/kernels/`` (``--install`` does that, row by row: a sweep split over several calls with ``--kinds`` /
@@ -34,6 +36,7 @@ import ast
 import dataclasses
 import functools
 import json
+import os
 import re
 import sys
 import time
@@ -71,6 +74,7 @@ TILES_TALL = {128: ((64, 128, 4, 4), (64, 128, 8, 4), (128, 64, 8, 4), (128, 128
                     (64, 128, 4, 4), (128, 64, 8, 6), (64, 64, 8, 6))}
 SPLITS = (1, 2, 4, 8)
 PICTURE = "small_m_gemm_sweep.png"
+LOG = "sweep_small_m_gemm.log"
 SPLIT_MARGIN = 0.03
 
 
@@ -147,19 +151,29 @@ def _error(out, xq, xs, w, ws) -> float:
     return float(((out.double() - ref).abs() / (mag + 1e-30)).max())
 
 
-def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None, model: str | None = None) -> list[dict]:
+def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None, model: str | None = None,
+          before: list[dict] = ()) -> list[dict]:
     """The rows (GPU ``model``'s own where given: its name as each row's ``device``); ``log`` takes a line per row (and
-    per config that could not run), ``note`` (when given) each config timed as ``note(kind, shape, m, us, cfg)``."""
+    per config that could not run), ``note`` (when given) each config timed as ``note(kind, shape, m, us, cfg)``.
+    ``before``: the rows of a run cut short (``--resume``), kept; their (kind, shape, M) are not timed again."""
     from fused_quant.kernels import launch
 
     arch = launch._cuda_arch(torch.cuda.current_device())
-    rows = []
+    rows = list(before)
+    done_already = {(r["kind"], r["shape"], r["m"]) for r in rows}
     done, total, start = 0, len(shapes) * len(kinds) * len(ms), time.perf_counter()
     for label, (n, k) in shapes.items():
         for kind in kinds:
+            if all((kind, label, m) in done_already for m in ms):
+                done += len(ms)
+                log(f"{kind:4s} {label:7s} kept from the run resumed")
+                continue
             weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
             for m in ms:
                 done += 1
+                if (kind, label, m) in done_already:
+                    log(f"{kind:4s} {label:7s} M={m:4d} kept from the run resumed")
+                    continue
                 xq, xs_tok, xs_ten = _activation(kind, m, k)
                 w, ws = weights[0]
                 fixed = None if retime is None else retime.get((arch, kind, n, k, m))
@@ -280,6 +294,9 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
                          "only (with --retime, the configs it takes now are timed: its own rows', else the arch's)")
     ap.add_argument("--replot", nargs=2, metavar=("LOG", "TABLE"),
                     help="draw small_m_gemm_sweep.png of a saved sweep's log and table into --out (no GPU)")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on with the sweep already in --out: keep its rows and log, time only the (kind, shape, "
+                         "M) it lacks")
     args, decoder = models.parse(ap, argv)
     args.decoder = decoder
     kinds, shapes = list(dict.fromkeys(args.kinds.split(","))), list(dict.fromkeys(args.shapes.split(",")))
@@ -292,6 +309,8 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
     ms = token_counts(ap, "--ms", args.ms, g.M_BUCKETS)  # gemm_launch's buckets: a row at another M is never read
     if args.replot and (args.install or args.retime or args.seed_from is not None or args.own_rows):
         ap.error("--replot only draws a saved sweep; it takes no --install, --retime, --seed-from or --own-rows")
+    if args.replot and args.resume:
+        ap.error("--replot only draws a saved sweep; it takes no --resume")
     if args.seed_from is not None and not args.retime:
         ap.error("--seed-from goes with --retime")
     if args.seed_from is not None and args.seed_from not in g.M_BUCKETS:
@@ -307,23 +326,27 @@ def main(argv=None) -> int:
         print("sweep: needs a GPU", file=sys.stderr)
         return 2
     out = Path(args.out)
-    problem = made_folder(out)
+    problem = made_folder(out) or out_problem(out, args.resume)
     if problem:
         print(f"sweep: {problem}", file=sys.stderr)
         return 2
     from fused_quant.kernels import launch
 
-    with Log(out / "sweep_small_m_gemm.log") as log:
+    path = out / g.SMALL_M_CONFIG_FILE.name
+    model = launch.device_name(torch.cuda.current_device()) if args.own_rows else None
+    before, problem = resumed_rows(path, torch.cuda.get_device_name(), model, args.retime) if args.resume else ([], "")
+    if problem:
+        print(f"sweep: --resume: {problem}", file=sys.stderr)
+        return 2
+    with Log(out / LOG, append=args.resume) as log:
         t0 = time.time()
-        path = out / g.SMALL_M_CONFIG_FILE.name
         meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py",
                 "pdl": bool(launch.pdl_options(torch.cuda.current_device())["PDL"])}
 
         def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured
             meta["seconds"] = round(time.time() - t0)
-            path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+            write_atomically(path, json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
-        model = launch.device_name(torch.cuda.current_device()) if args.own_rows else None
         retime = None
         if args.retime:
             installed = json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]
@@ -337,7 +360,7 @@ def main(argv=None) -> int:
             log.quiet(trial_line(kind, shape, m, us, cfg))
             trials.append(dict(kind=kind, shape=shape, m=m, us=us, **cfg))
 
-        rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note, model)
+        rows = sweep(kinds, args.decoder.pick(shapes), ms, log, save, retime, note, model, before)
         save(rows)  # also when no row was swept (a retime of rows the table lacks): an empty table, not none
         if not rows:
             log(f"no rows swept (kinds {args.kinds}, shapes {args.shapes}, M {args.ms}"
@@ -349,6 +372,49 @@ def main(argv=None) -> int:
         if rows and not plot(rows, trials, out / PICTURE):
             log(f"matplotlib is not installed: no {PICTURE} (--replot draws it later)")
     return 0
+
+
+def out_problem(out: Path, resume: bool) -> str:
+    """Why ``out`` cannot take this sweep ("" where it can): the package's own folder (the sweep's table has the
+    installed table's name, and the first row saved would replace it: ``--install`` merges), or a folder holding a
+    sweep already, unless ``resume`` goes on with it (a new run would write over what it measured)."""
+    if out.resolve() == g.SMALL_M_CONFIG_FILE.parent.resolve():
+        return (f"--out {out} is the package's folder: the sweep would write over the installed "
+                f"{g.SMALL_M_CONFIG_FILE.name}; write it elsewhere (--install merges it in)")
+    held = [name for name in (g.SMALL_M_CONFIG_FILE.name, LOG) if (out / name).exists()]
+    if held and not resume:
+        return (f"--out {out} holds a sweep already ({', '.join(held)}): --resume goes on with it, or pick another "
+                "folder")
+    return ""
+
+
+def resumed_rows(path: Path, device: str, model: str | None, retime: bool) -> tuple[list[dict], str]:
+    """(the rows of the sweep at ``path`` that ``--resume`` goes on with, "") or ([], why they cannot be): a run on
+    another GPU, of another model's rows (``--own-rows``) or of the other mode (``--retime``) would mix in one table
+    rows that were not measured alike."""
+    if not path.is_file():
+        return [], ""
+    try:
+        saved = json.loads(path.read_text())
+        meta, rows = saved["meta"], saved["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [], f"{path} is not a sweep's table this script writes ({type(exc).__name__}: {exc})"
+    if meta.get("device") != device:
+        return [], f"{path} was swept on {meta.get('device')}, this GPU is {device}"
+    if bool(meta.get("retime")) != bool(retime):
+        return [], f"{path} was {'a retime' if meta.get('retime') else 'a search'}; resume it the same way"
+    owners = {r.get("device") for r in rows}
+    if owners - {model}:
+        mine = f"{model}'s own rows" if model else "the arch's rows"
+        return [], f"{path} holds rows of {sorted(map(str, owners))}, this run writes {mine} (--own-rows)"
+    return rows, ""
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a run stopped mid-write leaves the file as it was."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
 
 
 def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> int:
@@ -406,23 +472,36 @@ def _table_name(row: dict) -> str:
     return row["arch"] if row.get("device") is None else f"{row['arch']} {row['device']}"
 
 
-def install(path: Path, table: Path | None = None) -> list[str]:
+def install(path: Path, table: Path | None = None, timed: bool = True) -> list[str]:
     """Merge a sweep's rows into the package's table (``table``, default the provider's file): each swept
     (arch, kind, N, K, M) replaces its old row among the arch's rows or, for a GPU model's own rows (``--own-rows``),
     among that model's; the rest stay, so a sweep split over calls (``--kinds``, ``--shapes``, ``--ms``) installs
     part by part. The arch's meta (``"metas"``) or the model's (``"models"``) is the latest sweep's. Returns
-    ``pick_changes`` against the rows each problem took before."""
+    ``pick_changes`` against the rows each problem took before.
+
+    Refused with a ValueError, the table untouched: rows the provider would refuse to read (``gemm_launch.check_rows``;
+    ``timed``: with the torch providers' times, as the GEMM table's rows have them), and part of an arch's rows swept
+    on another GPU model than the rest (the arch's meta names one model: ``--own-rows`` installs such rows as that
+    model's own, a sweep of every row the arch has replaces them all). The table is written whole or not at all."""
     table = table or g.SMALL_M_CONFIG_FILE
     new = json.loads(path.read_text())
+    g.check_rows(new["rows"], str(path), timed)
     swept = {_row_key(r): r for r in new["rows"]}
     old = json.loads(table.read_text()) if table.is_file() else {"rows": []}
+    for arch in sorted({r["arch"] for r in new["rows"] if r.get("device") is None}):
+        was, now = old.get("metas", {}).get(arch, {}).get("device"), new["meta"].get("device")
+        kept = [r for r in old["rows"] if r["arch"] == arch and r.get("device") is None and _row_key(r) not in swept]
+        if was and now and was != now and kept:
+            raise ValueError(f"{arch}'s rows in {table} were swept on {was}, these on {now}, and {len(kept)} of "
+                             f"{arch}'s rows would stay as {was} measured them: install them as {now}'s own rows "
+                             "(--own-rows), or sweep every row the arch has")
     rows = [swept.get(_row_key(r), r) for r in old["rows"]]  # in place: the table's order stays
     have = {_row_key(r) for r in old["rows"]}
     rows += [r for key, r in swept.items() if key not in have]
     metas = {**old.get("metas", {}), **{r["arch"]: new["meta"] for r in new["rows"] if r.get("device") is None}}
     models = {**old.get("models", {}), **{r["device"]: new["meta"] for r in new["rows"] if r.get("device")}}
-    table.write_text(json.dumps({"metas": metas, **({"models": models} if models else {}), "rows": rows}, indent=1)
-                     + "\n")
+    write_atomically(table, json.dumps({"metas": metas, **({"models": models} if models else {}), "rows": rows},
+                                       indent=1) + "\n")
     return pick_changes(old["rows"], new["rows"])
 
 

@@ -59,10 +59,10 @@ def token_counts(ap, flag: str, text: str, allowed=()) -> list[int]:
 class Log:
     """A script's log at ``path``, used as ``with Log(path) as log:``: a call prints its line and writes it to the
     file at once, ``quiet`` writes it to the file only (line-buffered: a run stopped part-way keeps every line it
-    logged); the file is closed as the block ends."""
+    logged); the file is closed as the block ends. ``append``: after the lines already there (a run resumed)."""
 
-    def __init__(self, path) -> None:
-        self.file = open(path, "w", buffering=1)
+    def __init__(self, path, append: bool = False) -> None:
+        self.file = open(path, "a" if append else "w", buffering=1)
 
     def __enter__(self) -> "Log":
         return self

@@ -48,6 +48,16 @@ def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys, monkeypat
     assert not out.exists()
 
 
+def test_install_into_the_packages_folder_is_refused_before_anything_runs(capsys):
+    """``--out`` the package's folder with ``--install`` would write the run's rows over the installed table before
+    merging them: refused before any GPU is asked, the table untouched."""
+    before = g.SMALL_M_QUANTIZING_FILE.read_text()
+    with pytest.raises(SystemExit) as stop:
+        qc.main(["--out", str(g.SMALL_M_QUANTIZING_FILE.parent), "--install"])
+    assert stop.value.code == 2 and "is the package's folder" in capsys.readouterr().err
+    assert g.SMALL_M_QUANTIZING_FILE.read_text() == before
+
+
 @pytest.mark.gpu
 def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path, monkeypatch):
     """int8 per-token o at one token: the baseline, every candidate that fits (a difference in bits raises), the

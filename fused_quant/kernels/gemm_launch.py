@@ -18,6 +18,7 @@ import json
 import math
 import operator
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 import torch
@@ -485,10 +486,23 @@ def model_metas(path: Path | None = None) -> dict[str, dict]:
 
 
 def _read_table(path: Path) -> dict:
+    """``config_table``'s reading of ``path``, each row checked (``check_rows``): a malformed table is a ValueError
+    naming the file and the row, never a config that fails inside a kernel or a row read another way."""
     table: dict = {}
     if not path.is_file():
         return table
-    data = json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"small-M config table {path} cannot be read: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise ValueError(f"small-M config table {path}: expected a JSON object with a list of rows, got "
+                         f"{type(data).__name__}{' without rows' if isinstance(data, dict) else ''}")
+    if "meta" in data and "metas" not in data:
+        raise ValueError(f"small-M config table {path} is a sweep's output (its \"meta\"), not an installed table: "
+                         "benchmarks/sweep_small_m_gemm.py --install merges it into one")
+    # the GEMM table's rows decide between the small-M GEMM and the torch providers by their times
+    check_rows(data["rows"], str(path), timed=path == SMALL_M_CONFIG_FILE)
     for row in data["rows"]:
         key = (row["arch"], row["kind"], row.get("device"))
         table.setdefault(key, {}).setdefault((row["n"], row["k"]), {})[row["m"]] = row
@@ -496,9 +510,77 @@ def _read_table(path: Path) -> dict:
     return table
 
 
-def _distance(shape: tuple[int, int], n: int, k: int) -> float:
-    """How far a swept (N, K) is from a problem's: the sum of the log2 ratios (0 for the same shape)."""
-    return abs(math.log2(shape[0] / n)) + abs(math.log2(shape[1] / k))
+# the warp counts a Triton launch takes
+NUM_WARPS = (1, 2, 4, 8, 16, 32)
+
+
+def check_rows(rows: list, where: str, timed: bool = True) -> None:
+    """Check the rows of a small-M config table (the installed one, a sweep's output) at ``where``: each an
+    arch, a kind (fp8 / int8), positive N and K, M one of ``M_BUCKETS``, a config (``CONFIG_FIELDS``: positive
+    integers, blocks and warps powers of two), a finite positive time (``us``), with ``timed`` the torch
+    providers' times the row is weighed against (``torch_all``), and no two rows for one problem of one GPU
+    model or arch. A ValueError names the first row that is not so."""
+    seen: dict[tuple, int] = {}
+    for i, row in enumerate(rows):
+        why = _row_problem(row, timed)
+        if why:
+            label = (f" ({row.get('kind')} N={row.get('n')} K={row.get('k')} M={row.get('m')})"
+                     if isinstance(row, dict) else "")
+            raise ValueError(f"small-M config table {where}: row {i}{label}: {why}")
+        key = (row["arch"], row["kind"], row.get("device"), row["n"], row["k"], row["m"])
+        if key in seen:
+            raise ValueError(f"small-M config table {where}: rows {seen[key]} and {i} are both {row['kind']} "
+                             f"N={row['n']} K={row['k']} M={row['m']} on {row.get('device') or row['arch']}")
+        seen[key] = i
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _row_problem(row: object, timed: bool) -> str:
+    """Why ``row`` is not a row ``check_rows`` takes ("" where it is)."""
+    if not isinstance(row, dict):
+        return f"expected an object, got {type(row).__name__}"
+    if not isinstance(row.get("arch"), str) or not row["arch"]:
+        return f"expected an arch name, got {row.get('arch')!r}"
+    if row.get("device") is not None and (not isinstance(row["device"], str) or not row["device"]):
+        return f"expected a GPU model's name as its device (or none), got {row['device']!r}"
+    if row.get("kind") not in ("fp8", "int8"):
+        return f"expected kind fp8 or int8, got {row.get('kind')!r}"
+    for field in ("n", "k"):
+        if not _count(row.get(field)):
+            return f"expected a positive integer {field}, got {row.get(field)!r}"
+    if row.get("m") not in M_BUCKETS or isinstance(row.get("m"), bool):
+        return f"expected m one of the buckets {M_BUCKETS}, got {row.get('m')!r}"
+    for field in CONFIG_FIELDS:
+        value = row.get(field)
+        if not _count(value):
+            return f"expected a positive integer {field}, got {value!r}"
+        if field.startswith("BLOCK_") and value & (value - 1):
+            return f"expected {field} a power of two, got {value}"
+    if row["num_warps"] not in NUM_WARPS:
+        return f"expected num_warps one of {NUM_WARPS}, got {row['num_warps']}"
+    if not _time(row.get("us")):
+        return f"expected a finite positive time us, got {row.get('us')!r}"
+    if timed:
+        times = row.get("torch_all")
+        if not isinstance(times, dict) or not times:
+            return f"expected the torch providers' times (torch_all), got {times!r}"
+        bad = {name: us for name, us in times.items() if not _time(us)}
+        if bad:
+            return f"expected finite positive torch times, got {bad}"
+    return ""
+
+
+def _distance(shape: tuple[int, int], n: int, k: int) -> Fraction:
+    """How far a swept (N, K) is from a problem's: the product of the two ratios, larger over smaller (1 for the
+    same shape; its log2 is the sum of the log2 ratios). Exact: two shapes as near compare equal."""
+    return Fraction(max(shape[0], n), min(shape[0], n)) * Fraction(max(shape[1], k), min(shape[1], k))
 
 
 def torch_time(row: dict, names: tuple[str, ...] | None = None) -> tuple[str | None, float]:
@@ -552,6 +634,8 @@ def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int, path: Path |
     the nearest at those: at the others a fully swept shape answers (on an H100 the problems at a bucket a partial
     sweep had skipped otherwise fell to torch providers 1.06-1.51x as slow, benchmarks/RESULTS.md, thirty-fifth
     round)."""
+    if n <= 0 or k <= 0:
+        return None, f"N and K must be positive, got N={n} K={k}"
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"

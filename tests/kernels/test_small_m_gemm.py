@@ -174,6 +174,8 @@ def test_sweep_tries_256_token_blocks_above_128_and_the_bench_times_every_bucket
 def test_committed_table_is_well_formed():
     data = json.loads(g.SMALL_M_CONFIG_FILE.read_text())
     assert data["rows"], "no rows"
+    g.check_rows(data["rows"], "committed GEMM table")  # what the provider checks as it reads the table
+    g.check_rows(json.loads(g.SMALL_M_QUANTIZING_FILE.read_text())["rows"], "committed quantizing table", timed=False)
     for row in data["rows"]:
         assert row["arch"] in data["metas"] or row["device"] in data["models"], row["arch"]
         assert row["kind"] in ("fp8", "int8") and row["m"] in g.M_BUCKETS
@@ -1672,7 +1674,7 @@ def test_sweep_install_merges_row_by_row(tmp_path):
     from benchmarks.sweep_small_m_gemm import install
 
     def row(kind, m, us):
-        return dict(arch="sm_90", kind=kind, n=4096, k=4096, m=m, us=us)
+        return dict(_table_row(m, us, 10.0), kind=kind)
 
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"metas": {"sm_90": {"date": "old"}, "gfx942": {"date": "amd"}},
@@ -2038,3 +2040,146 @@ def test_producing_only_at_the_measured_buckets(monkeypatch):
     for m in (9, 33, 100, 150, 200, 256):  # the buckets 16, 64, 128, 160 and 256: the table's row is asked for
         assert g.bind_small_m_producing(dataclasses.replace(p32, m=m), None, None, None, object()) is None
     assert [a[4] for a in seen] == [9, 33, 100, 150, 200, 256]
+
+
+# each a change to a good row, and what the loader says of it
+_MALFORMED_ROWS = [
+    (dict(BLOCK_N=48), "expected BLOCK_N a power of two, got 48"),
+    (dict(BLOCK_K=24), "expected BLOCK_K a power of two, got 24"),
+    (dict(BLOCK_M=0), "expected a positive integer BLOCK_M, got 0"),
+    (dict(BLOCK_K="256"), "expected a positive integer BLOCK_K, got '256'"),
+    (dict(splits=0), "expected a positive integer splits, got 0"),
+    (dict(splits=True), "expected a positive integer splits, got True"),
+    (dict(num_warps=3), "expected num_warps one of (1, 2, 4, 8, 16, 32), got 3"),
+    (dict(num_stages=-1), "expected a positive integer num_stages, got -1"),
+    (dict(us=float("nan")), "expected a finite positive time us, got nan"),
+    (dict(us=None), "expected a finite positive time us, got None"),
+    (dict(torch_all={}), "expected the torch providers' times (torch_all), got {}"),
+    (dict(torch_all={"triton_int8": float("inf")}), "expected finite positive torch times, got {'triton_int8': inf}"),
+    (dict(n=0), "expected a positive integer n, got 0"),
+    (dict(m=3), "expected m one of the buckets"),
+    (dict(kind="INT8"), "expected kind fp8 or int8, got 'INT8'"),
+    (dict(arch=""), "expected an arch name, got ''"),
+    (dict(device=7), "expected a GPU model's name as its device (or none), got 7"),
+]
+
+
+@pytest.mark.parametrize("change,said", _MALFORMED_ROWS, ids=[f"{next(iter(c))}={next(iter(c.values()))!r}"
+                                                              for c, _ in _MALFORMED_ROWS])
+def test_a_malformed_row_is_refused_as_the_table_is_read(tmp_path, monkeypatch, change, said):
+    """A row the small-M GEMM could not launch, or would weigh wrongly against the torch providers, is a ValueError
+    naming the file and the row as the table is read: never a config that fails inside the kernel, is clamped, or
+    (a NaN time) always wins."""
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": [_table_row(1, 8.0, 9.0), {**_table_row(16, 8.0, 9.0),
+                                                                                               **change}]}))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    with pytest.raises(ValueError) as err:
+        g.small_m_config("sm_90", "int8", 4096, 4096, 1)
+    assert str(table) in str(err.value) and "row 1" in str(err.value) and said in str(err.value)
+    if "torch" not in said:  # the quantizing table's rows carry no torch times: the rest is checked there too
+        monkeypatch.setattr(g, "SMALL_M_QUANTIZING_FILE", table)
+        with pytest.raises(ValueError, match="row 1"):
+            g._swept_row("sm_90", "int8", 4096, 4096, 1, table)
+
+
+def test_a_table_the_provider_cannot_read_is_named(tmp_path, monkeypatch):
+    """Two rows for one problem, a sweep's output copied in place of the installed table (its ``"meta"``), and a
+    file that is not JSON: each a ValueError naming the file, never the last row winning or the rows read without
+    their arch's meta."""
+    cases = [({"metas": {}, "rows": [_table_row(1, 8.0, 9.0), _table_row(1, 7.0, 9.0)]}, "rows 0 and 1 are both int8"),
+             ({"meta": {"device": "NVIDIA H200"}, "rows": [_table_row(1, 8.0, 9.0)]}, "is a sweep's output"),
+             ([_table_row(1, 8.0, 9.0)], "expected a JSON object with a list of rows, got list"),
+             ("{not json", "cannot be read")]
+    for i, (data, said) in enumerate(cases):
+        table = tmp_path / f"t{i}.json"
+        table.write_text(data if isinstance(data, str) else json.dumps(data))
+        monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+        with pytest.raises(ValueError) as err:
+            g.small_m_config("sm_90", "int8", 4096, 4096, 1)
+        assert str(table) in str(err.value) and said in str(err.value), (said, err.value)
+    # one row per problem for each GPU model and the arch: the same problem in the arch's and a model's rows is fine
+    g.check_rows([_table_row(1, 8.0, 9.0), _table_row(1, 8.0, 9.0, _MODEL)], "t")
+
+
+def test_two_shapes_as_near_are_a_tie_that_the_models_own_row_wins(tmp_path):
+    """N = 1152 lies as near 768 as 1728 (both 1.5x away): an exact tie, which the GPU model's own row wins whichever
+    side it is on (with the ratios' log2 summed in floats one side came out nearer by rounding); N or K of 0 is a
+    reason, not a math error."""
+    for own, arch in ((768, 1728), (1728, 768)):
+        table = tmp_path / f"t{own}.json"
+        table.write_text(json.dumps({"metas": {"sm_90": {}}, "rows": [
+            _table_row(1, 8.0, 9.0, n=arch, block_n=32), _table_row(1, 8.0, 9.0, _MODEL, n=own, block_n=128)]}))
+        row, _ = g._swept_row("sm_90", "int8", 1152, 4096, 1, table, _MODEL)
+        assert row["device"] == _MODEL and row["n"] == own
+        row, _ = g._swept_row("sm_90", "int8", 1152, 4096, 1, table)  # no model: the arch's row
+        assert row["n"] == arch
+    for n, k in ((0, 4096), (4096, 0)):
+        assert g._swept_row("sm_90", "int8", n, k, 1, table) == (None, f"N and K must be positive, got N={n} K={k}")
+
+
+def test_sweep_install_refuses_rows_it_cannot_keep_and_leaves_the_table(tmp_path):
+    """``install`` refuses, the table as it was: a sweep row the provider would refuse to read, and part of an arch's
+    rows swept on another GPU model than the rest (the arch's meta would name the new model for rows it did not
+    measure). A sweep of every row the arch has on the other model replaces them all, its meta with them; the
+    same sweep as a model's own rows installs beside the arch's."""
+    from benchmarks.sweep_small_m_gemm import install
+
+    table = tmp_path / "table.json"
+    before = json.dumps({"metas": {"sm_90": {"device": "NVIDIA H200"}},
+                         "rows": [_table_row(1, 8.0, 9.0), _table_row(16, 9.0, 10.0)]}, indent=1) + "\n"
+    table.write_text(before)
+    sweep = tmp_path / "sweep.json"
+    for meta, rows, said in (
+            ({"device": "NVIDIA H200"}, [dict(_table_row(1, 7.0, 9.0), num_warps=3)], "expected num_warps one of"),
+            ({"device": "NVIDIA H100"}, [_table_row(1, 7.0, 9.0)], "sm_90's rows in")):
+        sweep.write_text(json.dumps({"meta": meta, "rows": rows}))
+        with pytest.raises(ValueError, match=said):
+            install(sweep, table)
+        assert table.read_text() == before
+        assert not list(tmp_path.glob("*.part"))
+    sweep.write_text(json.dumps({"meta": {"device": "NVIDIA H100"},
+                                 "rows": [_table_row(1, 7.0, 9.0), _table_row(16, 7.5, 10.0)]}))
+    install(sweep, table)
+    got = json.loads(table.read_text())
+    assert got["metas"] == {"sm_90": {"device": "NVIDIA H100"}} and [r["us"] for r in got["rows"]] == [7.0, 7.5]
+
+
+def test_a_sweep_never_writes_over_the_installed_table_or_an_earlier_sweep(tmp_path):
+    """``--out`` the package's folder is refused (the sweep's table has the installed table's name); a folder holding
+    a sweep is refused unless ``--resume`` goes on with it, and a resume takes only rows measured alike: the same GPU,
+    the same mode (search or ``--retime``), the same owner (the arch or ``--own-rows``'s model)."""
+    from benchmarks.sweep_small_m_gemm import LOG, out_problem, resumed_rows
+
+    assert "is the package's folder" in out_problem(g.SMALL_M_CONFIG_FILE.parent, resume=True)
+    assert out_problem(tmp_path, resume=False) == ""
+    (tmp_path / LOG).write_text("a line\n")
+    assert f"holds a sweep already ({LOG})" in out_problem(tmp_path, resume=False)
+    assert out_problem(tmp_path, resume=True) == ""
+    path = tmp_path / g.SMALL_M_CONFIG_FILE.name
+    assert resumed_rows(path, "NVIDIA H200", None, False) == ([], "")  # only a log: nothing timed to keep
+    rows = [_table_row(1, 8.0, 9.0)]
+    path.write_text(json.dumps({"meta": {"device": "NVIDIA H200"}, "rows": rows}))
+    assert resumed_rows(path, "NVIDIA H200", None, False) == (rows, "")
+    for device, model, retime, said in (("NVIDIA H100", None, False, "was swept on NVIDIA H200, this GPU is NVIDIA H100"),
+                                        ("NVIDIA H200", None, True, "was a search; resume it the same way"),
+                                        ("NVIDIA H200", _MODEL, False, "holds rows of ['None'], this run writes")):
+        got, why = resumed_rows(path, device, model, retime)
+        assert got == [] and said in why, why
+    path.write_text("{")
+    assert "is not a sweep's table" in resumed_rows(path, "NVIDIA H200", None, False)[1]
+
+
+def test_a_resumed_sweep_keeps_its_rows_and_times_none_again(monkeypatch):
+    """``sweep`` with the rows of a run cut short keeps them and times nothing they hold (no weights made, no GPU
+    asked past the arch): the log says so."""
+    from benchmarks import sweep_small_m_gemm as s
+    from fused_quant.kernels import launch
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_cuda_arch", lambda index: "sm_90")
+    monkeypatch.setattr(s, "_weights", lambda *a: pytest.fail("a kept row was timed again"))
+    before = [dict(_table_row(m, 8.0, 9.0), shape="o") for m in (1, 16)]
+    lines = []
+    rows = s.sweep(["int8"], {"o": (4096, 4096)}, [1, 16], lines.append, lambda rows: None, before=before)
+    assert rows == before and lines == ["int8 o       kept from the run resumed"]
