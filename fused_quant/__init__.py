@@ -10,7 +10,7 @@ from fused_quant.contract import (
     expose_input_quant_key,
     get_input_quant_key,
 )
-from fused_quant.gemm import quant_gemm, register_gemm_provider
+from fused_quant.gemm import quant_gemm, register_gemm_provider, unregister_gemm_provider
 from fused_quant.keys import (
     GroupShape,
     QuantKey,
@@ -31,6 +31,7 @@ from fused_quant.registry import (
     quantize,
     register_producer,
     reset_fusion_counts,
+    unregister_producer,
 )
 from fused_quant.runtime import reset
 from fused_quant.selection import current_backend, select_backend
@@ -68,5 +69,6 @@ __all__ = [
     "linear_act_quant",
     "kFp8StaticTensorSym", "kInt8DynamicTokenSym", "kInt8StaticTensorSym", "key_from_name",
     "maybe_fused_act_quant", "name_quant_linears", "quant_gemm", "quantize", "register_gemm_provider",
-    "register_producer", "reset", "reset_fusion_counts", "select_backend",
+    "register_producer", "reset", "reset_fusion_counts", "select_backend", "unregister_gemm_provider",
+    "unregister_producer",
 ]

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules import module as _nn_module
 
 from fused_quant.errors import ShapeMismatchError
 
@@ -61,6 +62,16 @@ def out_features(act: str, in_features: int) -> int:
 ALIASES = {
     "transformers.activations.ReLUSquaredActivation": "relu2",  # square(relu(x)), as ReLUSquared
 }
+
+
+def hooked(module: object) -> bool:
+    """Whether calling ``module`` runs more than its class's forward: forward hooks (its own or global ones) or a
+    ``forward`` set on the instance (a wrapper, accelerate's hooks), which a kernel standing in for the call would
+    skip. False for what is not a module (a plain callable runs as it is)."""
+    if not isinstance(module, nn.Module):
+        return False
+    return bool(module._forward_hooks or module._forward_pre_hooks or "forward" in module.__dict__
+                or _nn_module._global_forward_hooks or _nn_module._global_forward_pre_hooks)
 
 
 def name_of_type(act_type: type) -> str | None:

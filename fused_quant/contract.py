@@ -44,12 +44,14 @@ def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> Non
 
     Accepts a ``QuantKey``, a key name, a key of another library with the same fields, or, like
     vLLM, a kernel object with ``input_quant_key()``; a kernel that returns None (it quantizes its
-    own input) leaves the layer unset.
+    own input) leaves the layer unset, a key exposed before taken away (producers would otherwise go on
+    sending it quantized activations).
     """
     if not isinstance(layer, torch.nn.Module):
         raise TypeError(f"expose_input_quant_key: layer must be a torch.nn.Module, got {type(layer).__name__}")
     key = key_or_kernel.input_quant_key() if hasattr(key_or_kernel, "input_quant_key") else key_or_kernel
     if key is None:
+        layer.__dict__.pop("_input_quant_key", None)
         return
     layer._input_quant_key = to_quant_key(key, "expose_input_quant_key: key")  # producers may lack it: fall back
 

@@ -73,8 +73,10 @@ class GemmProvider:
         return check_predicate_answer(self.supported(problem), lambda: f"GEMM provider {self.name}")
 
 
-# backend name -> providers in selection order; key None: providers for every backend, tried first
+# backend name -> providers in selection order; key None: providers for every backend, tried first; key
+# AFTER_EACH: providers for every backend registered with first=False, tried after each backend's own
 _PROVIDERS: dict[str | None, list[GemmProvider]] = {}
+AFTER_EACH = "(after each backend's own)"
 
 
 def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
@@ -83,9 +85,12 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
                            bind_quantizing: Callable | None = None, bind_producing: Callable | None = None):
     """Register a GEMM provider (as a call or a decorator) for some backends, or all (None).
 
-    ``first`` puts it ahead of the providers already there. Re-registering a name
-    replaces the old entry (idempotent for plugins). ``bind`` and ``bind_quantizing``, optional: see
-    the module docstring.
+    ``first`` puts it ahead of the providers already there (for all backends: ahead of each backend's own);
+    ``first=False`` after them (for all backends: after each backend's own providers, which include the torch
+    backend's exact ones, so it serves what the backend's kernels decline). Re-registering a name replaces the
+    old entry in the chains the new one serves, and an entry for all backends (idempotent for plugins); one for
+    all backends replaces every entry of the name. ``bind`` and ``bind_quantizing``, optional: see the
+    module docstring.
     """
     who = f"register_gemm_provider({name!r})"
     if not isinstance(name, str) or not name:
@@ -107,9 +112,11 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
         if not callable(f):
             raise TypeError(f"{who}: the provider must be callable, got {type(f).__name__}")
         provider = GemmProvider(name, kind, f, supported, bind, bind_quantizing, bind_producing)
-        for backend in backends or (None,):
+        # from the chains it serves, and from every backend's (an entry there would still answer before or after
+        # it); another backend's own entry of the name stays (the backends register theirs so)
+        _remove(name, None if backends is None else (*backends, None, AFTER_EACH))
+        for backend in backends or ((None,) if first else (AFTER_EACH,)):
             chain = _PROVIDERS.setdefault(backend, [])
-            chain[:] = [p for p in chain if p.name != name]
             chain.insert(0, provider) if first else chain.append(provider)
         runtime.reset()  # cached provider choices may differ now
         return f
@@ -118,9 +125,25 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
 
 
 def unregister_gemm_provider(name: str) -> None:
-    for chain in _PROVIDERS.values():
-        chain[:] = [p for p in chain if p.name != name]
+    """Take the provider registered as ``name`` out of every chain; a name no provider has raises (a misspelt
+    name would leave the provider serving)."""
+    if name not in provider_names():
+        raise GemmProviderError(f"unregister_gemm_provider: no GEMM provider is registered as {name!r}; "
+                                f"registered: {', '.join(sorted(provider_names()))}")
+    _remove(name)
     runtime.reset()
+
+
+def _remove(name: str, backends: tuple | None = None) -> None:
+    """Take ``name`` out of the chains of ``backends`` (None: every chain)."""
+    for backend, chain in _PROVIDERS.items():
+        if backends is None or backend in backends:
+            chain[:] = [p for p in chain if p.name != name]
+
+
+def _chain(backend: str) -> list[GemmProvider]:
+    """Every provider registered for ``backend`` in selection order, disabled ones included."""
+    return _PROVIDERS.get(None, []) + _PROVIDERS.get(backend, []) + _PROVIDERS.get(AFTER_EACH, [])
 
 
 @graph_constant
@@ -137,8 +160,7 @@ def provider_names() -> set[str]:
 def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:
     """Providers serving ``backend`` in selection order, without the disabled ones."""
     disabled = _disabled_gemms()
-    chain = _PROVIDERS.get(None, []) + _PROVIDERS.get(backend, [])
-    return [p for p in chain if p.name not in disabled and (kind is None or p.kind == kind)]
+    return [p for p in _chain(backend) if p.name not in disabled and (kind is None or p.kind == kind)]
 
 
 def kinds_without_gemms(backend: str) -> list[str]:
@@ -183,8 +205,7 @@ def select_gemm_provider(problem: GemmProblem, backend: str | None = None) -> tu
                 return _SELECTED.put(cache_key, (provider, name), generation)
             reasons.append(f"{provider.name}: {why}")
     disabled = sorted(_disabled_gemms())
-    registered = any(p.kind == problem.kind for name in chain
-                     for p in _PROVIDERS.get(None, []) + _PROVIDERS.get(name, []))
+    registered = any(p.kind == problem.kind for name in chain for p in _chain(name))
     raise BackendUnavailableError(
         f"no {problem.kind} GEMM provider accepts M={problem.m} N={problem.n} K={problem.k} on "
         f"{problem.device} ({'; '.join(reasons) or ('each one disabled' if registered else 'none registered')})"

@@ -49,7 +49,9 @@ class ScaleDesc:
 
     def __str__(self) -> str:
         kind = "static" if self.static else "dynamic"
-        if self.group_shape.is_per_tensor():
+        if not isinstance(self.group_shape, GroupShape):  # a plain tuple: named as it came
+            shape = repr(self.group_shape)
+        elif self.group_shape.is_per_tensor():
             shape = "per_tensor"
         elif self.group_shape.is_per_token():
             shape = "per_token"

@@ -13,11 +13,11 @@ import weakref
 
 import torch
 from torch import nn
-from torch.nn.modules import module as _nn_module
 
 from fused_quant import runtime
 from fused_quant import keys as K
 from fused_quant.activations import ReLUSquared, SiluAndMul  # noqa: F401  (their long-standing import path)
+from fused_quant.activations import hooked
 from fused_quant.contract import (QuantizedActivation, as_quantized_activation, expose_input_quant_key,
                                   get_input_quant_key)
 from fused_quant.gemm import bind_gemm, quant_gemm
@@ -832,7 +832,7 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
         if bound is not None and bound.generation == runtime.generation() and bound.current(linear._buffers):
             fused = bound.producing.get((type(act_fn), id(consumer), numerics))
             if fused is not None and fused.current(consumer):
-                if _hooked(linear):  # the layer's call runs its hooks
+                if hooked(linear) or hooked(act_fn):  # the calls run their hooks
                     return maybe_fused_act_quant(act_fn, linear(x), consumer, numerics=numerics)
                 if fused.call is None:  # the two calls, the layer's through the bound call its forward would run
                     return maybe_fused_act_quant(act_fn, bound(x, None), consumer, numerics=numerics)
@@ -844,15 +844,6 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     if bound is not None and type(out) is QuantizedActivation:
         _bind_producing(bound, act_fn, h, consumer, numerics, (tuple(out.data.shape), out.data.dtype))
     return out
-
-
-def _hooked(module: nn.Module) -> bool:
-    """Whether calling ``module`` runs more than its class's forward: forward hooks (its own or global ones) or a
-    ``forward`` set on the instance (a wrapper, accelerate's hooks), which a kernel standing in for the call would
-    skip."""
-    return bool(module._forward_hooks or module._forward_pre_hooks or "forward" in module.__dict__
-                or getattr(_nn_module, "_global_forward_hooks", None)
-                or getattr(_nn_module, "_global_forward_pre_hooks", None))
 
 
 def _bind_producing(bound: _BoundForward, act_fn: nn.Module, h: torch.Tensor, consumer: nn.Module,

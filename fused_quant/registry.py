@@ -9,6 +9,7 @@ producer receives validated input and returns ``(q, scale)``; wrapping into a
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections import Counter
 from typing import Callable, NamedTuple, Optional
@@ -52,6 +53,7 @@ class Producer(NamedTuple):
     fn: ProducerFn  # fn(x, scale, *, numerics: NumericsProfile, fp8_dtype) -> (q, scale)
     supported: SupportFn | None = None
     bind: BindFn | None = None  # optional: fn's work resolved once per input signature
+    replaced: "Producer | None" = None  # the producer registered before it with replace=True (unregister_producer)
 
     def check(self, x: torch.Tensor, scale: torch.Tensor | None) -> tuple[bool, str]:
         if self.supported is None:
@@ -74,6 +76,8 @@ class Producer(NamedTuple):
         problems = []
         if q.dtype != want_dtype or tuple(q.shape) != want_shape:
             problems.append(f"q must be {want_dtype} {want_shape}, got {q.dtype} {tuple(q.shape)}")
+        elif not q.is_contiguous():  # a GEMM takes [M, K] rows as they lie in memory
+            problems.append(f"q must be contiguous, got strides {q.stride()}")
         want_s = (*want_shape[:-1], 1) if K.is_per_token(self.key) else None
         if s.dtype != torch.float32 or (tuple(s.shape) != want_s if want_s else s.numel() != 1):
             problems.append(f"scale must be float32 {want_s or 'with one element'}, got {s.dtype} {tuple(s.shape)}")
@@ -119,13 +123,18 @@ def _debug(msg: str, *args) -> None:
 
 
 def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supported: SupportFn | None = None,
-                      bind: BindFn | None = None) -> Callable[[ProducerFn], ProducerFn]:
+                      bind: BindFn | None = None, replace: bool = False) -> Callable[[ProducerFn], ProducerFn]:
     """Decorator: register ``fn(x, scale, *, numerics, fp8_dtype) -> (q, scale)`` for a backend.
 
     ``bind(x, scale, *, numerics, fp8_dtype)``, optional, returns a callable ``(x, scale) -> (q, scale)``
     that does ``fn``'s work for every input with the same metadata as ``x`` and ``scale`` (or None):
     the registry then runs the checks once per call signature and afterwards calls it directly
     (launch-bound sizes). A producer with ``bind`` must have a ``supported`` that reads metadata only.
+
+    A backend has one producer per activation and key, and an activation is its kind (a subclass of
+    ``SiluAndMul`` that keeps its forward is silu_and_mul): where the backend has one already (the torch
+    backend's are the reference every backend falls back to), registering another raises unless
+    ``replace=True``; ``unregister_producer`` then puts the replaced one back.
     """
     who = "register_producer"
     if not isinstance(act_type, type):
@@ -143,13 +152,52 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
     def deco(fn: ProducerFn) -> ProducerFn:
         if not callable(fn):
             raise TypeError(f"{who}: the producer must be callable, got {type(fn).__name__}")
+        for what, f in (("the producer", fn), ("bind", bind)):
+            _check_takes_producer_arguments(f, f"{who}: {what}")
         table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
-        table[(act, K.key_name(key))] = Producer(act, act_type, key, backend, fn, supported, bind)
+        slot = (act, K.key_name(key))
+        old = table.get(slot)
+        if old is not None and not replace:
+            raise ProducerError(f"{who}: backend {backend} has a producer for {act} -> {slot[1]} already "
+                                f"({old.label}); pass replace=True to replace it (unregister_producer puts it back)")
+        table[slot] = Producer(act, act_type, key, backend, fn, supported, bind, old)
         runtime.reset()  # validated calls and backend choices may route differently now
         return fn
 
     return deco
+
+
+def unregister_producer(act_type: type, key: K.QuantKey, *, backend: str) -> None:
+    """Take out ``backend``'s producer for (``act_type``'s activation, ``key``): the one it replaced
+    (``register_producer(..., replace=True)``) serves again, where there was one. No such producer raises."""
+    key = K.as_key(key, "unregister_producer: key")
+    act, name = _act_name(act_type), K.key_name(key)
+    table = _PRODUCERS.get(backend, {})
+    old = table.get((act, name))
+    if old is None:
+        raise ProducerError(f"unregister_producer: backend {backend!r} has no producer for {act} -> {name}")
+    if old.replaced is not None:
+        table[(act, name)] = old.replaced
+    else:
+        del table[(act, name)]
+    runtime.reset()
+
+
+def _check_takes_producer_arguments(fn: Callable | None, who: str) -> None:
+    """A producer (or its ``bind``) is called as ``fn(x, scale, numerics=..., fp8_dtype=...)``: one that cannot
+    take that is refused now, not at its first call inside a model."""
+    if fn is None:
+        return
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: its first call tells
+        return
+    try:
+        signature.bind(None, None, numerics=None, fp8_dtype=None)
+    except TypeError as exc:
+        raise TypeError(f"{who} must take (x, scale, *, numerics, fp8_dtype), got {getattr(fn, '__qualname__', fn)}"
+                        f"{signature}: {exc}") from None
 
 
 def producers(backend: str | None = None) -> list[Producer]:
@@ -316,13 +364,16 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
                           *, numerics: str | NumericsProfile | None = None) -> torch.Tensor | QuantizedActivation:
     """``QuantizedActivation`` when a producer for (type(act_fn), linear's key) accepts ``x``: the current
     backend's, or where it has none or declines ``x``, the torch backend's (``_producer_for``); otherwise
-    ``act_fn(x)``. Model code calls it unconditionally."""
+    ``act_fn(x)``. Model code calls it unconditionally. An ``act_fn`` with forward hooks or a ``forward`` of its
+    own (``activations.hooked``) runs as called: a producer would skip them."""
     key = get_input_quant_key(linear)
     if key is None:
         if type(linear) in _ACTIVATION_TYPES:  # an activation as the consumer: the arguments swapped
             raise TypeError(f"maybe_fused_act_quant: the consumer is an activation ({type(linear).__name__}), "
                             f"act_fn a {type(act_fn).__name__}; {_ARGUMENT_ORDER}")
         _check_act_fn(act_fn)
+        return act_fn(x)
+    if activations.hooked(act_fn) and get_input_quant_key(act_fn) is None:  # (a layer as act_fn: refused below)
         return act_fn(x)
     scale = _static_scale(linear, key)
     if numerics is None:

@@ -115,13 +115,16 @@ def backend_name_error(env: str | None) -> str | None:
     requested = (env or "auto").strip().lower()
     if requested == "auto" or requested in BACKENDS:
         return None
-    return f"FUSED_QUANT_BACKEND={requested!r} is not a backend; valid names: {_valid_names()}"
+    return f"FUSED_QUANT_BACKEND={env!r} is not a backend; valid names: {_valid_names()}"
 
 
 def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, str]:
     """(backend name, reason) for ``info`` and a FUSED_QUANT_BACKEND value; pure. A backend that runs on every
     device, chosen as the node's own or by name, is given with the node's summary ("no GPU found"), since its own
     reason says nothing of the node (a fallback's reason says why the node's backend cannot run)."""
+    if env is not None and not isinstance(env, str):
+        raise TypeError(f"select_backend: env must be a backend's name, 'auto' or None, got {type(env).__name__} "
+                        f"{env!r}; valid names: {_valid_names()}")
     requested = (env or "auto").strip().lower()
     if requested == "auto":
         want = preferred_backend(info)
@@ -129,7 +132,7 @@ def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, s
         if ok:
             return want, f"auto: {why}" + (f"; {info.summary()}" if BACKENDS[want].any_device else "")
         return FALLBACK, f"auto: {why}; using {FALLBACK}"
-    wrong = backend_name_error(requested)
+    wrong = backend_name_error(env)
     if wrong:
         raise BackendUnavailableError(wrong)
     ok, why = BACKENDS[requested].is_available(info, explicit=True)

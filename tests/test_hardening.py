@@ -329,7 +329,7 @@ def test_a_torch_backend_producer_that_declines_is_not_run(monkeypatch):
     monkeypatch.setattr(registry, "_PRODUCERS", {k: dict(v) for k, v in registry._PRODUCERS.items()})
 
     @fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch",
-                          supported=lambda x, s: (False, "only even rows"))
+                          supported=lambda x, s: (False, "only even rows"), replace=True)
     def prod(x, scale, *, numerics, fp8_dtype):
         raise AssertionError("a declining producer ran")
 
@@ -1196,3 +1196,151 @@ def test_a_weight_of_another_n_is_named_as_that():
         layer(torch.randn(2, 16))
     layer.weight_scale, layer.bias = torch.ones(16), torch.zeros(16, dtype=torch.bfloat16)
     assert torch.equal(layer(torch.randn(2, 16)), torch.zeros(2, 16, dtype=torch.bfloat16))
+
+
+# --- registration that would otherwise leave a wrong provider or producer serving --------------------------------
+
+def _zeros_gemm(xq, xs, w, ws, bias, out_dtype):
+    return torch.zeros(xq.shape[0], w.shape[0], dtype=out_dtype)
+
+
+def test_a_provider_registered_again_for_other_backends_leaves_no_old_entry(monkeypatch):
+    """Re-registering a name for some backends takes the all-backends entry of that name out (it would still answer
+    first, giving zeros here); registering it for all backends takes out every entry; ``first=False`` for all
+    backends comes after each backend's own providers, the torch backend's exact ones included."""
+    monkeypatch.setattr(fq.gemm, "_PROVIDERS", {name: list(chain) for name, chain in fq.gemm._PROVIDERS.items()})
+    layer, x = _layer(K.kInt8DynamicTokenSym), torch.randn(3, 16, dtype=torch.bfloat16)
+    want = layer(x)
+    fq.register_gemm_provider("plugin_int8", _zeros_gemm, kind="int8")  # every backend, first
+    assert not layer(x).any()
+    fq.register_gemm_provider("plugin_int8", _zeros_gemm, kind="int8", backends=("triton_fp8",))
+    assert [name for name, chain in fq.gemm._PROVIDERS.items() if any(p.name == "plugin_int8" for p in chain)] == [
+        "triton_fp8"]
+    assert_bits_equal(layer(x), want, "the all-backends entry is gone")
+    fq.register_gemm_provider("plugin_int8", _zeros_gemm, kind="int8", backends=("torch",))
+    assert not layer(x).any()
+    fq.register_gemm_provider("plugin_int8", _zeros_gemm, kind="int8", first=False)  # replaces both
+    assert [p.name for p in fq.gemm.gemm_providers("torch", "int8")] == ["torch_int8_f64", "plugin_int8"]
+    assert [p.name for p in fq.gemm.gemm_providers("triton_fp8", "int8")][-1] == "plugin_int8"
+    assert_bits_equal(layer(x), want, "first=False: after the torch backend's exact GEMM")
+    fq.unregister_gemm_provider("plugin_int8")
+    assert "plugin_int8" not in fq.gemm.provider_names()
+    with pytest.raises(fq.GemmProviderError, match="no GEMM provider is registered as 'plugin_int8'; registered: "):
+        fq.unregister_gemm_provider("plugin_int8")  # a misspelt cleanup would leave the provider serving
+
+
+def test_a_producer_registered_twice_needs_replace_and_unregister_puts_the_old_back(monkeypatch):
+    """A backend's producer for an activation and key (the torch backend's are the reference every backend falls
+    back to) is not replaced silently, also not through a subclass of the activation that keeps its forward;
+    ``replace=True`` replaces it and ``unregister_producer`` puts the replaced one back."""
+    monkeypatch.setattr(registry, "_PRODUCERS", {k: dict(v) for k, v in registry._PRODUCERS.items()})
+    key, x = K.kInt8DynamicTokenSym, torch.randn(4, 16)
+    want = fq.fused_act_quant("silu_and_mul", x, key)
+
+    class MySilu(fq.SiluAndMul):  # the same forward: silu_and_mul
+        pass
+
+    def zeros(x, scale, *, numerics, fp8_dtype):
+        return torch.zeros(x.shape[0], x.shape[1] // 2, dtype=torch.int8), torch.ones(x.shape[0], 1)
+
+    for act_type in (fq.SiluAndMul, MySilu):
+        with pytest.raises(fq.ProducerError, match="backend torch has a producer for silu_and_mul -> "
+                                                   "int8_dynamic_token already .*pass replace=True"):
+            fq.register_producer(act_type, key, backend="torch")(zeros)
+    assert_bits_equal(fq.fused_act_quant("silu_and_mul", x, key).data, want.data, "refused: the reference serves")
+    fq.register_producer(MySilu, key, backend="torch", replace=True)(zeros)
+    assert not fq.fused_act_quant("silu_and_mul", x, key).data.any()
+    fq.unregister_producer(MySilu, key, backend="torch")
+    assert_bits_equal(fq.fused_act_quant("silu_and_mul", x, key).data, want.data, "the reference is back")
+    fq.unregister_producer(fq.SiluAndMul, key, backend="torch")  # nothing replaced it: gone
+    with pytest.raises(fq.ProducerError, match="backend 'torch' has no producer for silu_and_mul -> "
+                                               "int8_dynamic_token"):
+        fq.unregister_producer(fq.SiluAndMul, key, backend="torch")
+
+
+@pytest.mark.parametrize("fn,what", [(lambda x, scale: None, "the producer"),
+                                     (lambda x, *, numerics, fp8_dtype: None, "the producer"),
+                                     (lambda x, scale, numerics: None, "the producer")])
+def test_a_producer_that_cannot_take_its_arguments_is_refused_at_registration(fn, what, fake_backend):  # noqa: F811
+    with pytest.raises(TypeError, match=f"register_producer: {what} must take \\(x, scale, \\*, numerics, "
+                                        "fp8_dtype\\), got "):
+        fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend=TEST_BACKEND)(fn)
+    ok = lambda x, scale, **kw: None  # noqa: E731
+    with pytest.raises(TypeError, match="register_producer: bind must take"):
+        fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend=TEST_BACKEND, bind=fn)(ok)
+    assert registry._PRODUCERS[TEST_BACKEND] == {}
+
+
+def test_a_producer_returning_strided_codes_is_named(fake_backend):  # noqa: F811
+    """Codes laid out otherwise than row by row (a transposed input's elementwise result) are the producer's
+    mistake, named as such, not a GEMM's layout error naming the layer."""
+    @fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend=TEST_BACKEND)
+    def prod(x, scale, *, numerics, fp8_dtype):
+        return torch.zeros(x.shape[1], x.shape[0], dtype=torch.int8).t(), torch.ones(x.shape[0], 1)
+
+    with pytest.raises(fq.ProducerError, match="prod .*q must be contiguous, got strides \\(1, 4\\)"):
+        fq.fused_act_quant("relu2", torch.randn(4, 8), K.kInt8DynamicTokenSym)
+
+
+def test_an_activation_with_hooks_or_its_own_forward_runs_as_called():
+    """A producer stands in for the activation only where calling it runs its class's forward alone: a forward set
+    on the instance, a forward hook, a pre-hook, or a global hook make ``maybe_fused_act_quant`` (and
+    ``linear_act_quant``, also once bound) run the call itself, as the plain model would."""
+    layer, up = _layer(K.kFp8StaticTensorSym, k=16, n=8), _layer(K.kInt8DynamicTokenSym, k=16, n=32)
+    x = torch.randn(3, 16, dtype=torch.bfloat16)
+    plain = fq.SiluAndMul()
+    assert type(fq.maybe_fused_act_quant(plain, torch.randn(3, 16), layer)) is QuantizedActivation
+
+    def with_forward(act):
+        act.forward = lambda h: torch.zeros(*h.shape[:-1], h.shape[-1] // 2, dtype=h.dtype)
+
+    def clamped(act):
+        act.register_forward_hook(lambda m, i, o: o.clamp(-0.01, 0.01))
+
+    def halved(act):
+        act.register_forward_pre_hook(lambda m, i: (i[0] / 2,))
+
+    for change in (with_forward, clamped, halved):
+        act = fq.SiluAndMul()
+        change(act)
+        h = torch.randn(3, 16)
+        got = fq.maybe_fused_act_quant(act, h, layer)
+        assert type(got) is torch.Tensor and torch.equal(got, act(h)), change.__name__
+        for _ in range(3):  # the third call would run the bound one-kernel call
+            got = fq.linear_act_quant(up, x, act, layer)
+            assert type(got) is torch.Tensor and torch.equal(got, act(up(x))), change.__name__
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
+    try:
+        assert type(fq.maybe_fused_act_quant(plain, torch.randn(3, 16), layer)) is torch.Tensor
+    finally:
+        handle.remove()
+
+
+def test_a_kernel_that_quantizes_its_own_input_takes_the_key_away():
+    """vLLM's way: a kernel whose ``input_quant_key()`` is None quantizes its own input; a key exposed on the layer
+    before is taken away, so producers stop sending it quantized activations."""
+    class OwnInput:
+        def input_quant_key(self):
+            return None
+
+    layer = nn.Linear(16, 8)
+    fq.expose_input_quant_key(layer, K.kInt8DynamicTokenSym)
+    assert fq.get_input_quant_key(layer) == K.kInt8DynamicTokenSym
+    fq.expose_input_quant_key(layer, OwnInput())
+    assert fq.get_input_quant_key(layer) is None
+    fq.expose_input_quant_key(layer, OwnInput())  # nothing to take away: still none
+    assert fq.get_input_quant_key(layer) is None
+
+
+def test_a_key_of_plain_tuples_and_a_backend_value_of_another_type_are_named():
+    odd = K.QuantKey(torch.int8, K.ScaleDesc(torch.float32, False, (1, 128)))
+    with pytest.raises(fq.UnsupportedError, match="unsupported quant key .*\\(1, 128\\)"):
+        fq.quantize(torch.randn(2, 128), odd)
+    from fused_quant.platforms.info import PlatformInfo  # noqa: F401  (the probe's type)
+    from fused_quant.platforms import current_platform
+    from fused_quant.selection import select_backend
+
+    with pytest.raises(TypeError, match="select_backend: env must be a backend's name, 'auto' or None, got int 1"):
+        select_backend(current_platform(), 1)
+    with pytest.raises(fq.BackendUnavailableError, match="FUSED_QUANT_BACKEND='Bogus_X' is not a backend"):
+        select_backend(current_platform(), "Bogus_X")

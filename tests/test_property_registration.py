@@ -16,7 +16,7 @@ from torch import nn
 import fused_quant as fq
 from fused_quant import keys as K
 from fused_quant import registry, selection
-from fused_quant.gemm import _PROVIDERS, register_gemm_provider, unregister_gemm_provider
+from fused_quant.gemm import AFTER_EACH, _PROVIDERS, provider_names, register_gemm_provider, unregister_gemm_provider
 from fused_quant.validation import MIN_STATIC_SCALE, FusedQuantError
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_backend")]
@@ -58,9 +58,10 @@ def test_gemm_provider_backends(backends):
     else:
         assert valid, f"accepted {backends!r}"
         where = {name for name, chain in _PROVIDERS.items() if any(p.name == "prop_gemm" for p in chain)}
-        assert where == ({None} if backends is None else set(backends))
+        assert where == ({AFTER_EACH} if backends is None else set(backends))  # first=False: after each backend's
     finally:
-        unregister_gemm_provider("prop_gemm")
+        if "prop_gemm" in provider_names():
+            unregister_gemm_provider("prop_gemm")
 
 
 @SETTINGS
@@ -70,7 +71,7 @@ def test_producer_registration(backend, key, monkeypatch):
     key_ok = key in K.KEYS or (isinstance(key, K.QuantKey) and K.key_name_or_none(key) is not None)
     valid = isinstance(backend, str) and backend in selection.BACKENDS and key_ok
     try:
-        fq.register_producer(fq.ReLUSquared, key, backend=backend)(lambda x, s, **kw: None)
+        fq.register_producer(fq.ReLUSquared, key, backend=backend, replace=True)(lambda x, s, **kw: None)
     except (FusedQuantError, TypeError):
         assert not valid, f"refused {backend!r}, {key!r}"
     else:
@@ -84,7 +85,7 @@ def test_producer_registration(backend, key, monkeypatch):
 def test_predicate_answers(answer, monkeypatch):
     monkeypatch.setattr(registry, "_PRODUCERS", {k: dict(v) for k, v in registry._PRODUCERS.items()})
     key = K.kInt8DynamicTokenSym
-    fq.register_producer(fq.ReLUSquared, key, backend="torch", supported=lambda x, s: answer)(
+    fq.register_producer(fq.ReLUSquared, key, backend="torch", supported=lambda x, s: answer, replace=True)(
         lambda x, s, **kw: (torch.zeros(x.shape, dtype=torch.int8), torch.ones(*x.shape[:-1], 1)))
     valid = type(answer) is tuple and len(answer) == 2 and isinstance(answer[0], bool) and isinstance(answer[1], str)
     try:
@@ -112,7 +113,7 @@ def test_producer_outputs(q_dtype, q_cut, s_dtype, s_rows, pair, monkeypatch):
         s = torch.ones(s_rows, 1, dtype=s_dtype)
         return {"pair": (q, s), "bare": q, "triple": (q, s, s), "list": [q, s]}[pair]
 
-    fq.register_producer(fq.ReLUSquared, key, backend="torch")(prod)
+    fq.register_producer(fq.ReLUSquared, key, backend="torch", replace=True)(prod)
     valid = q_dtype == torch.int8 and q_cut == 0 and s_dtype == torch.float32 and s_rows == 3 and pair == "pair"
     try:
         for _ in range(2):  # unbound first, bound afterwards: checked either way

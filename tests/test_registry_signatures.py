@@ -51,7 +51,8 @@ class _BindingProducer:
         self.act, self.key, self.binds, self.calls = act, key, [], 0
 
     def fn(self, x, scale, *, numerics, fp8_dtype):
-        return act_quant_ref(self.act, x, self.key, scale, numerics=numerics, fp8_dtype=fp8_dtype)
+        q, s = act_quant_ref(self.act, x, self.key, scale, numerics=numerics, fp8_dtype=fp8_dtype)
+        return q.contiguous(), s  # (the reference keeps a transposed input's layout; a GEMM takes rows)
 
     def bind(self, x, scale, *, numerics, fp8_dtype):
         self.binds.append((tuple(x.shape), x.dtype, x.stride(), numerics.name))
@@ -169,7 +170,7 @@ def test_producers_or_backend_changing_forget_the_signatures(binding, fake_backe
     assert not registry._CALLS
     fused_act_quant("relu2", x, K.kInt8DynamicTokenSym)
     assert registry._CALLS
-    register_producer(ReLUSquared, K.kInt8StaticTensorSym, backend=fake_backend)(lambda *a, **k: None)
+    register_producer(ReLUSquared, K.kInt8StaticTensorSym, backend=fake_backend, replace=True)(lambda *a, **k: None)
     assert not registry._CALLS
 
 
@@ -212,7 +213,8 @@ def test_a_call_checked_before_a_clear_is_not_filed_after_it(binding, fake_backe
         runtime.reset()
         return real_bind(*args, **kwargs)
 
-    register_producer(ReLUSquared, K.kInt8DynamicTokenSym, backend=fake_backend, bind=bind_during_a_clear)(p.fn)
+    register_producer(ReLUSquared, K.kInt8DynamicTokenSym, backend=fake_backend, bind=bind_during_a_clear,
+                      replace=True)(p.fn)
     x = _input("relu2")
     _assert_qa_is_ref(fused_act_quant("relu2", x, K.kInt8DynamicTokenSym), "relu2", x, K.kInt8DynamicTokenSym, None)
     assert not registry._CALLS and p.calls == 1

@@ -43,6 +43,11 @@ def test_every_way_in_empties_every_cache(how, monkeypatch):
     from fused_quant.kernels import launch
 
     monkeypatch.setattr(registry, "_PRODUCERS", {**registry._PRODUCERS, "torch": dict(registry._PRODUCERS["torch"])})
+    # on a copy of the provider table, restored after the test
+    monkeypatch.setattr(gemm, "_PROVIDERS", {name: list(chain) for name, chain in gemm._PROVIDERS.items()})
+    if how == "unregister_gemm_provider":  # a provider to take out, registered before the caches fill
+        fq.register_gemm_provider("test_runtime_noop", lambda *a: None, kind="int8", backends=("triton_fp8",),
+                                  first=False)
     _warm()
     assert all(_filled().values()), _filled()
     generation = runtime.generation()
@@ -54,14 +59,12 @@ def test_every_way_in_empties_every_cache(how, monkeypatch):
         selection.reset_current_backend()
     elif how == "register_producer":
         p = registry._PRODUCERS["torch"][("relu2", "int8_dynamic_token")]
-        fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch")(p.fn)
+        fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch", replace=True)(p.fn)
     elif how == "register_gemm_provider":
-        # on a copy of the provider table, restored after the test
-        monkeypatch.setattr(gemm, "_PROVIDERS", {name: list(chain) for name, chain in gemm._PROVIDERS.items()})
         fq.register_gemm_provider("test_runtime_noop", lambda *a: None, kind="int8", backends=("triton_fp8",),
                                   first=False)
     elif how == "unregister_gemm_provider":
-        gemm.unregister_gemm_provider("no_such_provider")
+        gemm.unregister_gemm_provider("test_runtime_noop")
     else:
         launch.reset_plans()
     assert runtime.generation() > generation

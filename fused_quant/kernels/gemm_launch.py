@@ -118,8 +118,17 @@ def tokens_first(m_programs: int, n_programs: int) -> bool:
 
 
 def _on_gpu(p: GemmProblem) -> tuple[bool, str]:
+    """A GPU problem whose FP8 operands (for an FP8 problem) are the format this node's GEMMs compute with:
+    e4m3fn on NVIDIA, e4m3fnuz on gfx942. Data of the other format (a checkpoint of another node, a layer built
+    with another ``fp8_dtype``) goes on down the chain to the torch backend's FP8 GEMM, exact for both."""
     if p.device.type != "cuda":
         return False, f"needs a GPU tensor, got {p.device}"
+    if p.kind == "fp8":
+        from fused_quant.platforms import current_platform
+
+        want = current_platform().fp8_dtype
+        if want is not None and p.x_dtype != want:
+            return False, f"this node's FP8 GEMMs take {want}, got {p.x_dtype}"
     return True, ""
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 
 import pytest
 import torch
@@ -2183,3 +2184,23 @@ def test_a_resumed_sweep_keeps_its_rows_and_times_none_again(monkeypatch):
     lines = []
     rows = s.sweep(["int8"], {"o": (4096, 4096)}, [1, 16], lines.append, lambda rows: None, before=before)
     assert rows == before and lines == ["int8 o       kept from the run resumed"]
+
+
+@pytest.mark.parametrize("node,other", [(torch.float8_e4m3fn, torch.float8_e4m3fnuz),
+                                        (torch.float8_e4m3fnuz, torch.float8_e4m3fn)], ids=["nvidia", "gfx942"])
+def test_fp8_providers_decline_the_format_the_node_does_not_compute(monkeypatch, node, other):
+    """FP8 data of the other format (a layer built with another ``fp8_dtype``, a checkpoint of another node):
+    ``torch._scaled_mm`` and the small-M GEMM (both backends' chains) decline it, naming both formats, so the chain
+    goes on to the torch backend's FP8 GEMM, exact for both; the node's own format passes this check."""
+    import fused_quant.platforms as platforms
+    from fused_quant.gemm import gemm_providers
+
+    monkeypatch.setattr(platforms, "current_platform", lambda: types.SimpleNamespace(fp8_dtype=node, has_fp8=True,
+                                                                                      arch="sm_90", vendor="nvidia"))
+    p = GemmProblem(16, 4096, 4096, "fp8", other, torch.bfloat16, torch.device("cuda"), True, True, False)
+    said = (False, f"this node's FP8 GEMMs take {node}, got {other}")
+    assert g.scaled_mm_supported(p) == said and g.small_m_supported(p) == said
+    for backend in ("triton_fp8", "hip_w8a8"):
+        for provider in gemm_providers(backend, "fp8"):
+            assert provider.check(p) == said, (backend, provider.name)
+    assert g.scaled_mm_supported(dataclasses.replace(p, x_dtype=node)) == (True, "")
