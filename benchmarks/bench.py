@@ -210,6 +210,14 @@ def main(args) -> int:
     if not torch.cuda.is_available():
         print("bench: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
+    from fused_quant.errors import BackendUnavailableError
+    from fused_quant.selection import current_backend
+
+    try:  # what "ours" runs on: a backend that cannot run here stops the run now, not at its first layer
+        selected = current_backend()
+    except BackendUnavailableError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
     act_quant_why = _act_quant_unavailable()
     if act_quant_why and args.which == "act_quant":
         print(f"bench: act_quant {act_quant_why}", file=sys.stderr)
@@ -221,6 +229,7 @@ def main(args) -> int:
         return 2
     shaped = {} if model == decode.LLAMA_3_8B else {"model": model}  # the benchmarks' own default otherwise
     print(f"bench: writing to {out}" + (f" ({model.name}: {_shapes_line(model)})" if shaped else ""), flush=True)
+    print(f"bench: backend {selected.name} ({selected.reason})", flush=True)
     if args.which != "host" and pyplot() is None:
         print("bench: matplotlib is not installed: JSON and tables only, no PNG (pip install -e \".[bench]\")",
               flush=True)

@@ -125,12 +125,23 @@ def save_figure(fig, ax, path, ylabel: str | None = None, legend_size: int | Non
     return True
 
 
-def versions() -> dict[str, str]:
+def versions() -> dict[str, object]:
+    """What a result was measured with: versions, the GPU, the date, the backend that ran "ours" and every
+    FUSED_QUANT_* variable (a forced backend, a disabled GEMM or PDL off change the numbers)."""
     import triton
 
+    from fused_quant import envs
+    from fused_quant.errors import BackendUnavailableError
+    from fused_quant.selection import current_backend_name
+
+    try:
+        backend = current_backend_name()
+    except BackendUnavailableError as exc:  # a sweep times its kernels directly: recorded, not refused
+        backend = f"none ({exc})"
     return {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "device": torch.cuda.get_device_name(), "cuda": str(torch.version.cuda),
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"), "backend": backend,
+            "env": {name: value for name, value in envs.snapshot().items() if value is not None}}
 
 
 def captured(fns: list, calls: int) -> torch.cuda.CUDAGraph:

@@ -297,7 +297,10 @@ def _selftest_device(flag: str | None, row, info):
     """(the device selftest runs ``row`` on, '') or (None, why ``--device`` cannot be used)."""
     import torch
 
-    text = flag if flag is not None else ("cpu" if row.any_device else "cuda")
+    # by default where the node's calls run: its GPU, also for a backend that runs anywhere (the torch backend a
+    # GPU node fell back to runs its producers on the GPU's tensors, with the GPU's kernels)
+    on_gpu = not row.any_device or (info.torch_build != "cpu" and torch.cuda.device_count() > 0)
+    text = flag if flag is not None else ("cuda" if on_gpu else "cpu")
     what = f"--device {text}" if flag is not None else f"the default device {text}"
     try:
         device = torch.device(text)
@@ -393,7 +396,8 @@ def cmd_selftest(args) -> int:
     else:
         for kind, label in ((KNOWN_ANSWER, "known answers"), (REFERENCE, "vs reference")):
             k = kinds[kind]
-            print(_wrap(f"{label:<14}: ", f"{k['passed']}/{k['total']} passed; {k['meaning']}"))
+            left_out = f", {k['skipped']} skipped ({k['skipped_why']})" if k["skipped"] else ""
+            print(_wrap(f"{label:<14}: ", f"{k['passed']}/{k['total']} passed{left_out}; {k['meaning']}"))
         print(f"{len(results) - len(failed)}/{len(results)} checks passed")
         for message in warnings.values():
             print(_wrap("warning: ", message))
@@ -501,7 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"backend to test, one of: {', '.join(BACKENDS)} (default: the selected one, "
                         "see `fused-quant probe`)")
     s.add_argument("--device", metavar="DEV",
-                   help="cpu, cuda or cuda:N (default: cpu for the torch backend, cuda for the others)")
+                   help="cpu, cuda or cuda:N (default: cuda where torch sees a GPU, whatever the backend; else "
+                        "cpu)")
     s.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to a terminal "
                                                        "on stderr only)")
     s.set_defaults(func=cmd_selftest)

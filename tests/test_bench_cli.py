@@ -143,6 +143,27 @@ def test_act_quant_where_triton_fp8_cannot_run_is_refused_alone_and_left_out_of_
     assert "bench: act_quant left out: times the triton_fp8 backend's producers" in capsys.readouterr().out
 
 
+def test_a_backend_that_cannot_run_here_stops_bench_before_its_folder_and_the_one_that_runs_is_named(
+        tmp_path, capsys, monkeypatch):
+    """``FUSED_QUANT_BACKEND`` naming a backend this node cannot run (triton_fp8 here) is one line and exit 2 before
+    the folder is made (it was a traceback at the first layer, the folder left empty); a run says which backend
+    "ours" is and records it, with the FUSED_QUANT_* values, beside the versions."""
+    seen = record_benchmarks(monkeypatch)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "triton_fp8")
+    fused_quant.reset()
+    assert cli.main(["bench", "mlp", "--quick", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: FUSED_QUANT_BACKEND=triton_fp8") and err.count("\n") == 1
+    assert not (tmp_path / "a").exists() and not seen
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "torch")
+    fused_quant.reset()
+    assert cli.main(["bench", "mlp", "--quick", "--out", str(tmp_path / "b")]) == 0
+    assert "bench: backend torch (" in capsys.readouterr().out
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "A GPU")
+    got = timing.versions()
+    assert got["backend"] == "torch" and got["env"] == {"FUSED_QUANT_BACKEND": "torch"}
+
+
 def test_bench_host_refuses_m(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert cli.main(["bench", "host", "--m", "16", "--out", str(tmp_path / "out")]) == 2

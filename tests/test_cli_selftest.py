@@ -183,8 +183,46 @@ def test_good_device_reaches_the_run(node, capsys, no_run):
     node(H200, gpus=8)
     assert cli.main(["selftest", "--device", "cuda:7"]) == 0
     assert no_run == [("triton_fp8", torch.device("cuda:7"))]
-    assert cli.main(["selftest", "--backend", "torch"]) == 0  # the torch backend's default: the CPU
+    # the torch backend on a GPU node runs where the node's calls do: the GPU (the CPU only where torch sees none)
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
+    assert no_run[-1] == ("torch", torch.device("cuda"))
+    node(H200, gpus=0)
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
     assert no_run[-1] == ("torch", torch.device("cpu"))
+    node(CPU_NO_TRITON)
+    assert cli.main(["selftest"]) == 0 and no_run[-1] == ("torch", torch.device("cpu"))
+
+
+def test_a_gpu_node_that_fell_back_to_torch_is_tested_on_its_gpu(node, capsys, no_run):
+    """An H200 without triton runs the torch backend (auto's fallback): its calls run the reference on the GPU's
+    tensors, so the selftest's default device is the GPU, and the header says the fallback."""
+    node(H200_NO_TRITON, gpus=8)
+    assert cli.main(["selftest"]) == 0
+    assert no_run == [("torch", torch.device("cuda"))]
+    assert "selftest backend=torch device=cuda (auto: " in capsys.readouterr().out
+
+
+def test_a_node_quantizing_to_e4m3fnuz_counts_the_fp8_known_answers_as_skipped(node, capsys, monkeypatch):
+    """The FP8 known answers are e4m3fn codes: on a gfx942 node (e4m3fnuz) they are left out, and the summary says
+    how many and why, in text and JSON, instead of a full count over fewer checks."""
+    mi300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
+                         "amdsmi: 8 x MI300X", "3.5.1")
+    node(mi300, gpus=0)
+    fp8 = [v for v in selftest.VECTORS if v.key.startswith("fp8")]
+    assert fp8 and set(selftest.skipped()) == {f"known answer: {v.name}" for v in fp8}
+    names = [c.name for c in selftest.checks("torch", torch.device("cpu"))]
+    assert not set(selftest.skipped()) & set(names)
+    monkeypatch.setattr(selftest, "run_selftest", lambda backend, device, **progress: [
+        selftest.CheckResult("known answer: int8", True, "", 0.0, selftest.KNOWN_ANSWER)])
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
+    out = capsys.readouterr().out.replace("\n" + " " * 18, " ")
+    assert (f"known answers : 1/1 passed, {len(fp8)} skipped (their expected bytes are e4m3fn codes; this node "
+            "quantizes to torch.float8_e4m3fnuz); hand-written") in out
+    assert cli.main(["selftest", "--backend", "torch", "--json"]) == 0
+    known = json.loads(capsys.readouterr().out)["summary"]["known answer"]
+    assert known["skipped"] == len(fp8) and "e4m3fn codes" in known["skipped_why"]
+    node(H200, gpus=0)
+    assert selftest.skipped() == {} and selftest.summary([], "torch")["known answer"]["skipped"] == 0
 
 
 # --- which backend, and why not -----------------------------------------------------------------
