@@ -95,7 +95,8 @@ def _backend_table(info, selected: str | None, requested: str) -> dict[str, dict
         else:
             forced, forced_why = row.is_available(info, explicit=True)
             status = "if forced" if forced else "unavailable"
-            why = f"{forced_why} (auto mode: {why})" if forced else why
+            # unavailable: why forcing it fails too (auto mode's reason may point at a forced run)
+            why = f"{forced_why} (auto mode: {why})" if forced else forced_why
         table[name] = {"status": status, "reason": why}
     return table
 
@@ -132,7 +133,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     from fused_quant.errors import BackendUnavailableError
     from fused_quant.gemm import kinds_left_without_gemms
     from fused_quant.platforms import probe
-    from fused_quant.selection import current_backend
+    from fused_quant.selection import current_backend, preferred_backend
 
     info = probe()
     report: dict[str, object] = {"version": fused_quant.__version__, "torch_version": torch.__version__,
@@ -141,10 +142,14 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     code = 0
     try:
         selected = current_backend()
+        preferred = preferred_backend(info)
         report["backend"] = {"name": selected.name, "reason": selected.reason, "error": None,
-                             "requested": selected.requested}
+                             "requested": selected.requested, "preferred": preferred,
+                             # auto mode took the torch backend where the node's own cannot run
+                             "fallback": selected.requested == "auto" and selected.name != preferred}
     except BackendUnavailableError as exc:
-        report["backend"] = {"name": None, "reason": None, "error": str(exc), "requested": envs.backend()}
+        report["backend"] = {"name": None, "reason": None, "error": str(exc), "requested": envs.backend(),
+                             "preferred": preferred_backend(info), "fallback": False}
         code = 2
     report["backends"] = _backend_table(info, report["backend"]["name"], report["backend"]["requested"])
     report["env_errors"] = _env_errors()
@@ -361,7 +366,12 @@ def cmd_selftest(args) -> int:
     if bad_env:  # the checks would pass on a node whose calls then refuse the variable (--backend's too)
         return _fail("selftest", "; ".join(bad_env.values()))
     info = probe()
+    refused = ""  # the backend the node's own calls would select, where it cannot run (--backend tests another)
     if args.backend:
+        try:
+            current_backend()
+        except BackendUnavailableError as exc:
+            refused = f"{exc}; the node's own calls will refuse it (--backend {args.backend} tested another)"
         row = get_backend(args.backend)  # argparse checked the name
         ok, why = row.is_available(info, explicit=True)
         if not ok:
@@ -389,6 +399,8 @@ def cmd_selftest(args) -> int:
     # as probe warns (the checks ran with every provider the name leaves on: a misspelt one disables nothing)
     unknown = envs.unknown_disabled_gemms(_known_gemm_names())
     warnings = {"FUSED_QUANT_DISABLED_GEMMS": unknown} if unknown else {}
+    if refused:
+        warnings["FUSED_QUANT_BACKEND"] = refused
     if args.json:
         print(json.dumps({"backend": row.name, "reason": reason, "device": str(device), "passed": not failed,
                           "summary": kinds, "checks": [r.as_dict() for r in results], "env_warnings": warnings},
@@ -566,9 +578,15 @@ class _Stdout:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
+    command = "fused-quant"
     try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit:  # --help, --version, a usage error: what they printed is flushed here, its failure told
+            sys.stdout.flush()
+            raise
+        command = args.command
         status = args.func(args)
         sys.stdout.flush()  # here, not at exit: a failing write of what it printed is this command's to report
         return status
@@ -577,12 +595,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE
     except KeyboardInterrupt:
-        print(f"\n{args.command}: interrupted", file=sys.stderr)
+        print(f"\n{command}: interrupted", file=sys.stderr)
         return INTERRUPTED
     except _OutputFailed as failed:  # a full disk, `> /dev/full`
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # as above: the exit's flush cannot fail
         try:
-            print(f"{args.command}: cannot write its output: {failed.__cause__.strerror or failed.__cause__}",
+            print(f"{command}: cannot write its output: {failed.__cause__.strerror or failed.__cause__}",
                   file=sys.stderr)
         except OSError:  # stderr too: the status says it
             pass

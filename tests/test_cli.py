@@ -190,13 +190,15 @@ def test_selftest_into_a_closed_pipe_exits_141_not_a_failed_check():
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device every write to fails)")
-@pytest.mark.parametrize("command", ["probe", "selftest --json"])
+@pytest.mark.parametrize("command", ["probe", "selftest --json", "--help", "--version", "probe --help"])
 def test_output_that_cannot_be_written_is_one_line_and_status_74(command):
-    """`fused-quant probe > /dev/full` (a full disk): one line naming why, sysexits' EX_IOERR, no traceback."""
+    """`fused-quant probe > /dev/full` (a full disk): one line naming why, sysexits' EX_IOERR, no traceback; also
+    what argparse prints (help, version: it exited 0 with nothing said)."""
     done = subprocess.run(f"{sys.executable} -m fused_quant {command} > /dev/full", shell=True, capture_output=True,
                           text=True, env={**os.environ, "FUSED_QUANT_BACKEND": "torch"})
     assert done.returncode == cli.OUTPUT_FAILED == 74, done.stderr
-    assert done.stderr == f"{command.split()[0]}: cannot write its output: No space left on device\n"
+    who = "fused-quant" if command.startswith("--") or command.endswith("--help") else command.split()[0]
+    assert done.stderr == f"{who}: cannot write its output: No space left on device\n"
 
 
 @pytest.mark.parametrize("error", [FileNotFoundError(2, "No such file or directory", "somewhere"),

@@ -159,6 +159,31 @@ def test_disabled_gemms_that_exist_are_not_reported(node, capsys, monkeypatch):
     assert "int_mm_int8 (int8)" not in report["gemm_providers"]["triton_fp8"]  # still disabled
 
 
+def test_a_gpu_node_that_fell_back_to_torch_says_so_in_its_json(node, capsys):
+    """auto mode on an H200 without triton runs the torch backend: the JSON names the backend the node wanted and
+    marks the fallback (a script scanning a cluster need not parse the reason); a node whose own backend is torch is
+    no fallback, nor is a backend asked for by name."""
+    node(dataclasses.replace(H200, triton_version=None), gpus=8)
+    backend = json.loads(_probe(capsys, "--json")[1])["backend"]
+    assert (backend["name"], backend["preferred"], backend["fallback"]) == ("torch", "triton_fp8", True)
+    node(CPU)
+    backend = json.loads(_probe(capsys, "--json")[1])["backend"]
+    assert (backend["name"], backend["preferred"], backend["fallback"]) == ("torch", "torch", False)
+
+
+def test_an_unavailable_backend_gives_why_forcing_it_fails_too(node, capsys):
+    """A backend that cannot run even when forced ("unavailable") shows why forcing fails, not auto mode's reason
+    (which may point at forcing it): hip_w8a8 on an NVIDIA node whose torch is a CPU build."""
+    from fused_quant.selection import BACKENDS
+
+    cpu_build = dataclasses.replace(H200, torch_build="cpu")
+    node(cpu_build, gpus=0)
+    row = json.loads(_probe(capsys, "--json")[1])["backends"]["hip_w8a8"]
+    forced_ok, forced_why = BACKENDS["hip_w8a8"].is_available(cpu_build, explicit=True)
+    assert not forced_ok and row == {"status": "unavailable", "reason": forced_why}
+    assert forced_why != BACKENDS["hip_w8a8"].is_available(cpu_build)[1]
+
+
 def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
     node(CPU)
     report = json.loads(_probe(capsys, "--json")[1])
@@ -166,7 +191,8 @@ def test_json_keeps_its_keys_and_adds_new_ones(node, capsys):
                            "env_errors", "env_warnings", "producers", "gemm_providers", "small_m_table"}
     assert report["torch_version"] == torch.__version__  # as the text form shows it
     assert report["env_defaults"] == {name: default for name, (default, _) in envs.VARIABLES.items()}
-    assert set(report["backend"]) == {"name", "reason", "error", "requested"} and report["backend"]["error"] is None
+    assert set(report["backend"]) == {"name", "reason", "error", "requested", "preferred", "fallback"}
+    assert report["backend"]["error"] is None
     assert set(report["small_m_table"]) == {"arch", "device", "swept", "models", "line", "quantizing",
                                             "quantizing_line", "int8_tiles_line"}
     assert report["env"] == {name: None for name in envs.VARIABLES}

@@ -193,6 +193,17 @@ def test_good_device_reaches_the_run(node, capsys, no_run):
     assert cli.main(["selftest"]) == 0 and no_run[-1] == ("torch", torch.device("cpu"))
 
 
+def test_backend_flag_with_a_variable_the_node_cannot_run_warns(node, capsys, monkeypatch, no_run):
+    """``--backend torch`` tests the torch backend, but FUSED_QUANT_BACKEND=triton_fp8 on a CPU node makes the node's
+    own calls refuse: the checks run and pass, and a warning line says so."""
+    node(CPU_NO_TRITON)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "triton_fp8")
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the wrapped lines as one
+    assert "warning: FUSED_QUANT_BACKEND=triton_fp8" in out
+    assert "the node's own calls will refuse it (--backend torch tested another)" in out
+
+
 def test_a_gpu_node_that_fell_back_to_torch_is_tested_on_its_gpu(node, capsys, no_run):
     """An H200 without triton runs the torch backend (auto's fallback): its calls run the reference on the GPU's
     tensors, so the selftest's default device is the GPU, and the header says the fallback."""
