@@ -37,6 +37,9 @@ class QuantizedActivation:
         the layer."""
         if type(self.quant_key) is not QuantKey:
             self.quant_key = to_quant_key(self.quant_key, "QuantizedActivation.quant_key")
+        if not (isinstance(self.data, torch.Tensor) and isinstance(self.scale, torch.Tensor)):
+            raise TypeError(f"QuantizedActivation: data and scale must be tensors, got {type(self.data).__name__} and "
+                            f"{type(self.scale).__name__}")
 
 
 def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> None:
@@ -78,6 +81,9 @@ def as_quantized_activation(x: torch.Tensor | QuantizedActivation,
     activation fails loudly instead of being re-quantized or misread.
     """
     if not isinstance(x, QuantizedActivation):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"as_quantized_activation: x must be a tensor or a QuantizedActivation, got "
+                            f"{type(x).__name__}")
         return None
     carried = to_quant_key(x.quant_key, "QuantizedActivation.quant_key")
     if expected_key is None or normalize_key(carried) != normalize_key(to_quant_key(expected_key, "consumer key")):

@@ -711,14 +711,14 @@ class QuantLinear(nn.Module):
             return self._from_hcu_tuple(x, x_and_scale_quanted)
         if x is None:
             raise TypeError(f"{self.name}: pass x (a tensor or QuantizedActivation) or x_and_scale_quanted=(xq, xs)")
+        if not isinstance(x, (torch.Tensor, QuantizedActivation)):
+            raise TypeError(f"{self.name}: x must be a tensor or QuantizedActivation, got {type(x).__name__}")
         try:
             qa = as_quantized_activation(x, self.input_key)
         except QuantKeyMismatchError as exc:
             raise QuantKeyMismatchError(f"{self.name}: {exc}") from None
         if qa is not None:
             return qa
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{self.name}: x must be a tensor or QuantizedActivation, got {type(x).__name__}")
         if x.dtype not in ACT_DTYPES:
             raise QuantDTypeError(f"{self.name}: a plain input is quantized to {K.key_name(self.input_key)} here and "
                                   f"must be bfloat16, float16 or float32, got {x.dtype}")
@@ -825,6 +825,9 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     activation and the quantization as the two calls would, and stores only the quantized activation. A
     plain-tensor ``x`` is quantized in the same kernel where the layer's own calls do that. Under CUDA graph
     capture too; under torch.compile the two calls."""
+    if not isinstance(linear, nn.Module):
+        raise TypeError(f"linear_act_quant: linear must be the linear module, got {type(linear).__name__} "
+                        f"{linear!r}; the arguments are (linear, x, act_fn, consumer)")
     bound = None
     if type(linear) is QuantLinear and not torch.compiler.is_compiling() and _tracing_state() is None:
         sig = _signature(x, None)  # (under torch.jit.trace the layer's own call refuses it)

@@ -1252,10 +1252,38 @@ def test_a_producer_registered_twice_needs_replace_and_unregister_puts_the_old_b
     assert not fq.fused_act_quant("silu_and_mul", x, key).data.any()
     fq.unregister_producer(MySilu, key, backend="torch")
     assert_bits_equal(fq.fused_act_quant("silu_and_mul", x, key).data, want.data, "the reference is back")
-    fq.unregister_producer(fq.SiluAndMul, key, backend="torch")  # nothing replaced it: gone
-    with pytest.raises(fq.ProducerError, match="backend 'torch' has no producer for silu_and_mul -> "
+    with pytest.raises(fq.ProducerError, match="the torch backend's producer for silu_and_mul -> int8_dynamic_token "
+                                               "is the reference every backend falls back to"):
+        fq.unregister_producer(fq.SiluAndMul, key, backend="torch")  # the reference itself stays
+    assert_bits_equal(fq.fused_act_quant("silu_and_mul", x, key).data, want.data, "the reference stays")
+
+
+def test_unregister_producer_takes_out_another_backends_producer_and_names_a_missing_one(fake_backend):  # noqa: F811
+    key = K.kInt8DynamicTokenSym
+    fq.register_producer(fq.ReLUSquared, key, backend=TEST_BACKEND)(lambda x, scale, **kw: None)
+    fq.unregister_producer(fq.ReLUSquared, key, backend=TEST_BACKEND)
+    assert registry._PRODUCERS[TEST_BACKEND] == {}
+    with pytest.raises(fq.ProducerError, match=f"backend '{TEST_BACKEND}' has no producer for relu2 -> "
                                                "int8_dynamic_token"):
-        fq.unregister_producer(fq.SiluAndMul, key, backend="torch")
+        fq.unregister_producer(fq.ReLUSquared, key, backend=TEST_BACKEND)
+
+
+def test_values_of_the_wrong_python_type_are_type_errors_naming_what_came():
+    """README: an argument of the wrong Python type raises TypeError, naming it, not another error or None."""
+    key = K.kInt8DynamicTokenSym
+    with pytest.raises(TypeError, match="as_quantized_activation: x must be a tensor or a QuantizedActivation, got "
+                                        "list"):
+        fq.as_quantized_activation([1], key)
+    with pytest.raises(TypeError, match="QuantizedActivation: data and scale must be tensors, got list and Tensor"):
+        QuantizedActivation([1], torch.ones(1, 1), torch.bfloat16, torch.Size([1, 1]), key)
+    with pytest.raises(TypeError, match="linear_act_quant: linear must be the linear module, got str 'lin'"):
+        fq.linear_act_quant("lin", torch.randn(2, 16), fq.SiluAndMul(), None)
+    layer = _layer(key)
+    with pytest.raises(TypeError, match="blk.0.proj: x must be a tensor or QuantizedActivation, got list"):
+        layer([1.0] * 16)
+    # the producers build QuantizedActivations by position: the fields' order is part of the contract
+    assert [f.name for f in dataclasses.fields(QuantizedActivation)] == ["data", "scale", "orig_dtype", "orig_shape",
+                                                                         "quant_key"]
 
 
 @pytest.mark.parametrize("fn,what", [(lambda x, scale: None, "the producer"),

@@ -1,6 +1,6 @@
 """``torch`` backend GEMMs: exact int8 (through float64) and FP8 with ``_scaled_mm`` semantics.
 
-Any device. int8 products are < 2^14 in magnitude, so a float64 matmul is exact
+Any device. int8 products are at most 2^14 in magnitude, so a float64 matmul is exact
 for every K below 2^39 and, unlike CPU ``torch._int_mm`` (~0.8 GOPS), fast.
 """
 
