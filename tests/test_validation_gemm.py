@@ -13,7 +13,7 @@ import torch
 
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
-from fused_quant.gemm import quant_gemm, register_gemm_provider, unregister_gemm_provider
+from fused_quant.gemm import dequant_epilogue, quant_gemm, register_gemm_provider, unregister_gemm_provider
 from fused_quant.modules import QuantLinear
 from fused_quant.validation import (
     DeviceMismatchError,
@@ -23,6 +23,7 @@ from fused_quant.validation import (
     ScaleError,
     ShapeMismatchError,
 )
+from tests.helpers import assert_gemm_close
 from tests.validation_fixtures import _layer, _qa
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_backend")]
@@ -241,3 +242,26 @@ def test_gemm_provider_returning_the_wrong_thing(bad):
     assert "expected (5, 8) torch.bfloat16 on cpu" in msg, msg
     # unregistered: the built-in provider serves the layer again
     assert layer(torch.randn(5, 16, dtype=torch.bfloat16)).shape == (5, 8)
+
+
+def test_the_torch_int8_gemm_gives_int32s_one_zero():
+    """A zero activation row against a weight row of negative codes: the int32 accumulator is 0, whose product with
+    the scales is +0.0; torch's float64 matmul of one product (K = 1) keeps -0.0, which the torch provider turns to
+    +0.0 (the bits every other provider gives)."""
+    for m, k, n in ((3, 1, 7), (64, 1, 64), (5, 2, 3)):
+        xq, w = torch.zeros(m, k, dtype=torch.int8), -torch.ones(n, k, dtype=torch.int8)
+        qa = QuantizedActivation(xq, torch.ones(m, 1), torch.bfloat16, xq.shape, K.kInt8DynamicTokenSym)
+        out = quant_gemm(qa, w, torch.full((n, 1), 0.5), out_dtype=torch.float32, backend="torch")
+        assert torch.equal(out, torch.zeros(m, n)) and not torch.signbit(out).any(), (m, k, n)
+
+
+def test_the_float64_bound_takes_an_fp32_overflow_with_the_products_sign_under_a_bias():
+    """acc * xs past fp32's range is +-Inf with the product's sign, and a finite bias added after keeps it, where
+    the float64 sum with the bias is finite and of the other sign: the bound takes it (it refused the spec's bits)."""
+    xq, w = torch.ones(1, 16).to(torch.float8_e4m3fn), torch.ones(1, 16).to(torch.float8_e4m3fn)
+    xs, ws, b = torch.tensor([[3e38]]), torch.tensor([[1e-40]]), torch.tensor([-100.0], dtype=torch.bfloat16)
+    out = dequant_epilogue(xq.float() @ w.float().T, xs, ws, b, torch.bfloat16)
+    assert out.item() == float("inf")
+    assert_gemm_close(out, xq, xs, w, ws, b, exact_acc=False)
+    with pytest.raises(AssertionError, match="outside the float64 bound"):  # the other infinity is still refused
+        assert_gemm_close(-out, xq, xs, w, ws, b, exact_acc=False)

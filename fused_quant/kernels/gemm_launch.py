@@ -1021,7 +1021,11 @@ def bind_small_m_quantizing(p: GemmProblem, w, ws, bias, x_quant: tuple, config:
     (``x_quant`` = (key name, x dtype)), quantized in the kernel as the identity producer of that key
     would: ``call(x, scale)``, with a per-tensor key's scale or None for a per-token key, gives the bits
     of ``bind_small_m``'s call on the producer's output, with one launch and one allocation fewer. Only
-    for a ``config`` whose token blocks ``quantizes_float_tiles`` takes (a ValueError for others)."""
+    for a ``config`` whose token blocks ``quantizes_float_tiles`` takes (a ValueError for others).
+
+    The bits are the producer's for every static scale the package takes (finite, >= FLT_MIN: ``validation``
+    refuses the others at every way in). Below that an FP8 scale's inverse overflows and, where K is not a
+    multiple of BLOCK_K, the zeros the kernel reads past K quantize to NaN, which reaches every output."""
     if not quantizes_float_tiles(config, p.kind):
         what = (f"float tiles of at most {QUANTIZING_MAX_BLOCK_M} tokens" if config["BLOCK_M"] > QUANTIZING_MAX_BLOCK_M
                 else f"{p.kind} float tiles in MMA token blocks only (a one-token block's fp32 sums may be added in "

@@ -14,7 +14,7 @@ import torch
 
 from fused_quant.gemm import GemmProblem, dequant_epilogue
 from fused_quant.kernels import gemm_launch as g
-from tests.helpers import assert_bits_equal, assert_gemm_close, bit_patterns, capture_graph
+from tests.helpers import assert_bits_equal, assert_gemm_close, bit_patterns, capture_graph, int8_accumulator
 
 FP8 = torch.float8_e4m3fn
 # (M, N, K, config): odd N and K, K not a multiple of BLOCK_K, M = 1, more tokens than BLOCK_M, split-K
@@ -81,7 +81,7 @@ def _check(kind, m, n, k, cfg, device, out_dtype, bias, per_token, adversarial=F
     what = f"small-M {kind} {m}x{n}x{k} {cfg} {out_dtype} bias={bias} per_token={per_token}"
     if kind == "int8":
         # int32 accumulation is exact and the epilogue's order is the spec's: the same bits as the reference
-        ref = dequant_epilogue(xq.cpu().double() @ w.cpu().double().T, xs.cpu(), ws.cpu(),
+        ref = dequant_epilogue(int8_accumulator(xq, w), xs.cpu(), ws.cpu(),
                                None if b is None else b.cpu(), out_dtype)
         assert_bits_equal(out.cpu(), ref, what)
     assert_gemm_close(out, xq, xs.expand(m, 1) if not per_token else xs, w, ws, b, exact_acc=kind == "int8",

@@ -27,7 +27,7 @@ from fused_quant import runtime
 from fused_quant.kernels import heuristics, launch
 from fused_quant.kernels.launch import launch_act_quant
 from fused_quant.reference import act_quant_ref
-from tests.helpers import adversarial_rows, all_bf16_patterns, assert_bits_equal
+from tests.helpers import adversarial_rows, all_bf16_patterns, assert_bits_equal, int8_accumulator
 
 pytestmark = [
     pytest.mark.interpreter,
@@ -495,7 +495,7 @@ def test_int8_gemm_bitwise(mnk, per_token, loads, monkeypatch, request):
     for out_dtype in (torch.bfloat16, torch.float16, torch.float32):
         for bias in (None, torch.randn(n, generator=g).to(out_dtype)):
             out = triton_int8(xq, xs, w, ws, bias, out_dtype)
-            ref = dequant_epilogue(xq.double() @ w.double().T, xs, ws, bias, out_dtype)
+            ref = dequant_epilogue(int8_accumulator(xq, w), xs, ws, bias, out_dtype)
             assert_bits_equal(out, ref, f"int8 gemm {mnk} {out_dtype} bias={bias is not None}")
     # the descriptor kernel ran where the row reads through descriptors and K allows them, and only there
     row_loads = gemm_launch.int8_gemm_row(gemm_launch._problem_of(xq, xs, w, ws, None, torch.float32))[-1]
@@ -571,7 +571,7 @@ def test_int8_gemm_takes_pointers_for_an_activation_tma_cannot_address(offset, m
     w = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
     xs, ws = torch.rand(m, 1, generator=g) + 1e-3, torch.rand(n, 1, generator=g) * 1e-2 + 1e-4
     out = gemm_launch.triton_int8(xq, xs, w, ws, None, torch.bfloat16)
-    assert_bits_equal(out, dequant_epilogue(xq.double() @ w.double().T, xs, ws, None, torch.bfloat16), str(offset))
+    assert_bits_equal(out, dequant_epilogue(int8_accumulator(xq, w), xs, ws, None, torch.bfloat16), str(offset))
     aligned = xq.data_ptr() % 16 == 0
     assert aligned == (offset == 0)
     assert made == ([(32, 32), (32, 32)] if aligned else [(32, 32)])

@@ -15,7 +15,9 @@ BACKEND = ("torch",)
 
 def _int8_exact(xq, xs, w, ws, bias, out_dtype):
     acc = xq.to(torch.float64) @ w.to(torch.float64).T
-    return dequant_epilogue(acc, xs, ws, bias, out_dtype)
+    # an int32 sum has no -0.0; a float64 one of negative zeros does (at K = 1 torch's CPU matmul keeps
+    # 0 * -w's sign): + 0.0 makes it +0.0, as the spec's int32 accumulator and every other provider give
+    return dequant_epilogue(acc.add_(0.0), xs, ws, bias, out_dtype)
 
 
 def _fp8_emulated(xq, xs, w, ws, bias, out_dtype):
