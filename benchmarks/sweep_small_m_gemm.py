@@ -155,23 +155,24 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None, m
           before: list[dict] = ()) -> list[dict]:
     """The rows (GPU ``model``'s own where given: its name as each row's ``device``); ``log`` takes a line per row (and
     per config that could not run), ``note`` (when given) each config timed as ``note(kind, shape, m, us, cfg)``.
-    ``before``: the rows of a run cut short (``--resume``), kept; their (kind, shape, M) are not timed again."""
+    ``before``: the rows of a run cut short (``--resume``), kept; their (kind, N, K, M) are not timed again."""
     from fused_quant.kernels import launch
 
     arch = launch._cuda_arch(torch.cuda.current_device())
     rows = list(before)
-    done_already = {(r["kind"], r["shape"], r["m"]) for r in rows}
+    # by shape, not label: --model / --tp give the labels other shapes
+    done_already = {(r["kind"], r["n"], r["k"], r["m"]) for r in rows}
     done, total, start = 0, len(shapes) * len(kinds) * len(ms), time.perf_counter()
     for label, (n, k) in shapes.items():
         for kind in kinds:
-            if all((kind, label, m) in done_already for m in ms):
+            if all((kind, n, k, m) in done_already for m in ms):
                 done += len(ms)
                 log(f"{kind:4s} {label:7s} kept from the run resumed")
                 continue
             weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
             for m in ms:
                 done += 1
-                if (kind, label, m) in done_already:
+                if (kind, n, k, m) in done_already:
                     log(f"{kind:4s} {label:7s} M={m:4d} kept from the run resumed")
                     continue
                 xq, xs_tok, xs_ten = _activation(kind, m, k)
@@ -334,14 +335,15 @@ def main(argv=None) -> int:
 
     path = out / g.SMALL_M_CONFIG_FILE.name
     model = launch.device_name(torch.cuda.current_device()) if args.own_rows else None
-    before, problem = resumed_rows(path, torch.cuda.get_device_name(), model, args.retime) if args.resume else ([], "")
+    pdl = bool(launch.pdl_options(torch.cuda.current_device())["PDL"])
+    before, problem = (resumed_rows(path, torch.cuda.get_device_name(), model, args.retime, pdl) if args.resume
+                       else ([], ""))
     if problem:
         print(f"sweep: --resume: {problem}", file=sys.stderr)
         return 2
     with Log(out / LOG, append=args.resume) as log:
         t0 = time.time()
-        meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py",
-                "pdl": bool(launch.pdl_options(torch.cuda.current_device())["PDL"])}
+        meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py", "pdl": pdl}
 
         def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured
             meta["seconds"] = round(time.time() - t0)
@@ -388,7 +390,8 @@ def out_problem(out: Path, resume: bool) -> str:
     return ""
 
 
-def resumed_rows(path: Path, device: str, model: str | None, retime: bool) -> tuple[list[dict], str]:
+def resumed_rows(path: Path, device: str, model: str | None, retime: bool,
+                 pdl: bool | None = None) -> tuple[list[dict], str]:
     """(the rows of the sweep at ``path`` that ``--resume`` goes on with, "") or ([], why they cannot be): a run on
     another GPU, of another model's rows (``--own-rows``) or of the other mode (``--retime``) would mix in one table
     rows that were not measured alike."""
@@ -403,6 +406,8 @@ def resumed_rows(path: Path, device: str, model: str | None, retime: bool) -> tu
         return [], f"{path} was swept on {meta.get('device')}, this GPU is {device}"
     if bool(meta.get("retime")) != bool(retime):
         return [], f"{path} was {'a retime' if meta.get('retime') else 'a search'}; resume it the same way"
+    if pdl is not None and meta.get("pdl") is not None and bool(meta["pdl"]) != pdl:
+        return [], f"{path} was swept with PDL {'on' if meta['pdl'] else 'off'}; FUSED_QUANT_PDL is not so now"
     owners = {r.get("device") for r in rows}
     if owners - {model}:
         mine = f"{model}'s own rows" if model else "the arch's rows"
@@ -411,10 +416,14 @@ def resumed_rows(path: Path, device: str, model: str | None, retime: bool) -> tu
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a run stopped mid-write leaves the file as it was."""
+    """Write ``path`` whole or not at all: a run stopped mid-write leaves the file as it was (and no part file
+    where the write or the rename fails)."""
     part = path.with_name(path.name + ".part")
-    part.write_text(text)
-    os.replace(part, path)
+    try:
+        part.write_text(text)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> int:
@@ -476,30 +485,40 @@ def install(path: Path, table: Path | None = None, timed: bool = True) -> list[s
     """Merge a sweep's rows into the package's table (``table``, default the provider's file): each swept
     (arch, kind, N, K, M) replaces its old row among the arch's rows or, for a GPU model's own rows (``--own-rows``),
     among that model's; the rest stay, so a sweep split over calls (``--kinds``, ``--shapes``, ``--ms``) installs
-    part by part. The arch's meta (``"metas"``) or the model's (``"models"``) is the latest sweep's. Returns
+    part by part. The arch's meta (``"metas"``) or the model's (``"models"``) is the latest sweep's that replaced
+    rows of it (rows of new shapes only, another model's sweep of a ``--model``, leave the arch's meta), and each
+    installed row names the GPU and date it was swept on (``"swept"``, where the sweep's meta has them). Returns
     ``pick_changes`` against the rows each problem took before.
 
     Refused with a ValueError, the table untouched: rows the provider would refuse to read (``gemm_launch.check_rows``;
-    ``timed``: with the torch providers' times, as the GEMM table's rows have them), and part of an arch's rows swept
-    on another GPU model than the rest (the arch's meta names one model: ``--own-rows`` installs such rows as that
-    model's own, a sweep of every row the arch has replaces them all). The table is written whole or not at all."""
+    ``timed``: with the torch providers' times, as the GEMM table's rows have them), and rows that replace part of an
+    arch's rows swept on another GPU model (the arch's meta would name the wrong model for the rest: install them as
+    that model's own rows, the sweep's ``--own-rows``, or sweep every row the arch has). The table is written whole
+    or not at all."""
     table = table or g.SMALL_M_CONFIG_FILE
     new = json.loads(path.read_text())
     g.check_rows(new["rows"], str(path), timed)
-    swept = {_row_key(r): r for r in new["rows"]}
+    meta = new["meta"]
+    stamp = {"swept": f"{meta['device']} {meta['date']}"} if meta.get("device") and meta.get("date") else {}
+    swept = {_row_key(r): {**r, **stamp} for r in new["rows"]}
     old = json.loads(table.read_text()) if table.is_file() else {"rows": []}
+    replacing = set()  # the archs whose rows this sweep replaces (not only adds to)
     for arch in sorted({r["arch"] for r in new["rows"] if r.get("device") is None}):
-        was, now = old.get("metas", {}).get(arch, {}).get("device"), new["meta"].get("device")
-        kept = [r for r in old["rows"] if r["arch"] == arch and r.get("device") is None and _row_key(r) not in swept]
-        if was and now and was != now and kept:
-            raise ValueError(f"{arch}'s rows in {table} were swept on {was}, these on {now}, and {len(kept)} of "
-                             f"{arch}'s rows would stay as {was} measured them: install them as {now}'s own rows "
-                             "(--own-rows), or sweep every row the arch has")
+        theirs = [r for r in old["rows"] if r["arch"] == arch and r.get("device") is None]
+        replaced = sum(_row_key(r) in swept for r in theirs)
+        if replaced:
+            replacing.add(arch)
+        was, now = old.get("metas", {}).get(arch, {}).get("device"), meta.get("device")
+        if was and now and was != now and 0 < replaced < len(theirs):
+            raise ValueError(f"{arch}'s rows in {table} were swept on {was}; these, from {now}, replace {replaced} of "
+                             f"them and {len(theirs) - replaced} would stay as {was} measured them: install them as "
+                             f"{now}'s own rows (the sweep's --own-rows), or sweep every row the arch has")
     rows = [swept.get(_row_key(r), r) for r in old["rows"]]  # in place: the table's order stays
     have = {_row_key(r) for r in old["rows"]}
     rows += [r for key, r in swept.items() if key not in have]
-    metas = {**old.get("metas", {}), **{r["arch"]: new["meta"] for r in new["rows"] if r.get("device") is None}}
-    models = {**old.get("models", {}), **{r["device"]: new["meta"] for r in new["rows"] if r.get("device")}}
+    metas = {**old.get("metas", {}), **{r["arch"]: meta for r in new["rows"] if r.get("device") is None
+                                         and (r["arch"] in replacing or r["arch"] not in old.get("metas", {}))}}
+    models = {**old.get("models", {}), **{r["device"]: meta for r in new["rows"] if r.get("device")}}
     write_atomically(table, json.dumps({"metas": metas, **({"models": models} if models else {}), "rows": rows},
                                        indent=1) + "\n")
     return pick_changes(old["rows"], new["rows"])

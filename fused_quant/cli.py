@@ -163,7 +163,13 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
         code = 2
     report["producers"] = _producer_table()
     report["gemm_providers"] = _gemm_table()
-    report["small_m_table"] = _small_m_table(info)
+    try:
+        report["small_m_table"] = _small_m_table(info)
+    except ValueError as exc:  # a committed table the provider refuses (edited by hand, a bad merge)
+        line = f"cannot be read: {exc}"
+        report["small_m_table"] = {"arch": info.arch, "device": info.device_name, "error": str(exc), "line": line,
+                                   "quantizing_line": line, "int8_tiles_line": ""}
+        code = 2
     if vllm:
         from fused_quant.integrations.vllm import describe
 
@@ -263,7 +269,8 @@ def render_probe(report: dict[str, object]) -> str:
     lines += _section("gemms", [f"{backend:<{width}}  {', '.join(rows) or '(none)'}"
                                 for backend, rows in report["gemm_providers"].items()], hang=width + 4)
     table = report["small_m_table"]
-    lines += _section("small-M", [table["line"], table["quantizing_line"], table["int8_tiles_line"]])
+    lines += _section("small-M", [line for line in (table["line"], table["quantizing_line"], table["int8_tiles_line"])
+                                  if line])
     if "vllm_plugin" in report:
         v = report["vllm_plugin"]
         lines += _section("vllm", [f"{v['vllm'] or 'not installed'} (tested {v['tested']}); would register: "
@@ -283,7 +290,8 @@ def cmd_probe(args) -> int:
     report, code = probe_report(args.vllm)
     print(json.dumps(report, indent=2, default=str) if args.json else render_probe(report))
     if code:  # the report says it in its place; stderr says it too, as selftest's refusals do
-        errors = list(dict.fromkeys([*report["env_errors"].values(), report["backend"].get("error")]))
+        errors = list(dict.fromkeys([*report["env_errors"].values(), report["backend"].get("error"),
+                                     report["small_m_table"].get("error")]))
         print("probe: " + "; ".join(e for e in errors if e), file=sys.stderr)
     return code
 

@@ -37,7 +37,8 @@ class QuantizedActivation:
         the layer."""
         if type(self.quant_key) is not QuantKey:
             self.quant_key = to_quant_key(self.quant_key, "QuantizedActivation.quant_key")
-        if not (isinstance(self.data, torch.Tensor) and isinstance(self.scale, torch.Tensor)):
+        if (type(self.data) is not torch.Tensor or type(self.scale) is not torch.Tensor) and not (  # plain: one test
+                isinstance(self.data, torch.Tensor) and isinstance(self.scale, torch.Tensor)):
             raise TypeError(f"QuantizedActivation: data and scale must be tensors, got {type(self.data).__name__} and "
                             f"{type(self.scale).__name__}")
 

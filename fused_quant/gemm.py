@@ -86,8 +86,9 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
     """Register a GEMM provider (as a call or a decorator) for some backends, or all (None).
 
     ``first`` puts it ahead of the providers already there (for all backends: ahead of each backend's own);
-    ``first=False`` after them (for all backends: after each backend's own providers, which include the torch
-    backend's exact ones, so it serves what the backend's kernels decline). Re-registering a name replaces the
+    ``first=False`` after them (for all backends: after each backend's own providers, so it serves what a GPU
+    backend's kernels decline, before the torch backend's exact providers the chain falls back to; on the torch
+    backend itself, whose exact providers take every problem, it is never reached). Re-registering a name replaces the
     old entry in the chains the new one serves, and an entry for all backends (idempotent for plugins); one for
     all backends replaces every entry of the name. ``bind`` and ``bind_quantizing``, optional: see the
     module docstring.

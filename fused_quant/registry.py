@@ -158,6 +158,8 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
         act = _act_name(act_type)
         slot = (act, K.key_name(key))
         old = table.get(slot)
+        if old is not None and (old.fn, old.supported, old.bind) == (fn, supported, bind):
+            return fn  # the same producer again (a plugin registering twice): nothing to replace
         if old is not None and not replace:
             raise ProducerError(f"{who}: backend {backend} has a producer for {act} -> {slot[1]} already "
                                 f"({old.label}); pass replace=True to replace it (unregister_producer puts it back)")

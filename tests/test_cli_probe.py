@@ -336,3 +336,23 @@ def test_small_m_section_says_whose_int8_tiles_this_gpu_takes(node, capsys, monk
         got = json.loads(_probe(capsys, "--json")[1])["small_m_table"]
         assert got["int8_tiles_line"] == line, (info.device_name, got)
         assert line in " ".join(_probe(capsys)[1].split())  # the text form, its wrapping undone
+
+
+def test_a_config_table_the_provider_refuses_is_one_line_and_exit_2(node, capsys, monkeypatch, tmp_path):
+    """A committed small-M table edited into one the provider refuses (a row of 3 warps): probe says so in its
+    small-M section and in one stderr line, exit 2, no traceback."""
+    from fused_quant.kernels import gemm_launch as g
+
+    data = json.loads(g.SMALL_M_CONFIG_FILE.read_text())
+    data["rows"][5]["num_warps"] = 3
+    table = tmp_path / "small_m_gemm_configs.json"
+    table.write_text(json.dumps(data))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    node(CPU)
+    code = cli.main(["probe"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "small-M  : cannot be read: small-M config table" in out
+    assert err.startswith("probe: small-M config table") and "row 5" in err and "num_warps" in err
+    assert err.count("\n") == 1
+    code, out = _probe(capsys, "--json")
+    assert code == 2 and "num_warps" in json.loads(out)["small_m_table"]["error"]

@@ -1249,6 +1249,8 @@ def test_a_producer_registered_twice_needs_replace_and_unregister_puts_the_old_b
             fq.register_producer(act_type, key, backend="torch")(zeros)
     assert_bits_equal(fq.fused_act_quant("silu_and_mul", x, key).data, want.data, "refused: the reference serves")
     fq.register_producer(MySilu, key, backend="torch", replace=True)(zeros)
+    fq.register_producer(MySilu, key, backend="torch")(zeros)  # the same producer again (a plugin's second run): kept
+    fq.register_producer(MySilu, key, backend="torch", replace=True)(zeros)  # and not stacked on itself
     assert not fq.fused_act_quant("silu_and_mul", x, key).data.any()
     fq.unregister_producer(MySilu, key, backend="torch")
     assert_bits_equal(fq.fused_act_quant("silu_and_mul", x, key).data, want.data, "the reference is back")

@@ -564,7 +564,7 @@ def _row_problem(row: object, timed: bool) -> str:
     for field in ("n", "k"):
         if not _count(row.get(field)):
             return f"expected a positive integer {field}, got {row.get(field)!r}"
-    if row.get("m") not in M_BUCKETS or isinstance(row.get("m"), bool):
+    if not _count(row.get("m")) or row["m"] not in M_BUCKETS:
         return f"expected m one of the buckets {M_BUCKETS}, got {row.get('m')!r}"
     for field in CONFIG_FIELDS:
         value = row.get(field)
@@ -648,7 +648,19 @@ def _swept_row(arch: str | None, kind: str, n: int, k: int, m: int, path: Path |
     bucket = m_bucket(m)
     if bucket is None:
         return None, f"M={m} is above the small-M GEMM's largest bucket {M_BUCKETS[-1]}"
-    table = config_table(SMALL_M_CONFIG_FILE if path is None else path)
+    path = SMALL_M_CONFIG_FILE if path is None else path
+    # asked on every checked FP8 call (``scaled_mm_way``): the search over the swept shapes runs once per generation
+    key = ("swept_row", path, arch, kind, n, k, bucket, model)
+    found = _GEMM_LAUNCHES.get(key)
+    if found is None:
+        generation = runtime.generation()
+        found = _GEMM_LAUNCHES.put(key, _search_rows(config_table(path), arch, kind, n, k, bucket, model), generation)
+    return found
+
+
+def _search_rows(table: dict, arch: str | None, kind: str, n: int, k: int, bucket: int,
+                 model: str | None) -> tuple[dict | None, str]:
+    """``_swept_row``'s search of ``table`` at M bucket ``bucket``."""
     tables = [table.get((arch, kind, owner)) for owner in ((model, None) if model is not None else (None,))]
     if not any(tables):
         return None, (f"no measured {kind} small-M configs for {arch} "

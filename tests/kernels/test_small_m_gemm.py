@@ -2059,6 +2059,7 @@ _MALFORMED_ROWS = [
     (dict(torch_all={"triton_int8": float("inf")}), "expected finite positive torch times, got {'triton_int8': inf}"),
     (dict(n=0), "expected a positive integer n, got 0"),
     (dict(m=3), "expected m one of the buckets"),
+    (dict(m=16.0), "expected m one of the buckets"),
     (dict(kind="INT8"), "expected kind fp8 or int8, got 'INT8'"),
     (dict(arch=""), "expected an arch name, got ''"),
     (dict(device=7), "expected a GPU model's name as its device (or none), got 7"),
@@ -2079,9 +2080,11 @@ def test_a_malformed_row_is_refused_as_the_table_is_read(tmp_path, monkeypatch, 
         g.small_m_config("sm_90", "int8", 4096, 4096, 1)
     assert str(table) in str(err.value) and "row 1" in str(err.value) and said in str(err.value)
     if "torch" not in said:  # the quantizing table's rows carry no torch times: the rest is checked there too
-        monkeypatch.setattr(g, "SMALL_M_QUANTIZING_FILE", table)
+        quantizing = tmp_path / "q.json"  # another path than the GEMM table's: read as the quantizing table
+        quantizing.write_text(table.read_text().replace('"torch_all"', '"torch_times_of_no_use"'))
+        monkeypatch.setattr(g, "SMALL_M_QUANTIZING_FILE", quantizing)
         with pytest.raises(ValueError, match="row 1"):
-            g._swept_row("sm_90", "int8", 4096, 4096, 1, table)
+            g._swept_row("sm_90", "int8", 4096, 4096, 1, quantizing)
 
 
 def test_a_table_the_provider_cannot_read_is_named(tmp_path, monkeypatch):
@@ -2139,11 +2142,19 @@ def test_sweep_install_refuses_rows_it_cannot_keep_and_leaves_the_table(tmp_path
             install(sweep, table)
         assert table.read_text() == before
         assert not list(tmp_path.glob("*.part"))
-    sweep.write_text(json.dumps({"meta": {"device": "NVIDIA H100"},
-                                 "rows": [_table_row(1, 7.0, 9.0), _table_row(16, 7.5, 10.0)]}))
+    # rows of a new shape only (another model's --model sweep on another GPU): added, each naming where it was
+    # swept; the arch's meta stays the one of the rows it describes
+    other = {"device": "NVIDIA H100", "date": "2026-12-07"}
+    sweep.write_text(json.dumps({"meta": other, "rows": [_table_row(1, 6.0, 9.0, n=11008)]}))
     install(sweep, table)
     got = json.loads(table.read_text())
-    assert got["metas"] == {"sm_90": {"device": "NVIDIA H100"}} and [r["us"] for r in got["rows"]] == [7.0, 7.5]
+    assert got["metas"] == {"sm_90": {"device": "NVIDIA H200"}} and len(got["rows"]) == 3
+    assert got["rows"][-1]["swept"] == "NVIDIA H100 2026-12-07" and "swept" not in got["rows"][0]
+    table.write_text(before)
+    sweep.write_text(json.dumps({"meta": other, "rows": [_table_row(1, 7.0, 9.0), _table_row(16, 7.5, 10.0)]}))
+    install(sweep, table)
+    got = json.loads(table.read_text())
+    assert got["metas"] == {"sm_90": other} and [r["us"] for r in got["rows"]] == [7.0, 7.5]
 
 
 def test_a_sweep_never_writes_over_the_installed_table_or_an_earlier_sweep(tmp_path):
@@ -2167,6 +2178,9 @@ def test_a_sweep_never_writes_over_the_installed_table_or_an_earlier_sweep(tmp_p
                                         ("NVIDIA H200", _MODEL, False, "holds rows of ['None'], this run writes")):
         got, why = resumed_rows(path, device, model, retime)
         assert got == [] and said in why, why
+    path.write_text(json.dumps({"meta": {"device": "NVIDIA H200", "pdl": True}, "rows": rows}))
+    assert resumed_rows(path, "NVIDIA H200", None, False, pdl=True) == (rows, "")
+    assert "was swept with PDL on" in resumed_rows(path, "NVIDIA H200", None, False, pdl=False)[1]
     path.write_text("{")
     assert "is not a sweep's table" in resumed_rows(path, "NVIDIA H200", None, False)[1]
 
@@ -2184,6 +2198,17 @@ def test_a_resumed_sweep_keeps_its_rows_and_times_none_again(monkeypatch):
     lines = []
     rows = s.sweep(["int8"], {"o": (4096, 4096)}, [1, 16], lines.append, lambda rows: None, before=before)
     assert rows == before and lines == ["int8 o       kept from the run resumed"]
+
+    class Timed(Exception):
+        pass
+
+    def weights(*args):
+        raise Timed(args[1:3])
+
+    # the same label for another shape (--model, --tp): timed, not taken for the rows kept
+    monkeypatch.setattr(s, "_weights", weights)
+    with pytest.raises(Timed, match="2048, 4096"):
+        s.sweep(["int8"], {"o": (2048, 4096)}, [1, 16], lines.append, lambda rows: None, before=before)
 
 
 @pytest.mark.parametrize("node,other", [(torch.float8_e4m3fn, torch.float8_e4m3fnuz),
