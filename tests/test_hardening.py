@@ -1374,3 +1374,30 @@ def test_a_key_of_plain_tuples_and_a_backend_value_of_another_type_are_named():
         select_backend(current_platform(), 1)
     with pytest.raises(fq.BackendUnavailableError, match="FUSED_QUANT_BACKEND='Bogus_X' is not a backend"):
         select_backend(current_platform(), "Bogus_X")
+
+
+def test_linear_act_quant_runs_a_hooked_activation_even_where_one_kernel_is_bound():
+    """Where a layer's GEMM has bound the one-kernel call (GPU only: stood in for here by a call that must not run),
+    an activation with a hook makes ``linear_act_quant`` run the two calls, the hook included."""
+    up, down = _layer(K.kInt8DynamicTokenSym, k=16, n=32), _layer(K.kFp8StaticTensorSym, k=16, n=8)
+    x = torch.randn(3, 16, dtype=torch.bfloat16)
+
+    class OneKernel:
+        call = object()  # bound: the fused call would run
+
+        def current(self, consumer):
+            return True
+
+        def __call__(self, x):
+            raise AssertionError("the one-kernel call ran")
+
+    plain = fq.SiluAndMul()
+    for _ in range(2):  # binds the layer's call, then the producer's record
+        fq.linear_act_quant(up, x, plain, down)
+    (bound,) = up._bound.values()
+    bound.producing = {key: OneKernel() for key in bound.producing}
+    with pytest.raises(AssertionError, match="the one-kernel call ran"):  # the stand-in is reached unhooked
+        fq.linear_act_quant(up, x, plain, down)
+    plain.register_forward_hook(lambda m, i, o: o.clamp(-0.01, 0.01))
+    got = fq.linear_act_quant(up, x, plain, down)
+    assert type(got) is torch.Tensor and torch.equal(got, plain(up(x)))
