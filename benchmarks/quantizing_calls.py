@@ -19,7 +19,8 @@ quantizing configs, ``small_m_quantizing_configs.json`` (what ``quantizing_confi
 every config the same bits), merged into the package's as the sweep installs its table. GPU only; ``candidates``
 runs anywhere.
 
-``python -m benchmarks.quantizing_calls --out DIR [--kinds int8,fp8] [--shapes gate_up,...] [--ms 1,16] [--install]``
+``python -m benchmarks.quantizing_calls --out DIR [--kinds int8,fp8] [--shapes gate_up,...] [--ms 1,16] [--install
+[--own-rows]]``: ``--own-rows`` installs the rows as this GPU model's own, beside the arch's (as the sweep's).
 """
 
 from __future__ import annotations
@@ -154,10 +155,11 @@ def plot(rows: list[dict], path: Path) -> bool:
     return save_figure(fig, axes[0][0], path, ylabel="GPU us per call")
 
 
-def fastest(rows: list[dict], arch: str, meta: dict) -> dict:
+def fastest(rows: list[dict], arch: str, meta: dict, model: str | None = None) -> dict:
     """``--install``'s table (the sweep's format): for each int8 (shape, M) measured, the quantizing config timed
     fastest, with its time, the producer then the GEMM's and the table row's own quantizing call's (None where that
-    did not fit a block's shared memory)."""
+    did not fit a block's shared memory); with ``model`` (``--own-rows``) as that GPU model's own rows (a row's
+    ``device``), which serve that model only, beside the arch's."""
     out = []
     for base in (r for r in rows if r["kind"] == "int8" and r["variant"] == BASELINE):
         at = (base["kind"], base["n"], base["k"], base["m"])
@@ -168,7 +170,7 @@ def fastest(rows: list[dict], arch: str, meta: dict) -> dict:
         own = [r["us"] for r in timed if r["config"] == base["config"]]
         out.append(dict(arch=arch, kind="int8", shape=base["shape"], n=base["n"], k=base["k"], m=base["m"],
                         **{f: best["config"][f] for f in g.CONFIG_FIELDS}, us=best["us"], baseline_us=base["us"],
-                        row_us=own[0] if own else None, variant=best["variant"]))
+                        row_us=own[0] if own else None, variant=best["variant"], **({"device": model} if model else {})))
     return {"meta": meta, "rows": out}
 
 
@@ -181,6 +183,9 @@ def main(argv=None) -> int:
     ap.add_argument("--install", action="store_true",
                     help="also merge the int8 rows' fastest configs into the package's "
                          "fused_quant/kernels/small_m_quantizing_configs.json")
+    ap.add_argument("--own-rows", action="store_true",
+                    help="with --install: the rows as this GPU model's own, installed beside the arch's (they serve "
+                         "this model only; another model of the arch keeps the arch's)")
     a, decoder = models.parse(ap, argv)
     try:
         shapes = decoder.pick(a.shapes.split(","))
@@ -190,6 +195,8 @@ def main(argv=None) -> int:
     kinds = a.kinds.split(",")
     if not set(kinds) <= {"int8", "fp8"}:
         ap.error(f"--kinds takes int8 and fp8, separated by commas; got {a.kinds!r}")
+    if a.own_rows and not a.install:
+        ap.error("--own-rows goes with --install")
     if a.install and "int8" not in kinds:
         ap.error("--install merges the int8 rows' configs: --kinds must name int8")
     if a.install and Path(a.out).resolve() == g.SMALL_M_QUANTIZING_FILE.parent.resolve():
@@ -209,7 +216,8 @@ def main(argv=None) -> int:
         from fused_quant.kernels import launch
 
         meta = {**versions(), "script": "benchmarks/quantizing_calls.py"}
-        table = fastest(rows, launch._cuda_arch(torch.cuda.current_device()), meta)
+        index = torch.cuda.current_device()
+        table = fastest(rows, launch._cuda_arch(index), meta, launch.device_name(index) if a.own_rows else None)
         path = out / g.SMALL_M_QUANTIZING_FILE.name
         path.write_text(json.dumps(table, indent=1) + "\n")
         install(path, g.SMALL_M_QUANTIZING_FILE, timed=False)

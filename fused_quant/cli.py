@@ -189,7 +189,11 @@ def _small_m_table(info) -> dict[str, object]:
     swept, measured = _measured_on(metas), _measured_on(table_metas(SMALL_M_QUANTIZING_FILE))
     out: dict[str, object] = {"arch": info.arch, "device": info.device_name, "swept": swept, "quantizing": measured,
                               "models": _measured_on(own)}
-    if info.arch in measured:
+    own_quantizing = model_metas(SMALL_M_QUANTIZING_FILE).get(info.device_name)
+    if own_quantizing is not None:
+        out["quantizing_line"] = (f"int8 per-token quantizing calls: configs of this GPU model's own "
+                                  f"({own_quantizing.get('date', '?')})")
+    elif info.arch in measured:
         out["quantizing_line"] = (f"int8 per-token quantizing calls: {info.arch} configs measured on "
                                   f"{measured[info.arch]}")
     else:

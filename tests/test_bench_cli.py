@@ -670,6 +670,7 @@ def test_the_gpu_scripts_refuse_bad_flags_in_one_line(argv, said):
                                         "16, got '3'"),
     ("quantizing_calls", ["--kinds", "int8,bogus"], "--kinds takes int8 and fp8, separated by commas"),
     ("quantizing_calls", ["--kinds", "fp8", "--install"], "--install merges the int8 rows' configs"),
+    ("quantizing_calls", ["--own-rows"], "--own-rows goes with --install"),
     ("sweep_int8_gemm", ["--ms", "abc"], "--ms: expected token counts >= 1 separated by commas (like 1,16,224), "
                                       "got 'abc'"),
     ("sweep_int8_gemm", ["--ms", "0,-5"], "--ms: expected token counts >= 1 separated by commas (like 1,16,224), "

@@ -312,6 +312,26 @@ def test_small_m_section_says_where_the_quantizing_configs_were_measured(node, c
         assert line in " ".join(_probe(capsys)[1].split())
 
 
+
+def test_small_m_section_names_a_gpu_models_own_quantizing_configs(node, capsys, monkeypatch, tmp_path):
+    """Quantizing configs installed with ``--own-rows`` serve their GPU model only: the probe on that model says it
+    takes its own, another model of the arch still the arch's."""
+    from fused_quant.kernels import gemm_launch as g
+
+    data = json.loads(g.SMALL_M_QUANTIZING_FILE.read_text())
+    data["models"] = {"NVIDIA H200": {"device": "NVIDIA H200", "date": "2026-12-07"}}
+    data["rows"].append({**data["rows"][0], "device": "NVIDIA H200"})
+    table = tmp_path / "q.json"
+    table.write_text(json.dumps(data))
+    monkeypatch.setattr(g, "SMALL_M_QUANTIZING_FILE", table)
+    node(H200)
+    got = json.loads(_probe(capsys, "--json")[1])["small_m_table"]
+    assert got["quantizing_line"] == "int8 per-token quantizing calls: configs of this GPU model's own (2026-12-07)"
+    node(dataclasses.replace(H200, device_name="NVIDIA H100 80GB HBM3"))
+    got = json.loads(_probe(capsys, "--json")[1])["small_m_table"]
+    assert got["quantizing_line"].startswith("int8 per-token quantizing calls: sm_90 configs measured on")
+
+
 def test_small_m_section_says_whose_int8_tiles_this_gpu_takes(node, capsys, monkeypatch):
     """The Triton int8 GEMM's tiles past 256 tokens: a GPU model with its own rows (``INT8_GEMM_DEVICE_CONFIGS``)
     is told so; any other node takes the default rows, is told which GPU model measured them, which models have

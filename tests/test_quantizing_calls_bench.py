@@ -109,8 +109,10 @@ def test_install_keeps_the_fastest_int8_config_of_each_shape_and_m():
             dict(kind="int8", **o, m=16, variant=qc.BASELINE, config=two, us=9.0, baseline_us=9.0),
             dict(kind="int8", **other, m=1, variant=qc.BASELINE, config=one, us=30.0, baseline_us=30.0),
             dict(kind="int8", **other, m=1, variant="table's 2-token row", config=two, us=31.0, baseline_us=30.0)]
+    own = qc.fastest(rows, "sm_90", {"device": "d"}, "NVIDIA A GPU")  # --own-rows: the model's own rows
+    assert own["rows"] and all(r["device"] == "NVIDIA A GPU" for r in own["rows"])
     table = qc.fastest(rows, "sm_90", {"device": "d"})
-    assert table["meta"] == {"device": "d"}
+    assert table["meta"] == {"device": "d"} and all("device" not in r for r in table["rows"])
     assert table["rows"] == [dict(arch="sm_90", kind="int8", **down, m=1, **one, us=23.7, baseline_us=23.1,
                                   row_us=49.4, variant="one-token row of 8"),
                              dict(arch="sm_90", kind="int8", **other, m=1, **two, us=31.0, baseline_us=30.0,
