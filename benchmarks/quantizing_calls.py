@@ -38,6 +38,7 @@ from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
 from benchmarks.decode import SHAPES, _weights, copies_for
+from benchmarks.sweep_small_m_gemm import install, writes_over_installed
 from benchmarks.timing import (Log, graph_us, out_folder, progress, pyplot, require_gpu, rows_so_far, save_figure,
                                token_counts, versions)
 
@@ -199,9 +200,9 @@ def main(argv=None) -> int:
         ap.error("--own-rows goes with --install")
     if a.install and "int8" not in kinds:
         ap.error("--install merges the int8 rows' configs: --kinds must name int8")
-    if a.install and Path(a.out).resolve() == g.SMALL_M_QUANTIZING_FILE.parent.resolve():
-        ap.exit(2, f"quantizing_calls: --out {a.out} is the package's folder: --install would write the run's rows "
-                   f"over the installed {g.SMALL_M_QUANTIZING_FILE.name} before merging them; write elsewhere\n")
+    over = writes_over_installed(Path(a.out), g.SMALL_M_QUANTIZING_FILE) if a.install else ""
+    if over:
+        ap.exit(2, f"quantizing_calls: {over}\n")
     require_gpu(ap, "quantizing_calls")
     out = out_folder(ap, a.out, "quantizing_calls")
     partial = out / "quantizing_calls.partial.json"  # the rows timed so far, until the run's JSON replaces it
@@ -212,7 +213,6 @@ def main(argv=None) -> int:
     partial.unlink(missing_ok=True)
     plot(rows, out / "quantizing_calls.png")
     if a.install:
-        from benchmarks.sweep_small_m_gemm import install
         from fused_quant.kernels import launch
 
         meta = {**versions(), "script": "benchmarks/quantizing_calls.py"}

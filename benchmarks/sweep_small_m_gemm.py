@@ -380,14 +380,23 @@ def out_problem(out: Path, resume: bool) -> str:
     """Why ``out`` cannot take this sweep ("" where it can): the package's own folder (the sweep's table has the
     installed table's name, and the first row saved would replace it: ``--install`` merges), or a folder holding a
     sweep already, unless ``resume`` goes on with it (a new run would write over what it measured)."""
-    if out.resolve() == g.SMALL_M_CONFIG_FILE.parent.resolve():
-        return (f"--out {out} is the package's folder: the sweep would write over the installed "
-                f"{g.SMALL_M_CONFIG_FILE.name}; write it elsewhere (--install merges it in)")
+    over = writes_over_installed(out, g.SMALL_M_CONFIG_FILE)
+    if over:
+        return over
     held = [name for name in (g.SMALL_M_CONFIG_FILE.name, LOG) if (out / name).exists()]
     if held and not resume:
         return (f"--out {out} holds a sweep already ({', '.join(held)}): --resume goes on with it, or pick another "
                 "folder")
     return ""
+
+
+def writes_over_installed(out: Path, table: Path) -> str:
+    """Why a run cannot write into ``out`` ("" where it can): the folder of the installed ``table``, where the run's
+    own output, of the same name, would replace it before ``--install`` merges the two."""
+    if out.resolve() != table.parent.resolve():
+        return ""
+    return (f"--out {out} is the package's folder: the run's {table.name} would write over the installed one before "
+            "--install merges it in; write it elsewhere")
 
 
 def resumed_rows(path: Path, device: str, model: str | None, retime: bool,
@@ -502,22 +511,20 @@ def install(path: Path, table: Path | None = None, timed: bool = True) -> list[s
     stamp = {"swept": f"{meta['device']} {meta['date']}"} if meta.get("device") and meta.get("date") else {}
     swept = {_row_key(r): {**r, **stamp} for r in new["rows"]}
     old = json.loads(table.read_text()) if table.is_file() else {"rows": []}
-    replacing = set()  # the archs whose rows this sweep replaces (not only adds to)
+    metas = dict(old.get("metas", {}))
     for arch in sorted({r["arch"] for r in new["rows"] if r.get("device") is None}):
         theirs = [r for r in old["rows"] if r["arch"] == arch and r.get("device") is None]
         replaced = sum(_row_key(r) in swept for r in theirs)
-        if replaced:
-            replacing.add(arch)
-        was, now = old.get("metas", {}).get(arch, {}).get("device"), meta.get("device")
+        was, now = metas.get(arch, {}).get("device"), meta.get("device")
         if was and now and was != now and 0 < replaced < len(theirs):
             raise ValueError(f"{arch}'s rows in {table} were swept on {was}; these, from {now}, replace {replaced} of "
                              f"them and {len(theirs) - replaced} would stay as {was} measured them: install them as "
                              f"{now}'s own rows (the sweep's --own-rows), or sweep every row the arch has")
+        if replaced or arch not in metas:  # rows of new shapes only leave the meta of the rows it describes
+            metas[arch] = meta
     rows = [swept.get(_row_key(r), r) for r in old["rows"]]  # in place: the table's order stays
     have = {_row_key(r) for r in old["rows"]}
     rows += [r for key, r in swept.items() if key not in have]
-    metas = {**old.get("metas", {}), **{r["arch"]: meta for r in new["rows"] if r.get("device") is None
-                                         and (r["arch"] in replacing or r["arch"] not in old.get("metas", {}))}}
     models = {**old.get("models", {}), **{r["device"]: meta for r in new["rows"] if r.get("device")}}
     write_atomically(table, json.dumps({"metas": metas, **({"models": models} if models else {}), "rows": rows},
                                        indent=1) + "\n")

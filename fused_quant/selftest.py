@@ -199,8 +199,7 @@ def run_selftest(backend: str, device: torch.device, *,
     return results
 
 
-def summary(results: list[CheckResult], backend: str,
-            left_out: dict[str, str] | None = None) -> dict[str, dict[str, object]]:
+def summary(results: list[CheckResult], backend: str) -> dict[str, dict[str, object]]:
     """Per kind of check: how many passed, of how many, how many were skipped and why (``skipped``, the known
     answers' only), and what passing shows on ``backend``."""
     if backend == selection.FALLBACK:  # its producers are reference.py: the sweeps compare it with itself
@@ -212,7 +211,7 @@ def summary(results: list[CheckResult], backend: str,
     meanings = {KNOWN_ANSWER: "hand-written expected bytes and scale bits (fused_quant/selftest_vectors.py, "
                               "from docs/NUMERICS.md), independent of reference.py",
                 REFERENCE: vs_reference}
-    left_out = skipped() if left_out is None else left_out
+    left_out = skipped()
     whys = sorted(set(left_out.values()))
     return {kind: {"passed": sum(r.ok for r in results if r.kind == kind),
                    "total": sum(r.kind == kind for r in results),
