@@ -59,15 +59,21 @@ def test_install_into_the_packages_folder_is_refused_before_anything_runs(capsys
 
 
 @pytest.mark.gpu
-def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path, monkeypatch):
+@pytest.mark.parametrize("own_rows", [False, True], ids=["arch", "own-rows"])
+def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path, monkeypatch, own_rows):
     """int8 per-token o at one token: the baseline, every candidate that fits (a difference in bits raises), the
-    bound pick marked once; the JSON, table and picture written; ``--install`` merges the fastest into the table."""
+    bound pick marked once; the JSON, table and picture written; ``--install`` merges the fastest into the table, as
+    the arch's rows or (``--own-rows``) as this GPU model's own, which the provider reads for this GPU only."""
     import json
+
+    import fused_quant
+    from fused_quant.kernels import launch
 
     table = tmp_path / "package" / "installed.json"  # not in --out: the run's own file there has the table's name
     table.parent.mkdir()
     monkeypatch.setattr(g, "SMALL_M_QUANTIZING_FILE", table)
-    assert qc.main(["--out", str(tmp_path), "--kinds", "int8", "--shapes", "o", "--ms", "1", "--install"]) == 0
+    argv = ["--out", str(tmp_path), "--kinds", "int8", "--shapes", "o", "--ms", "1", "--install"]
+    assert qc.main(argv + (["--own-rows"] if own_rows else [])) == 0
 
     rows = json.loads((tmp_path / "quantizing_calls.json").read_text())["rows"]
     assert rows[0]["variant"] == qc.BASELINE and len(rows) >= 2
@@ -78,6 +84,15 @@ def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path, monke
     quickest = min((r for r in rows if r["variant"] != qc.BASELINE), key=lambda r: r["us"])
     assert [(r["shape"], r["m"], r["us"]) for r in installed] == [("o", 1, quickest["us"])]
     assert (tmp_path / "quantizing_calls.png").stat().st_size > 0
+    index = torch.cuda.current_device()
+    model, arch = launch.device_name(index), launch._cuda_arch(index)
+    assert installed[0].get("device") == (model if own_rows else None)
+    n, k = SHAPES["o"]
+    fused_quant.reset()  # the run read the table before its install: the one reset re-reads it
+    mine, _ = g._swept_row(arch, "int8", n, k, 1, table, model)
+    other, why = g._swept_row(arch, "int8", n, k, 1, table, "another GPU model")
+    assert mine is not None and mine["us"] == quickest["us"]
+    assert (other is None and "no measured int8" in why) if own_rows else other == mine
 
 
 def test_plot_draws_the_baseline_the_pick_and_the_fastest(tmp_path):
