@@ -53,7 +53,14 @@ def expose_input_quant_key(layer: torch.nn.Module, key_or_kernel: object) -> Non
     """
     if not isinstance(layer, torch.nn.Module):
         raise TypeError(f"expose_input_quant_key: layer must be a torch.nn.Module, got {type(layer).__name__}")
-    key = key_or_kernel.input_quant_key() if hasattr(key_or_kernel, "input_quant_key") else key_or_kernel
+    if hasattr(key_or_kernel, "input_quant_key"):  # a kernel, as vLLM's
+        if not callable(key_or_kernel.input_quant_key):
+            raise TypeError(f"expose_input_quant_key: a kernel's input_quant_key must be a method returning its key "
+                            f"or None, got {type(key_or_kernel.input_quant_key).__name__} on "
+                            f"{type(key_or_kernel).__name__}")
+        key = key_or_kernel.input_quant_key()
+    else:
+        key = key_or_kernel
     if key is None:
         layer.__dict__.pop("_input_quant_key", None)
         return
@@ -85,6 +92,8 @@ def as_quantized_activation(x: torch.Tensor | QuantizedActivation,
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"as_quantized_activation: x must be a tensor or a QuantizedActivation, got "
                             f"{type(x).__name__}")
+        if expected_key is not None:  # a key that is none is refused for plain tensors too
+            to_quant_key(expected_key, "as_quantized_activation: expected_key")
         return None
     carried = to_quant_key(x.quant_key, "QuantizedActivation.quant_key")
     if expected_key is None or normalize_key(carried) != normalize_key(to_quant_key(expected_key, "consumer key")):

@@ -44,6 +44,7 @@ from fused_quant.validation import (  # noqa: F401  (GemmProblem: what providers
     check_backend_names,
     check_gemm_operands,
     check_predicate_answer,
+    check_takes,
     needing_grad,
 )
 
@@ -98,20 +99,27 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
         raise TypeError(f"register_gemm_provider: name must be a non-empty string, got {name!r}")
     if kind not in ("int8", "fp8"):
         raise UnsupportedError(f"{who}: kind must be 'int8' or 'fp8', got {kind!r}")
+    if not isinstance(first, bool):
+        raise TypeError(f"{who}: first must be True or False, got {first!r}")
     if backends is not None:
         backends = check_backend_names(backends, who, selection.BACKENDS)
     other = {p.kind for chain in _PROVIDERS.values() for p in chain if p.name == name} - {kind}
     if other:  # replacing it would take that kind's provider out of the chain, and its layers with it
         raise GemmProviderError(f"{who}: {name!r} is a registered {other.pop()} provider; a {kind} provider needs "
                                 f"its own name (or unregister_gemm_provider({name!r}) first)")
-    for what, f in (("supported", supported), ("bind", bind), ("bind_quantizing", bind_quantizing),
-                    ("bind_producing", bind_producing)):
+    # what each is called with (the module docstring): one that cannot take it is refused here
+    takes = (("supported", supported, "(problem)"), ("bind", bind, "(problem, weight, weight_scale, bias)"),
+             ("bind_quantizing", bind_quantizing, "(problem, weight, weight_scale, bias, quantizer)"),
+             ("bind_producing", bind_producing, "(problem, weight, weight_scale, bias, producer, quantizer)"))
+    for what, f, call in takes:
         if f is not None and not callable(f):
             raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")
+        check_takes(f, f"{who}: {what}", call, *(None,) * (call.count(",") + 1))
 
     def add(f: GemmFn) -> GemmFn:
         if not callable(f):
             raise TypeError(f"{who}: the provider must be callable, got {type(f).__name__}")
+        check_takes(f, f"{who}: the provider", "(x, x_scale, weight, weight_scale, bias, out_dtype)", *(None,) * 6)
         provider = GemmProvider(name, kind, f, supported, bind, bind_quantizing, bind_producing)
         # from the chains it serves, and from every backend's (an entry there would still answer before or after
         # it); another backend's own entry of the name stays (the backends register theirs so)
@@ -128,6 +136,8 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
 def unregister_gemm_provider(name: str) -> None:
     """Take the provider registered as ``name`` out of every chain; a name no provider has raises (a misspelt
     name would leave the provider serving)."""
+    if not isinstance(name, str):
+        raise TypeError(f"unregister_gemm_provider: name must be a provider's name (a string), got {name!r}")
     if name not in provider_names():
         raise GemmProviderError(f"unregister_gemm_provider: no GEMM provider is registered as {name!r}; "
                                 f"registered: {', '.join(sorted(provider_names()))}")

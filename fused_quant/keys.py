@@ -116,6 +116,9 @@ def key_name(key: QuantKey) -> str:
     """Short name of one of the four supported keys; ValueError for others."""
     name = key_name_or_none(key)
     if name is None:
+        if isinstance(key, str):  # a name already: key_from_name gives its key
+            raise TypeError(f"key_name takes a QuantKey, got the string {key!r} (key_from_name({key!r}) gives a "
+                            "name's key)")
         raise UnsupportedError(f"unsupported quant key {key}; supported: {', '.join(KEYS)}")
     return name
 
@@ -134,7 +137,10 @@ def key_name_or_none(key: QuantKey) -> str | None:
     name = _NAMES_BY_ID.get(id(key))
     if name is not None and KEYS[name] is key:
         return name
-    return _NAMES.get(normalize_key(key))
+    try:
+        return _NAMES.get(normalize_key(key))
+    except (AttributeError, TypeError):  # not a key (no dtype), or a field that cannot be hashed (a list group_shape)
+        return None
 
 
 def label(key: object) -> str:

@@ -8,6 +8,7 @@ match. Every path ends in the checked GEMM entry, never in a provider directly.
 
 from __future__ import annotations
 
+import reprlib
 import warnings
 import weakref
 
@@ -58,8 +59,8 @@ class FusedSiluAndMulAndQuant(nn.Module):
 
     def __init__(self, numerics: str | None = None):
         super().__init__()
-        if numerics:  # None or "": FUSED_QUANT_NUMERICS, read once per runtime state (after fused_quant.reset()
-            # a change takes effect); an unknown name fails here
+        if numerics is not None and numerics != "":  # None or "": FUSED_QUANT_NUMERICS, read once per runtime
+            # state (after fused_quant.reset() a change takes effect); anything else names a profile or fails here
             get_profile(numerics)
         self.numerics = numerics
 
@@ -97,9 +98,9 @@ def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
             if isinstance(scale, (str, bytes, bool)):
                 raise TypeError
             scale = torch.tensor([float(scale)], dtype=torch.float32)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int past float's range
             raise TypeError(f"{layer}: {what} must be a number or a one-element float32 tensor, got "
-                            f"{type(scale).__name__} {scale!r}") from None
+                            f"{type(scale).__name__} {reprlib.repr(scale)}") from None
     return check_scale_tensor(scale, device=scale.device, what=what, layer=layer)
 
 
@@ -149,11 +150,19 @@ def _held_bias(bias: torch.Tensor, out_dtype: torch.dtype, where: str) -> torch.
     return bias.to(out_dtype).contiguous()
 
 
+def _check_initialized(linear: nn.Linear, where: str, then: str) -> None:
+    """An ``nn.LazyLinear`` before its first call has no weight to quantize yet."""
+    if isinstance(linear.weight, nn.parameter.UninitializedParameter):
+        raise UnsupportedError(f"{where}: {type(linear).__name__}'s weight is not initialized yet (a lazy module "
+                               f"learns in_features at its first forward); call it once, then {then}")
+
+
 def _check_weights(weight, weight_scale, bias, key: K.QuantKey, where: str) -> None:
     """What a QuantLinear is built from, checked when it is built (not at its first forward)."""
     _check_weight(weight, key, where)
     if not isinstance(weight_scale, torch.Tensor):
         raise TypeError(f"{where}: weight_scale must be a torch.Tensor, got {type(weight_scale).__name__}")
+    check_dense(weight_scale, f"{where}: weight_scale")
     n = weight.shape[0]
     check_weight_scale_shape(weight_scale, n, layer=where)
     if not weight_scale.is_floating_point():
@@ -291,6 +300,8 @@ class QuantLinear(nn.Module):
         # (weak reference, version) of the input_scale whose value was checked: a reference, so that a new
         # tensor that reuses a freed one's id is not taken for it; weak, so that it keeps no old scale alive
         self._scale_seen: tuple | None = None
+        if name is not None and not isinstance(name, str):  # errors name the layer by it
+            raise TypeError(f"QuantLinear: name must be a string or None, got {type(name).__name__} {name!r}")
         where = name or "QuantLinear"
         key = K.as_key(input_key, f"{where}: input_key")
         if out_dtype not in ACT_DTYPES:
@@ -321,9 +332,7 @@ class QuantLinear(nn.Module):
             raise TypeError(f"from_float expects torch.nn.Linear, got {type(linear).__name__}")
         where = name or "from_float"
         input_key = K.as_key(input_key, f"{where}: input_key")
-        if isinstance(linear.weight, nn.parameter.UninitializedParameter):  # an nn.LazyLinear before its first call
-            raise UnsupportedError(f"{where}: {type(linear).__name__}'s weight is not initialized yet (a lazy module "
-                                   "learns in_features at its first forward); call it once, then from_float")
+        _check_initialized(linear, where, "from_float")
         if 0 in linear.weight.shape:
             raise ShapeMismatchError(f"{where}: nn.Linear({linear.in_features}, {linear.out_features}) has no weights "
                                      "to quantize; in_features and out_features must be > 0")
@@ -387,6 +396,8 @@ class QuantLinear(nn.Module):
         if isinstance(value, nn.Parameter) and not value.requires_grad:
             value = value.detach()  # the same storage and version counter, a buffer's plain tensor
         if name == "input_scale":
+            if isinstance(value, torch.Tensor):
+                check_dense(value, f"{self.name}: input_scale (when assigned)")
             if isinstance(value, torch.Tensor) and value.numel() == 1 and value.shape != (1,):
                 value = value.reshape(1)  # held as [1] on every way in (a view: in-place writes still reach it)
             self._check_input_scale(value, "when assigned")  # refuses one that requires grad too
@@ -460,6 +471,7 @@ class QuantLinear(nn.Module):
                                   "are float (stored as float32)")
         if isinstance(ws, torch.Tensor):
             what = f"the state dict's {prefix}weight_scale"
+            check_dense(ws, f"{self.name}: {what}")
             held = self.weight_scale
             check_weight_scale_shape(ws, None, what=what, layer=self.name)
             if ws.numel() != held.numel():  # torch's loader would report a size mismatch of the buffer
@@ -480,6 +492,7 @@ class QuantLinear(nn.Module):
         if isinstance(scale, torch.Tensor) and K.is_static(self.input_key):
             # before it is copied in: a refused value never takes the place of the layer's scale
             what = f"the state dict's {prefix}input_scale"
+            check_dense(scale, f"{self.name}: {what}")
             if not scale.is_floating_point():
                 raise QuantDTypeError(f"{self.name}: {what} is {scale.dtype}; a static scale is float (held as "
                                       "float32)")
@@ -513,6 +526,8 @@ class QuantLinear(nn.Module):
         if not isinstance(linears, list) or not linears or not all(isinstance(m, nn.Linear) for m in linears):
             got = type(linears).__name__ if not isinstance(linears, list) else [type(m).__name__ for m in linears]
             raise TypeError(f"{name or 'from_linears'}: expects a non-empty list of torch.nn.Linear, got {got}")
+        for m in linears:
+            _check_initialized(m, name or "from_linears", "from_linears")
         k = {m.in_features for m in linears}
         if len(k) != 1:
             raise ShapeMismatchError(f"{name or 'from_linears'}: the linears must share in_features, got "
@@ -878,6 +893,8 @@ def name_quant_linears(model: nn.Module, prefix: str = "") -> None:
     """Name every QuantLinear in ``model`` after its module path, so errors say which layer."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"name_quant_linears: model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"name_quant_linears: prefix must be a string, got {type(prefix).__name__} {prefix!r}")
     for path, module in model.named_modules(prefix=prefix):
         if isinstance(module, QuantLinear):
             module.name = path or module.name

@@ -9,7 +9,6 @@ producer receives validated input and returns ``(q, scale)``; wrapping into a
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections import Counter
 from typing import Callable, NamedTuple, Optional
@@ -33,6 +32,7 @@ from fused_quant.validation import (
     check_backend_names,
     check_predicate_answer,
     check_scale_tensor,
+    check_takes,
     needing_grad,
 )
 
@@ -137,14 +137,9 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
     ``replace=True``; ``unregister_producer`` then puts the replaced one back.
     """
     who = "register_producer"
-    if not isinstance(act_type, type):
-        raise TypeError(f"{who}: act_type must be an activation module class ({', '.join(t.__name__ for t in act_types().values())}), "
-                        f"got {type(act_type).__name__}")
-    key = K.as_key(key, f"{who}: key")
-    if not isinstance(backend, str):  # a producer belongs to one backend's table
-        raise TypeError(f"{who}: backend must be one backend's name ({', '.join(selection.BACKENDS)}), got "
-                        f"{backend!r}; register the producer once per backend")
-    check_backend_names((backend,), f"{who}: backend", selection.BACKENDS)
+    key = _check_slot(act_type, key, backend, who)
+    if not isinstance(replace, bool):
+        raise TypeError(f"{who}: replace must be True or False, got {replace!r}")
     for what, f in (("supported", supported), ("bind", bind)):
         if f is not None and not callable(f):
             raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")
@@ -153,7 +148,9 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
         if not callable(fn):
             raise TypeError(f"{who}: the producer must be callable, got {type(fn).__name__}")
         for what, f in (("the producer", fn), ("bind", bind)):
-            _check_takes_producer_arguments(f, f"{who}: {what}")
+            check_takes(f, f"{who}: {what}", "(x, scale, *, numerics, fp8_dtype)", None, None, numerics=None,
+                        fp8_dtype=None)
+        check_takes(supported, f"{who}: supported", "(x, scale)", None, None)
         table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
         slot = (act, K.key_name(key))
@@ -170,10 +167,23 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
     return deco
 
 
+def _check_slot(act_type: object, key: object, backend: object, who: str) -> K.QuantKey:
+    """``register_producer``'s and ``unregister_producer``'s (activation class, key, backend), checked: the key."""
+    if not isinstance(act_type, type):
+        raise TypeError(f"{who}: act_type must be an activation module class "
+                        f"({', '.join(t.__name__ for t in act_types().values())}), got {type(act_type).__name__}")
+    key = K.as_key(key, f"{who}: key")
+    if not isinstance(backend, str):  # a producer belongs to one backend's table
+        raise TypeError(f"{who}: backend must be one backend's name ({', '.join(selection.BACKENDS)}), got "
+                        f"{backend!r}; a producer is registered once per backend")
+    check_backend_names((backend,), f"{who}: backend", selection.BACKENDS)
+    return key
+
+
 def unregister_producer(act_type: type, key: K.QuantKey, *, backend: str) -> None:
     """Take out ``backend``'s producer for (``act_type``'s activation, ``key``): the one it replaced
     (``register_producer(..., replace=True)``) serves again, where there was one. No such producer raises."""
-    key = K.as_key(key, "unregister_producer: key")
+    key = _check_slot(act_type, key, backend, "unregister_producer")
     act, name = _act_name(act_type), K.key_name(key)
     table = _PRODUCERS.get(backend, {})
     old = table.get((act, name))
@@ -187,22 +197,6 @@ def unregister_producer(act_type: type, key: K.QuantKey, *, backend: str) -> Non
     else:
         del table[(act, name)]
     runtime.reset()
-
-
-def _check_takes_producer_arguments(fn: Callable | None, who: str) -> None:
-    """A producer (or its ``bind``) is called as ``fn(x, scale, numerics=..., fp8_dtype=...)``: one that cannot
-    take that is refused now, not at its first call inside a model."""
-    if fn is None:
-        return
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin without a signature: its first call tells
-        return
-    try:
-        signature.bind(None, None, numerics=None, fp8_dtype=None)
-    except TypeError as exc:
-        raise TypeError(f"{who} must take (x, scale, *, numerics, fp8_dtype), got {getattr(fn, '__qualname__', fn)}"
-                        f"{signature}: {exc}") from None
 
 
 def producers(backend: str | None = None) -> list[Producer]:
@@ -310,16 +304,13 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
     if (torch.compiler.is_compiling() or type(x) is not torch.Tensor or act is None or x.requires_grad
             or x.layout is not _STRIDED):  # a sparse COO tensor's strides are a dense expanded one's
         return None, None
-    if scale is None:
-        s = None
-    elif type(scale) is torch.Tensor and not scale.requires_grad:
-        s = (scale.dtype, scale.shape, scale.device)
-    else:
+    if scale is not None and (type(scale) is not torch.Tensor or scale.requires_grad):
         return None, None
     try:
+        s = None if scale is None else (scale.dtype, scale.shape, scale.device)
         sig = (form, act, id(key), numerics, backend, x.dtype, x.shape, x.stride(), x.device, s)
         call = _CALLS.get(sig)
-    except (TypeError, RuntimeError):  # an unhashable numerics or backend argument; a nested tensor's sizes
+    except (TypeError, RuntimeError):  # an unhashable numerics or backend argument; a nested x's or scale's sizes
         return None, None
     return (None if call is not None else (sig, runtime.generation())), call
 
@@ -377,8 +368,12 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
             raise TypeError(f"maybe_fused_act_quant: the consumer is an activation ({type(linear).__name__}), "
                             f"act_fn a {type(act_fn).__name__}; {_ARGUMENT_ORDER}")
         _check_act_fn(act_fn)
+        if numerics is not None:  # a profile that does not exist is refused where nothing is fused too
+            get_profile(numerics)
         return act_fn(x)
     if activations.hooked(act_fn) and get_input_quant_key(act_fn) is None:  # (a layer as act_fn: refused below)
+        if numerics is not None:
+            get_profile(numerics)
         return act_fn(x)
     scale = _static_scale(linear, key)
     if numerics is None:
@@ -390,6 +385,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     if isinstance(act_fn, torch.nn.Module) and get_input_quant_key(act_fn) is not None:  # arguments swapped: the activation would run as the layer did
         raise TypeError(f"maybe_fused_act_quant: act_fn is a quantized linear ({type(act_fn).__name__} "
                         f"{getattr(act_fn, 'name', '')!r}), expected the activation module; {_ARGUMENT_ORDER}")
+    profile = get_profile(numerics)
     act, name = _act_name_or_none(type(act_fn)), K.key_name_or_none(key)
     if act is None:
         _debug("fused-quant: %s is not a known activation (%s); running it unfused", type(act_fn).__qualname__,
@@ -405,7 +401,7 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
     if prod is None:
         _debug("fused-quant: %s -> %s runs as the plain activation: %s", act, name, reason)
         return act_fn(x)
-    return _run(prod, x, scale, get_profile(numerics), sig if keep else None, key)
+    return _run(prod, x, scale, profile, sig if keep else None, key)
 
 
 def _check_act_fn(act_fn: object) -> None:

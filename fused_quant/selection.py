@@ -122,6 +122,9 @@ def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, s
     """(backend name, reason) for ``info`` and a FUSED_QUANT_BACKEND value; pure. A backend that runs on every
     device, chosen as the node's own or by name, is given with the node's summary ("no GPU found"), since its own
     reason says nothing of the node (a fallback's reason says why the node's backend cannot run)."""
+    if not isinstance(info, PlatformInfo):
+        raise TypeError(f"select_backend: info must be a PlatformInfo (fused_quant.platforms.probe() gives this "
+                        f"node's), got {type(info).__name__}")
     if env is not None and not isinstance(env, str):
         raise TypeError(f"select_backend: env must be a backend's name, 'auto' or None, got {type(env).__name__} "
                         f"{env!r}; valid names: {_valid_names()}")

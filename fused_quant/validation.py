@@ -8,6 +8,7 @@ uses ``assert``: ``python -O`` must not change what is accepted.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from collections.abc import Callable
@@ -55,6 +56,22 @@ def check_dense(x: torch.Tensor, what: str) -> None:
                           + (" (or one tensor per sequence)" if x.is_nested else ""))
 
 
+def check_takes(fn: Callable | None, who: str, call: str, *args, **kwargs) -> None:
+    """A function the package will call as ``fn(*args, **kwargs)`` (``call`` names the arguments) is refused when it
+    is registered if it cannot take them, not at its first call inside a model. One without a signature to read (a
+    builtin) passes: its first call tells."""
+    if fn is None:
+        return
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{who} must take {call}, got {getattr(fn, '__qualname__', fn)}{signature}: {exc}") from None
+
+
 def check_activation(act: str) -> str:
     if not isinstance(act, str) or act not in ACTIVATIONS:
         raise UnsupportedError(f"unknown activation {act!r}; expected one of {', '.join(ACTIVATIONS)}")
@@ -95,6 +112,7 @@ def check_scale_tensor(scale: object, *, device: torch.device, what: str = "stat
             hint = f"; e.g. torch.tensor([{float(scale)!r}], dtype=torch.float32, device='{device}')"
         raise error(f"{_where(layer)}{what} must be a one-element float32 torch.Tensor on {device}, got "
                     f"{type(scale).__name__}{hint}")
+    check_dense(scale, f"{_where(layer)}{what}")
     if scale.dtype != torch.float32:
         raise QuantDTypeError(f"{_where(layer)}{what} must be float32, got {scale.dtype}")
     if scale.numel() != 1:
@@ -330,7 +348,7 @@ def check_backend_names(names: object, who: str, valid) -> tuple[str, ...]:
     if not isinstance(names, (tuple, list)) or not names:
         raise TypeError(f"{who}: backends must be a non-empty tuple of backend names or None (all), got "
                         f"{type(names).__name__}")
-    unknown = [n for n in names if n not in valid]
+    unknown = [n for n in names if not isinstance(n, str) or n not in valid]
     if unknown:
         raise BackendUnavailableError(f"{who}: unknown backend {', '.join(map(repr, unknown))}; valid names: "
                                       f"{', '.join(valid)}")

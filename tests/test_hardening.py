@@ -295,8 +295,10 @@ def test_backend_names_are_checked_and_a_bare_string_refused():
         fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend="tritn")
     for backend in (None, ("torch",), ["torch"]):  # a producer belongs to one backend's table
         with pytest.raises(TypeError, match=f"register_producer: backend must be one backend's name \\(torch, "
-                                            f".*got {re.escape(repr(backend))}; register the producer once per"):
+                                            f".*got {re.escape(repr(backend))}; a producer is registered once per"):
             fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend=backend)
+        with pytest.raises(TypeError, match="unregister_producer: backend must be one backend's name"):
+            fq.unregister_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend=backend)
     with pytest.raises(fq.GemmProviderError, match="'torch_int8_f64' is a registered int8 provider; a fp8 provider "
                                                    "needs its own name"):
         register_gemm_provider("torch_int8_f64", fn, kind="fp8", backends=("torch",))
@@ -1401,3 +1403,127 @@ def test_linear_act_quant_runs_a_hooked_activation_even_where_one_kernel_is_boun
     plain.register_forward_hook(lambda m, i, o: o.clamp(-0.01, 0.01))
     got = fq.linear_act_quant(up, x, plain, down)
     assert type(got) is torch.Tensor and torch.equal(got, plain(up(x)))
+
+
+# --- sparse and nested scales, and arguments of the wrong kind, named where they come in ----------
+
+def _sparse_and_nested(values):
+    dense = torch.tensor(values, dtype=torch.float32)
+    yield "layout torch.sparse_coo", dense.to_sparse()
+    yield "a nested tensor", torch.nested.nested_tensor([dense])
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_sparse_and_nested_scales_are_refused_on_every_way_in():
+    x = torch.randn(3, 16, dtype=torch.bfloat16)
+    layer = _layer(K.kInt8StaticTensorSym)
+    w, ws, s = layer.weight, layer.weight_scale.clone(), layer.input_scale.clone()
+    for got, scale in _sparse_and_nested([0.05]):
+        match = f"input_scale.* must be a dense \\(strided\\) tensor, got {got}"
+        with pytest.raises(fq.LayoutError, match=f"scale for int8_static_tensor must be a dense .*got {got}"):
+            fq.quantize(x, K.kInt8StaticTensorSym, scale)
+        with pytest.raises(fq.LayoutError, match=match):
+            fq.QuantLinear(w, ws, K.kInt8StaticTensorSym, input_scale=scale)
+        with pytest.raises(fq.LayoutError, match=match):
+            layer.input_scale = scale
+        if got.startswith("layout"):  # a state dict holds plain or sparse tensors
+            with pytest.raises(fq.LayoutError, match=f"the state dict's input_scale must be a dense .*got {got}"):
+                layer.load_state_dict({**layer.state_dict(), "input_scale": scale})
+    for got, scale in _sparse_and_nested(ws.reshape(-1).tolist()):
+        with pytest.raises(fq.LayoutError, match=f"weight_scale must be a dense \\(strided\\) tensor, got {got}"):
+            fq.QuantLinear(w, scale, K.kInt8StaticTensorSym, input_scale=0.05)
+    with pytest.raises(fq.LayoutError, match="the state dict's weight_scale must be a dense .*sparse_coo"):
+        layer.load_state_dict({**layer.state_dict(), "weight_scale": ws.to_sparse()})
+    assert torch.equal(layer.weight_scale, ws) and torch.equal(layer.input_scale, s)  # nothing taken in
+
+
+def test_an_int_past_floats_range_as_a_static_scale_is_a_type_error_that_names_it_briefly():
+    layer = _layer(K.kInt8StaticTensorSym)
+    with pytest.raises(TypeError, match="input_scale must be a number or a one-element float32 tensor, got int "
+                                        "1000.*\\.\\.\\.") as caught:
+        fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8StaticTensorSym, input_scale=10 ** 400)
+    assert len(str(caught.value)) < 300
+
+
+def test_a_gemm_providers_functions_that_cannot_take_their_arguments_are_refused_when_registered():
+    takes = {"supported": "(problem)", "bind": "(problem, weight, weight_scale, bias)",
+             "bind_quantizing": "(problem, weight, weight_scale, bias, quantizer)",
+             "bind_producing": "(problem, weight, weight_scale, bias, producer, quantizer)"}
+    fine = lambda x, xs, w, ws, bias, out_dtype: None  # noqa: E731
+    with pytest.raises(TypeError, match="register_gemm_provider\\('bad'\\): the provider must take \\(x, x_scale, "
+                                        "weight, weight_scale, bias, out_dtype\\), got .*\\(xq\\)"):
+        register_gemm_provider("bad", lambda xq: None, kind="int8", backends=("torch",))
+    for what, call in takes.items():
+        with pytest.raises(TypeError, match=f"register_gemm_provider\\('bad'\\): {what} must take "
+                                            f"{re.escape(call)}, got"):
+            register_gemm_provider("bad", fine, kind="int8", backends=("torch",), **{what: lambda: None})
+    with pytest.raises(TypeError, match="first must be True or False, got 'no'"):
+        register_gemm_provider("bad", fine, kind="int8", first="no")
+    with pytest.raises(fq.BackendUnavailableError, match="unknown backend \\['torch'\\]"):
+        register_gemm_provider("bad", fine, kind="int8", backends=[["torch"]])
+    with pytest.raises(TypeError, match="unregister_gemm_provider: name must be a provider's name .*\\['x'\\]"):
+        unregister_gemm_provider(["x"])
+    assert "bad" not in fq.gemm.provider_names()
+
+
+def test_a_producers_supported_and_replace_are_checked_and_unregister_checks_its_activation():
+    fn = lambda x, scale, *, numerics, fp8_dtype: None  # noqa: E731
+    with pytest.raises(TypeError, match="register_producer: supported must take \\(x, scale\\), got"):
+        fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend="torch", supported=lambda x: True,
+                             replace=True)(fn)
+    with pytest.raises(TypeError, match="register_producer: replace must be True or False, got 'no'"):
+        fq.register_producer(fq.SiluAndMul, K.kInt8DynamicTokenSym, backend="torch", replace="no")
+    for act in ("relu2", fq.SiluAndMul()):
+        with pytest.raises(TypeError, match="unregister_producer: act_type must be an activation module class "
+                                            f"\\(SiluAndMul, .*got {type(act).__name__}"):
+            fq.unregister_producer(act, K.kInt8DynamicTokenSym, backend="torch")
+
+
+def test_a_numerics_value_naming_no_profile_is_refused_where_nothing_is_fused_too():
+    x = torch.randn(3, 16)
+    hooked = fq.SiluAndMul()
+    hooked.register_forward_hook(lambda m, i, o: o)
+    for act, consumer in ((fq.SiluAndMul(), None), (fq.SiluAndMul(), nn.Linear(8, 4)), (nn.GELU(), None),
+                          (hooked, _layer(K.kInt8DynamicTokenSym, k=8, n=4))):
+        for bad in ("nope", 123):
+            with pytest.raises(fq.NumericsProfileError, match=f"unknown numerics profile {bad!r}"):
+                fq.maybe_fused_act_quant(act, x, consumer, numerics=bad)
+    up = _layer(K.kInt8DynamicTokenSym, k=16, n=16)
+    with pytest.raises(fq.NumericsProfileError, match="unknown numerics profile 123"):
+        fq.linear_act_quant(up, x.to(torch.bfloat16), fq.SiluAndMul(), None, numerics=123)
+    assert torch.equal(fq.maybe_fused_act_quant(nn.GELU(), x, None, numerics="hcu"), nn.GELU()(x))
+    for bad in (0, False, []):  # only None and "" leave the profile to FUSED_QUANT_NUMERICS
+        with pytest.raises(fq.NumericsProfileError, match="unknown numerics profile"):
+            fq.FusedSiluAndMulAndQuant(numerics=bad)
+
+
+def test_keys_and_consumers_of_the_wrong_kind_are_named():
+    with pytest.raises(fq.UnsupportedError, match="unsupported quant key .*\\[1, -1\\]"):
+        fq.quantize(torch.randn(2, 16), K.QuantKey(torch.int8, K.ScaleDesc(torch.float32, False, [1, -1])))
+    with pytest.raises(TypeError, match="key_name takes a QuantKey, got the string 'int8_dynamic_token' "
+                                        "\\(key_from_name\\('int8_dynamic_token'\\) gives"):
+        K.key_name("int8_dynamic_token")
+    with pytest.raises(TypeError, match="as_quantized_activation: expected_key must be a fused_quant QuantKey"):
+        as_quantized_activation(torch.randn(2, 4), 3)
+
+    class Kernel:
+        input_quant_key = 5
+
+    with pytest.raises(TypeError, match="a kernel's input_quant_key must be a method returning its key or None, "
+                                        "got int on Kernel"):
+        fq.expose_input_quant_key(nn.Linear(2, 2), Kernel())
+    with pytest.raises(TypeError, match="select_backend: info must be a PlatformInfo .*got NoneType"):
+        fq.select_backend(None, "auto")
+
+
+def test_a_lazy_linear_a_names_type_and_a_prefixs_type_are_refused_by_name():
+    with pytest.raises(fq.UnsupportedError, match="from_linears: LazyLinear's weight is not initialized yet .*then "
+                                                  "from_linears"):
+        fq.QuantLinear.from_linears([nn.Linear(4, 4), nn.LazyLinear(4)], K.kInt8DynamicTokenSym)
+    layer = _layer(K.kInt8DynamicTokenSym)
+    for name in (5, ["a"]):
+        with pytest.raises(TypeError, match=f"QuantLinear: name must be a string or None, got "
+                                            f"{type(name).__name__}"):
+            fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, name=name)
+    with pytest.raises(TypeError, match="name_quant_linears: prefix must be a string, got int 3"):
+        fq.name_quant_linears(nn.Sequential(layer), prefix=3)
