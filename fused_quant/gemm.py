@@ -110,11 +110,13 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
     # what each is called with (the module docstring): one that cannot take it is refused here
     takes = (("supported", supported, "(problem)"), ("bind", bind, "(problem, weight, weight_scale, bias)"),
              ("bind_quantizing", bind_quantizing, "(problem, weight, weight_scale, bias, quantizer)"),
-             ("bind_producing", bind_producing, "(problem, weight, weight_scale, bias, producer, quantizer)"))
+             ("bind_producing", bind_producing, "(problem, weight, weight_scale, bias, producer, quantizer=None)"))
     for what, f, call in takes:
         if f is not None and not callable(f):
             raise TypeError(f"{who}: {what} must be callable or None, got {type(f).__name__}")
-        check_takes(f, f"{who}: {what}", call, *(None,) * (call.count(",") + 1))
+        n = call.count(",") + 1
+        for args in (n - 1, n) if call.endswith("=None)") else (n,):  # called with and without the last
+            check_takes(f, f"{who}: {what}", call, *(None,) * args)
 
     def add(f: GemmFn) -> GemmFn:
         if not callable(f):

@@ -116,9 +116,9 @@ def key_name(key: QuantKey) -> str:
     """Short name of one of the four supported keys; ValueError for others."""
     name = key_name_or_none(key)
     if name is None:
-        if isinstance(key, str):  # a name already: key_from_name gives its key
-            raise TypeError(f"key_name takes a QuantKey, got the string {key!r} (key_from_name({key!r}) gives a "
-                            "name's key)")
+        if isinstance(key, str):  # a name already, or not one
+            hint = f"key_from_name({key!r}) gives its key" if key in KEYS else f"key names: {', '.join(KEYS)}"
+            raise TypeError(f"key_name takes a QuantKey, got the string {key!r} ({hint})")
         raise UnsupportedError(f"unsupported quant key {key}; supported: {', '.join(KEYS)}")
     return name
 

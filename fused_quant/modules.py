@@ -29,6 +29,7 @@ from fused_quant.runtime import capturing
 from fused_quant.validation import (
     ACT_DTYPES,
     FP8_DTYPES,
+    MIN_STATIC_SCALE,
     DeviceMismatchError,
     GemmProviderError,
     LayoutError,
@@ -98,7 +99,10 @@ def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
             if isinstance(scale, (str, bytes, bool)):
                 raise TypeError
             scale = torch.tensor([float(scale)], dtype=torch.float32)
-        except (TypeError, ValueError, OverflowError):  # OverflowError: an int past float's range
+        except OverflowError:  # an int past float's range: a value a static scale cannot be, as 1e300
+            raise ScaleError(f"{layer}: {what} must be finite and >= {MIN_STATIC_SCALE:.8g} in float32, got "
+                             f"{type(scale).__name__} {reprlib.repr(scale)}") from None
+        except (TypeError, ValueError):
             raise TypeError(f"{layer}: {what} must be a number or a one-element float32 tensor, got "
                             f"{type(scale).__name__} {reprlib.repr(scale)}") from None
     return check_scale_tensor(scale, device=scale.device, what=what, layer=layer)

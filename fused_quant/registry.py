@@ -304,7 +304,7 @@ def _checked_call(form: str, act: object, key: object, numerics: object, backend
     if (torch.compiler.is_compiling() or type(x) is not torch.Tensor or act is None or x.requires_grad
             or x.layout is not _STRIDED):  # a sparse COO tensor's strides are a dense expanded one's
         return None, None
-    if scale is not None and (type(scale) is not torch.Tensor or scale.requires_grad):
+    if scale is not None and (type(scale) is not torch.Tensor or scale.requires_grad or scale.layout is not _STRIDED):
         return None, None
     try:
         s = None if scale is None else (scale.dtype, scale.shape, scale.device)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -109,7 +110,10 @@ def check_scale_tensor(scale: object, *, device: torch.device, what: str = "stat
         if scale is None:
             error, hint = ScaleError, " (a static key needs its scale)"
         elif isinstance(scale, numbers.Real) and not isinstance(scale, bool):  # Python and numpy numbers
-            hint = f"; e.g. torch.tensor([{float(scale)!r}], dtype=torch.float32, device='{device}')"
+            try:
+                hint = f"; e.g. torch.tensor([{float(scale)!r}], dtype=torch.float32, device='{device}')"
+            except OverflowError:  # an int past float's range
+                hint = f" ({reprlib.repr(scale)}, past float32's range)"
         raise error(f"{_where(layer)}{what} must be a one-element float32 torch.Tensor on {device}, got "
                     f"{type(scale).__name__}{hint}")
     check_dense(scale, f"{_where(layer)}{what}")

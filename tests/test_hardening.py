@@ -1437,18 +1437,38 @@ def test_sparse_and_nested_scales_are_refused_on_every_way_in():
     assert torch.equal(layer.weight_scale, ws) and torch.equal(layer.input_scale, s)  # nothing taken in
 
 
-def test_an_int_past_floats_range_as_a_static_scale_is_a_type_error_that_names_it_briefly():
+def test_an_int_past_floats_range_as_a_static_scale_is_named_briefly_on_every_way_in():
     layer = _layer(K.kInt8StaticTensorSym)
-    with pytest.raises(TypeError, match="input_scale must be a number or a one-element float32 tensor, got int "
-                                        "1000.*\\.\\.\\.") as caught:
-        fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8StaticTensorSym, input_scale=10 ** 400)
-    assert len(str(caught.value)) < 300
+    x = torch.randn(2, 16)
+    huge = 10 ** 400
+    for make in (lambda: fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8StaticTensorSym, input_scale=huge),
+                 lambda: layer.set_input_scale(huge)):
+        with pytest.raises(fq.ScaleError, match="input_scale must be finite and >= 1.1754944e-38 in float32, got int "
+                                                "1000.*\\.\\.\\.") as caught:
+            make()
+        assert len(str(caught.value)) < 300
+    for call in (lambda: setattr(layer, "input_scale", huge), lambda: fq.quantize(x, K.kInt8StaticTensorSym, huge),
+                 lambda: fq.fused_act_quant("relu2", x, K.kInt8StaticTensorSym, huge)):  # these take tensors only
+        with pytest.raises(fq.QuantDTypeError, match="must be a one-element float32 torch.Tensor on cpu, got int "
+                                                     "\\(1000.*\\.\\.\\..*, past float32's range\\)"):
+            call()
+    assert float(layer.input_scale) == pytest.approx(0.05)
+
+
+def test_a_sparse_scale_is_refused_after_a_dense_one_of_its_metadata_bound_the_call():
+    x = torch.randn(2, 16)
+    dense = torch.tensor([0.05])
+    for call in (lambda s: fq.quantize(x, K.kInt8StaticTensorSym, s),
+                 lambda s: fq.fused_act_quant("relu2", x, K.kInt8StaticTensorSym, s)):
+        call(dense), call(dense)  # checked, then bound
+        with pytest.raises(fq.LayoutError, match="must be a dense \\(strided\\) tensor, got layout torch.sparse_coo"):
+            call(dense.to_sparse())
 
 
 def test_a_gemm_providers_functions_that_cannot_take_their_arguments_are_refused_when_registered():
     takes = {"supported": "(problem)", "bind": "(problem, weight, weight_scale, bias)",
              "bind_quantizing": "(problem, weight, weight_scale, bias, quantizer)",
-             "bind_producing": "(problem, weight, weight_scale, bias, producer, quantizer)"}
+             "bind_producing": "(problem, weight, weight_scale, bias, producer, quantizer=None)"}
     fine = lambda x, xs, w, ws, bias, out_dtype: None  # noqa: E731
     with pytest.raises(TypeError, match="register_gemm_provider\\('bad'\\): the provider must take \\(x, x_scale, "
                                         "weight, weight_scale, bias, out_dtype\\), got .*\\(xq\\)"):
@@ -1457,6 +1477,11 @@ def test_a_gemm_providers_functions_that_cannot_take_their_arguments_are_refused
         with pytest.raises(TypeError, match=f"register_gemm_provider\\('bad'\\): {what} must take "
                                             f"{re.escape(call)}, got"):
             register_gemm_provider("bad", fine, kind="int8", backends=("torch",), **{what: lambda: None})
+    # bind_producing is called with and without its quantizer: one that needs it, or cannot take it, fails the other
+    for needs in (lambda p, w, ws, bias, producer, quantizer: None, lambda p, w, ws, bias, producer: None):
+        with pytest.raises(TypeError, match="bind_producing must take \\(problem, weight, weight_scale, bias, "
+                                            "producer, quantizer=None\\), got"):
+            register_gemm_provider("bad", fine, kind="int8", backends=("torch",), bind_producing=needs)
     with pytest.raises(TypeError, match="first must be True or False, got 'no'"):
         register_gemm_provider("bad", fine, kind="int8", first="no")
     with pytest.raises(fq.BackendUnavailableError, match="unknown backend \\['torch'\\]"):
@@ -1501,8 +1526,10 @@ def test_keys_and_consumers_of_the_wrong_kind_are_named():
     with pytest.raises(fq.UnsupportedError, match="unsupported quant key .*\\[1, -1\\]"):
         fq.quantize(torch.randn(2, 16), K.QuantKey(torch.int8, K.ScaleDesc(torch.float32, False, [1, -1])))
     with pytest.raises(TypeError, match="key_name takes a QuantKey, got the string 'int8_dynamic_token' "
-                                        "\\(key_from_name\\('int8_dynamic_token'\\) gives"):
+                                        "\\(key_from_name\\('int8_dynamic_token'\\) gives its key\\)"):
         K.key_name("int8_dynamic_token")
+    with pytest.raises(TypeError, match="got the string 'nope' \\(key names: fp8_static_tensor, "):
+        K.key_name("nope")
     with pytest.raises(TypeError, match="as_quantized_activation: expected_key must be a fused_quant QuantKey"):
         as_quantized_activation(torch.randn(2, 4), 3)
 
