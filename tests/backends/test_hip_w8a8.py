@@ -9,6 +9,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -71,13 +72,15 @@ def test_fused_silu_mul_quant_rejects_other_dtypes():
 class FakeVendor:
     """Stands in for lightop.gemm_ops: records calls, returns (status, out)."""
 
-    def __init__(self, status=True, bad_shape=False):
-        self.calls, self.status, self.bad_shape = [], status, bad_shape
+    def __init__(self, status=True, returns=None):
+        self.calls, self.status, self.returns = [], status, returns
 
     def hipblaslt_w8a8_gemm(self, xq, w, xs, ws, m, n, k, layout, out_dtype):
         self.calls.append((tuple(xq.shape), tuple(w.shape), tuple(xs.shape), tuple(ws.shape), m, n, k, layout))
+        # as a C kernel reads them: the scales' elements at their pointers plus the row index
+        xs, ws = (torch.as_strided(t, (len(t), 1), (1, 1)) for t in (xs, ws))
         out = ((xq.double() @ w.double().T) * xs.double() * ws.double().T).to(out_dtype)
-        return self.status, (out[:, :-1] if self.bad_shape else out)
+        return (self.status, out) if self.returns is None else self.returns(self.status, out)
 
 
 @pytest.fixture
@@ -116,12 +119,67 @@ def test_vendor_call_shape_and_status(fake_vendor):
     out = hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
     assert fake.calls == [((5, 32), (16, 32), (5, 1), (16, 1), 5, 16, 32, "NT")]
     assert out.shape == (5, 16)
-    fake.status = 0
-    hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
-    for bad in (False, 1, "error"):
+    for ok in (0, np.int32(0)):
+        fake.status = ok
+        hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
+    for bad in (False, 1, "error", torch.tensor(0)):
         fake.status = bad
-        with pytest.raises(GemmProviderError, match="status"):
+        with pytest.raises(GemmProviderError, match="failed with status"):
             hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["no-bias", "bias"])
+def test_what_the_vendor_returns_is_checked_before_the_bias_is_added(fake_vendor, bias):
+    """A wrong shape would broadcast against the bias and a wrong dtype be promoted by it: each is refused, with or
+    without a bias."""
+    xq, xs, w, ws = _operands()
+    b = torch.linspace(-2, 2, 16).to(torch.bfloat16) if bias else None
+    for returns, match in ((lambda s, out: (s, out[:, :1].contiguous()), "returned \\(5, 1\\) torch.bfloat16"),
+                           (lambda s, out: (s, out.to(torch.int32)), "returned \\(5, 16\\) torch.int32"),
+                           (lambda s, out: (s, out.T.contiguous().T), "returned \\(5, 16\\) torch.bfloat16 on cpu, "
+                                                                      "strided"),
+                           (lambda s, out: out, "returned Tensor, expected \\(status, out\\)"),
+                           (lambda s, out: (s, out.tolist()), "returned list, expected a contiguous \\(5, 16\\)")):
+        fake_vendor(returns=returns)
+        with pytest.raises(GemmProviderError, match=f"hipblaslt_w8a8_gemm {match}"):
+            hip_gemms._vendor(xq, xs, w, ws, b, torch.bfloat16)
+
+
+def test_strided_scales_reach_the_vendor_contiguous(fake_vendor):
+    """The vendor reads ``xs[m]`` at ``xs_ptr + m``: a strided [M, 1] or [N] scale is passed as a contiguous copy,
+    so the result is the contiguous scales' (against float64)."""
+    fake = fake_vendor()
+    xq, xs, w, ws = _operands()
+    xs_view = torch.cat([xs, torch.full_like(xs, 1e4)], 1)[:, :1]
+    ws_view = torch.cat([ws, torch.full_like(ws, 1e4)], 1)[:, 0]
+    out = hip_gemms._vendor(xq, xs_view, w, ws_view, None, torch.float16)
+    want = (xq.double() @ w.double().T) * xs.double() * ws.double().T
+    assert fake.calls and torch.allclose(out.double(), want, rtol=2**-10, atol=2**-10)
+
+
+def test_a_vendor_module_that_fails_as_it_loads_is_a_reason_not_a_crash(monkeypatch):
+    """A vendor module whose import raises something other than ImportError (a ctypes library missing its .so):
+    the reason names it and the chain goes on to the next provider (none takes CPU tensors here: the error lists
+    each one's reason)."""
+    import importlib as il
+
+    real = il.import_module
+
+    def broken(name, *a, **kw):
+        if name in hip_gemms.VENDOR_MODULES:
+            raise OSError(f"lib{name}.so: cannot open shared object file")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(hip_gemms.importlib, "import_module", broken)
+    runtime.reset()
+    fn, why = hip_gemms.vendor_gemm()
+    assert fn is None and "lightop.gemm_ops: OSError: liblightop.gemm_ops.so: cannot open" in why
+    xq, xs, w, ws = _operands()
+    qa = QuantizedActivation(xq, xs, torch.bfloat16, xq.shape, K.kInt8DynamicTokenSym)
+    with pytest.raises(fq.BackendUnavailableError, match="hipblaslt_w8a8: no vendor hipblaslt_w8a8_gemm \\(lightop"
+                                                         ".*OSError.*; small_m_int8: .*triton_int8: "):
+        quant_gemm(qa, w, ws, out_dtype=torch.bfloat16, backend="hip_w8a8")
+    runtime.reset()
 
 
 @pytest.mark.parametrize("per_tensor", [False, True], ids=["per-token", "per-tensor"])

@@ -4,12 +4,15 @@ module provides it), the small-M Triton GEMM (where this arch's sweep measured i
 GEMM, then ``torch._scaled_mm``, where the arch has FP8.
 
 Vendor call: ``hipblaslt_w8a8_gemm(xq [M,K], w [N,K], xs [M,1], ws [N,1], m, n, k, "NT",
-out_dtype) -> (status, out)``; success is ``status is True`` or ``status == 0``.
+out_dtype) -> (status, out)`` on contiguous operands (a C kernel reads ``xs[m]`` at ``xs_ptr + m``); success is
+``status is True`` or an integer status 0. ``out`` is checked (contiguous ``[M, N]`` of ``out_dtype`` on the
+operands' device) before the bias is added, which would broadcast a wrong shape or promote a wrong dtype.
 """
 
 from __future__ import annotations
 
 import importlib
+import numbers
 
 import torch
 
@@ -32,7 +35,8 @@ def _find_vendor_gemm() -> tuple[object | None, str]:
             fn = getattr(importlib.import_module(name), VENDOR_FN)
             why = [f"{name}.{VENDOR_FN}"]
             break
-        except (ImportError, AttributeError) as exc:
+        except Exception as exc:  # noqa: BLE001  (ImportError, no such function, or a module that fails as it
+            # loads, e.g. an OSError for a missing shared library: named in the reason, the chain goes on)
             why.append(f"{name}: {exc.__class__.__name__}: {exc}")
     return fn, "; ".join(why)
 
@@ -58,11 +62,21 @@ def _vendor(xq, xs, w, ws, bias, out_dtype):
     fn, _ = vendor_gemm()
     m, k = xq.shape
     n = w.shape[0]
-    xs2 = xs.expand(m, 1).contiguous() if xs.numel() == 1 else xs
-    ws2 = ws.expand(n, 1).contiguous() if ws.numel() == 1 else ws
-    status, out = fn(xq, w, xs2, ws2, m, n, k, "NT", out_dtype)
-    if not (status is True or (type(status) is int and status == 0)):
+    xs2 = (xs.expand(m, 1) if xs.numel() == 1 else xs).contiguous()
+    ws2 = (ws.expand(n, 1) if ws.numel() == 1 else ws).contiguous()
+    result = fn(xq, w, xs2, ws2, m, n, k, "NT", out_dtype)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise GemmProviderError(f"{VENDOR_FN} returned {type(result).__name__}, expected (status, out)")
+    status, out = result
+    if not (status is True or (isinstance(status, numbers.Integral) and not isinstance(status, bool)
+                               and status == 0)):
         raise GemmProviderError(f"{VENDOR_FN} failed with status {status!r} (M={m}, N={n}, K={k})")
+    if (not isinstance(out, torch.Tensor) or out.shape != (m, n) or out.dtype != out_dtype
+            or out.device != xq.device or not out.is_contiguous()):
+        got = (f"{tuple(out.shape)} {out.dtype} on {out.device}{'' if out.is_contiguous() else ', strided'}"
+               if isinstance(out, torch.Tensor) else type(out).__name__)
+        raise GemmProviderError(f"{VENDOR_FN} returned {got}, expected a contiguous ({m}, {n}) {out_dtype} on "
+                                f"{xq.device}")
     return out if bias is None else out + bias
 
 
