@@ -162,6 +162,12 @@ class _QuantMLPBase(nn.Module):
             return self.act_fn(first(x))
         return linear_act_quant(first, x, self.act_fn, self.down_proj, numerics=self.numerics)
 
+    def activation_tensors(self) -> dict[str, torch.Tensor]:
+        """The activation's own tensors (PReLU's weight, xIELU's alphas) under the float MLP's names
+        (``act_fn.<name>``), as a checkpoint holds them: the gated wrapper's is its inner activation's."""
+        inner = self.act_fn.act if isinstance(self.act_fn, _GatedActivation) else self.act_fn
+        return {f"act_fn.{k}": v for k, v in inner.state_dict().items()}
+
     @property
     def fusable(self) -> tuple[bool, str]:
         """(ok, reason): whether the activation is one fused-quant produces for the down projection's key."""
@@ -895,11 +901,13 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     from fused_quant.integrations import checkpoint as ckpt
 
     parts, covered = [], set()  # (checkpoint name, layer, its rows), each path of each quantized linear
+    acts: dict[str, torch.Tensor] = {}  # a converted MLP's activation tensors, under the float model's names
     for name, module in model.named_modules(remove_duplicate=False):  # a module shared between layers: each path
         if _covered(name, covered):
             continue
         if isinstance(module, (QuantGatedMLP, QuantMLP)):
             parts += [(f"{name}.{sub}", *part) for sub, part in module.checkpoint_linears().items()]
+            acts.update({f"{name}.{k}": v for k, v in module.activation_tensors().items()})
         elif isinstance(module, QuantLinear):
             parts.append((name, module, slice(None), None))
         else:
@@ -920,6 +928,8 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     for part, layer, rows, scale in _steps(parts, "save quantized layers", progress, "layer"):
         for k, v in ckpt.layer_tensors(part, layer, rows, scale).items():
             write(k, v)
+    for k, v in acts.items():
+        write(k, v)
     layers = [(part, layer) for part, layer, _, _ in parts]
     retied = _retied(model)
     owners: dict[int, nn.Module] = {}  # memory -> the module that first held it

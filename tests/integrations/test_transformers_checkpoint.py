@@ -862,3 +862,31 @@ def test_a_tensor_two_modules_hold_is_written_at_each_unless_the_config_ties_it(
         assert torch.equal(loaded(ids).logits, model(ids).logits)
     assert (loaded.lm_head.weight is loaded.model.embed_tokens.weight) is tie
 
+
+
+@pytest.mark.parametrize("arch,act", [("llama", "prelu"), ("llama", "xielu"), ("nemotron", "prelu")])
+def test_an_activation_with_tensors_of_its_own_is_saved_with_its_mlp(tmp_path, arch, act):
+    """A converted MLP's activation keeps its own tensors (PReLU's weight, xIELU's alphas and buffers): written under
+    the float model's names, so both loaders read them back (transformers' had re-initialised them silently)."""
+    from transformers import AutoModelForCausalLM
+
+    model = make_model(arch, torch.bfloat16, hidden_act=act)
+    with torch.no_grad():
+        for name, t in model.named_parameters():
+            if ".act_fn." in name:
+                t.uniform_(0.3, 0.9)
+    held = {k: v.clone() for k, v in model.state_dict().items() if ".act_fn." in k}
+    assert held, f"{arch} with {act} has activation tensors"
+    fqt.quantize_model(model, "int8_dynamic_token")
+    ids = token_ids()
+    with torch.no_grad():
+        want = model(ids).logits
+    fqt.save_pretrained(model, tmp_path)
+    saved = load_file(str(tmp_path / "model.safetensors"))
+    assert {k: saved[k] for k in held}.keys() == held.keys()
+    assert all(torch.equal(saved[k], v) for k, v in held.items())
+    back = fqt.from_pretrained(tmp_path)
+    with torch.no_grad():
+        assert torch.equal(back(ids).logits, want)
+    theirs = AutoModelForCausalLM.from_pretrained(tmp_path).state_dict()
+    assert all(torch.equal(theirs[k].to(v.dtype), v) for k, v in held.items())
