@@ -520,18 +520,25 @@ class QuantLinear(nn.Module):
 
     @classmethod
     def from_linears(cls, linears, input_key: K.QuantKey, input_scale=None, *, name: str | None = None,
-                     fp8_dtype: torch.dtype | None = None) -> "QuantLinear":
+                     fp8_dtype: torch.dtype | None = None, names=None) -> "QuantLinear":
         """One QuantLinear for several ``nn.Linear`` of the same input (e.g. gate and up of a gated MLP):
         their weights stacked along the output dim in order and quantized per output channel (each
         row's scale is its own, as if quantized apart), biases stacked (all or none). A static key's
         ``input_scale`` may be one scale or one per linear; the layer takes their max (as vLLM does
-        when it merges layers), so no input clips more than in any of them."""
+        when it merges layers), so no input clips more than in any of them. ``names``: what errors about
+        one linear's weights call it (default ``linears[i]``), with its own output channels."""
         linears = list(linears) if isinstance(linears, (list, tuple)) else linears
         if not isinstance(linears, list) or not linears or not all(isinstance(m, nn.Linear) for m in linears):
             got = type(linears).__name__ if not isinstance(linears, list) else [type(m).__name__ for m in linears]
             raise TypeError(f"{name or 'from_linears'}: expects a non-empty list of torch.nn.Linear, got {got}")
         for m in linears:
             _check_initialized(m, name or "from_linears", "from_linears")
+        if names is None:
+            names = [f"{name or 'from_linears'}: linears[{i}]" for i in range(len(linears))]
+        elif not (isinstance(names, (list, tuple)) and len(names) == len(linears) and all(isinstance(n, str)
+                                                                                          for n in names)):
+            raise TypeError(f"{name or 'from_linears'}: names must be one string per linear ({len(linears)}), got "
+                            f"{names!r}")
         k = {m.in_features for m in linears}
         if len(k) != 1:
             raise ShapeMismatchError(f"{name or 'from_linears'}: the linears must share in_features, got "
@@ -553,6 +560,9 @@ class QuantLinear(nn.Module):
             raise (QuantDTypeError if len(dtypes) != 1 else DeviceMismatchError)(
                 f"{name or 'from_linears'}: the linears must share a dtype and a device, got "
                 f"{[(str(m.weight.dtype), str(m.weight.device)) for m in linears]}")
+        for m, part in zip(linears, names):  # a non-finite weight named in its own linear, not the merged rows
+            if m.weight.numel():
+                _check_float_weight(m.weight, m.weight.detach().abs().amax(dim=1), part)
         merged = nn.Linear(k.pop(), sum(m.out_features for m in linears), bias=has_bias.pop(),
                            device=devices.pop(), dtype=dtypes.pop())
         with torch.no_grad():

@@ -1554,3 +1554,19 @@ def test_a_lazy_linear_a_names_type_and_a_prefixs_type_are_refused_by_name():
             fq.QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, name=name)
     with pytest.raises(TypeError, match="name_quant_linears: prefix must be a string, got int 3"):
         fq.name_quant_linears(nn.Sequential(layer), prefix=3)
+
+
+def test_from_linears_names_a_non_finite_weight_in_its_own_linear():
+    """Not the merged layer's row: the linear (its given name, or linears[i]) and its own output channel."""
+    torch.manual_seed(0)
+    gate, up = nn.Linear(16, 8), nn.Linear(16, 8)
+    with torch.no_grad():
+        up.weight[3, 5] = float("nan")
+    with pytest.raises(fq.ScaleError, match="^blk.gate_up: linears\\[1\\]: the float weight has a non-finite value in "
+                                            "output channel 3 \\(nan at \\[3, 5\\]; 1 of 8 channels\\)"):
+        fq.QuantLinear.from_linears([gate, up], K.kInt8DynamicTokenSym, name="blk.gate_up")
+    with pytest.raises(fq.ScaleError, match="^blk.up_proj: the float weight has a non-finite value in output channel 3"):
+        fq.QuantLinear.from_linears([gate, up], K.kInt8DynamicTokenSym, names=["blk.gate_proj", "blk.up_proj"])
+    for names in (["one"], "ab", [1, 2]):
+        with pytest.raises(TypeError, match="from_linears: names must be one string per linear \\(2\\)"):
+            fq.QuantLinear.from_linears([gate, up], K.kInt8DynamicTokenSym, names=names)

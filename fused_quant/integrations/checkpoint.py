@@ -65,6 +65,10 @@ def parse_config(qc: dict | None, where: str = "quantization_config") -> tuple[l
     except ValueError as exc:  # pydantic's ValidationError
         raise UnsupportedError(f"{where}: not a valid compressed-tensors config: {exc}") from None
     _check(cfg.kv_cache_scheme is None, where, "kv_cache_scheme", "set", "no KV-cache quantization")
+    # transformers' own save of a compressed-tensors model on a node without the kernels writes float weights
+    _check(_value(qc.get("quantization_status")) != "decompressed", where, "quantization_status", "decompressed",
+           "checkpoints whose weights are stored quantized ('compressed'); a decompressed one holds float weights: "
+           "load it as a float model and quantize_model it")
     # written beside the quantization by compressed-tensors' compressor: transforms (rotations some of which apply
     # at run time) and sparse weight formats change what a layer computes or how its tensors are stored
     _check(not qc.get("transform_config"), where, "transform_config", "set", "no transforms (rotations)")

@@ -131,7 +131,9 @@ def _quant(linear: nn.Module, key, name: str, fp8_dtype) -> QuantLinear:
 def _merge(gate, up, key, name: str, fp8_dtype) -> QuantLinear:
     """One QuantLinear of gate's rows then up's: quantized from float, or concatenated if already quantized."""
     if isinstance(gate, nn.Linear) and isinstance(up, nn.Linear):
-        return QuantLinear.from_linears([gate, up], key, name=name, fp8_dtype=fp8_dtype)
+        mlp = name.rpartition(".")[0]
+        return QuantLinear.from_linears([gate, up], key, name=name, fp8_dtype=fp8_dtype,
+                                        names=[f"{mlp}.gate_proj", f"{mlp}.up_proj"])
     if not (isinstance(gate, QuantLinear) and isinstance(up, QuantLinear)):
         raise UnsupportedError(f"{name}: gate_proj and up_proj must both be float or both quantized, got "
                                f"{type(gate).__name__} and {type(up).__name__}")

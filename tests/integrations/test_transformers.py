@@ -387,6 +387,16 @@ def test_a_model_with_nothing_quantized_keeps_transformers_save_pretrained(tmp_p
     assert (tmp_path / "float" / "config.json").exists()
 
 
+def test_a_non_finite_weight_is_named_in_the_models_own_linear():
+    """gate and up are merged into one layer: the error names up_proj and its own channel, not the merged row."""
+    model = make_model("llama")
+    with torch.no_grad():
+        model.model.layers[0].mlp.up_proj.weight[3, 5] = float("nan")
+    with pytest.raises(fq.ScaleError, match="^model.layers.0.mlp.up_proj: the float weight has a non-finite value in "
+                                            "output channel 3 \\(nan at \\[3, 5\\]"):
+        fqt.quantize_model(model)
+
+
 def test_quantizing_twice_is_refused():
     model = make_model("llama")
     fqt.quantize_model(model)
