@@ -40,6 +40,7 @@ class Group:
     name: str
     targets: tuple[str, ...]
     key: K.QuantKey
+    weight_strategy: str = "channel"  # "channel": one weight scale per output channel; "tensor": one in all
 
 
 def _value(v: object) -> object:
@@ -97,7 +98,7 @@ def parse_config(qc: dict | None, where: str = "quantization_config") -> tuple[l
         act = (_value(a.type), _value(a.strategy), a.dynamic)
         _check(act in ACT_KEYS, at, "input_activations", f"strategy {act[1]}, dynamic {act[2]}",
                "dynamic per-token or static per-tensor activations")
-        groups.append(Group(name, tuple(scheme.targets), ACT_KEYS[act]))
+        groups.append(Group(name, tuple(scheme.targets), ACT_KEYS[act], _value(w.strategy)))
     return groups, list(cfg.ignore or [])
 
 
@@ -245,6 +246,11 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
                                  n=linear.out_features, k=linear.in_features, w_shape=w.shape)
     n = w.shape[0]
     check_weight_scale_shape(ws, n, what=f"{name}.weight_scale")
+    count = 1 if group.weight_strategy == "tensor" else n
+    if ws.numel() != count:  # the config's strategy and the tensor disagree: which one is meant is a guess
+        raise ScaleError(f"{name}.weight_scale: config group {group.name} has weights.strategy "
+                         f"{group.weight_strategy!r}, so {count} scale{'s' * (count != 1)}, the checkpoint has "
+                         f"{ws.numel()} (shape {list(ws.shape)})")
     if not ws.is_floating_point():
         raise QuantDTypeError(f"{name}.weight_scale: weight scales are float (float32 in compressed-tensors "
                               f"checkpoints), got {ws.dtype}")

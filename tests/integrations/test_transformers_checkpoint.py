@@ -354,6 +354,36 @@ def test_tensors_that_would_load_as_garbage_are_refused_by_name(tiny, tmp_path, 
                                             lambda t: edit(t, "model.layers.0.self_attn.o_proj")))
 
 
+def test_weight_scales_must_be_as_many_as_the_configs_strategy_says(tiny, tmp_path):
+    """One scale under weights.strategy "channel", or one per channel under "tensor", is refused naming both (vLLM
+    refuses them too: which one is meant is a guess); a "tensor" checkpoint of one scale a layer loads, each
+    channel with that scale."""
+    o = "model.layers.0.self_attn.o_proj"
+
+    def one_scale(t):
+        t[o + ".weight_scale"] = t[o + ".weight_scale"][:1].clone()
+
+    with pytest.raises(fq.ScaleError, match=f"{o}\\.weight_scale: config group group_0 has weights.strategy "
+                                            "'channel', so 128 scales, the checkpoint has 1 \\(shape \\[1, 1\\]\\)"):
+        fqt.from_pretrained(copy_checkpoint(tiny, tmp_path / "channel", one_scale))
+
+    def per_tensor(qc):
+        qc["config_groups"]["group_0"]["weights"]["strategy"] = "tensor"
+
+    with pytest.raises(fq.ScaleError, match="weights.strategy 'tensor', so 1 scale, the checkpoint has 128"):
+        fqt.from_pretrained(edit_config(copy_checkpoint(tiny, tmp_path / "tensor_n"), per_tensor))
+
+    def every_layer_one_scale(t):
+        for k in [k for k in t if k.endswith(".weight_scale")]:
+            t[k] = t[k].amax().reshape(1)
+
+    model = fqt.from_pretrained(edit_config(copy_checkpoint(tiny, tmp_path / "tensor", every_layer_one_scale),
+                                            per_tensor))
+    held = load_file(str(tmp_path / "tensor" / "model.safetensors"))[o + ".weight_scale"]
+    got = model.get_submodule(o).weight_scale
+    assert got.shape == (128, 1) and torch.equal(got, held.expand(128, 1))
+
+
 def test_load_keeps_the_saved_dtype_and_takes_dtype_names(tmp_path):
     """dtype="auto" (the default) is the checkpoint's own, so save then load is bitwise for an fp16 model too; names
     as transformers takes them work; anything else is refused naming the choices."""
