@@ -58,9 +58,9 @@ def parse_config(qc: dict | None, where: str = "quantization_config") -> tuple[l
     from compressed_tensors.quantization import QuantizationConfig
 
     if not isinstance(qc, dict) or qc.get("quant_method") != "compressed-tensors":
-        got = None if not isinstance(qc, dict) else qc.get("quant_method")
+        got = f"quant_method {qc.get('quant_method')!r}" if isinstance(qc, dict) else f"a {type(qc).__name__}"
         raise UnsupportedError(f"{where}: expected a compressed-tensors quantization_config "
-                               f"(quant_method 'compressed-tensors'), got quant_method {got!r}")
+                               f"(quant_method 'compressed-tensors'), got {got}")
     try:
         cfg = QuantizationConfig.model_validate(qc)
     except ValueError as exc:  # pydantic's ValidationError

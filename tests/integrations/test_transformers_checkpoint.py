@@ -354,6 +354,14 @@ def test_tensors_that_would_load_as_garbage_are_refused_by_name(tiny, tmp_path, 
                                             lambda t: edit(t, "model.layers.0.self_attn.o_proj")))
 
 
+def test_a_quantization_config_that_is_not_a_mapping_is_named_by_its_type():
+    for qc, got in (("compressed-tensors", "a str"), ([{"quant_method": "compressed-tensors"}], "a list"),
+                    (None, "a NoneType"), ({"quant_method": "awq"}, "quant_method 'awq'")):
+        with pytest.raises(fq.UnsupportedError, match=f"expected a compressed-tensors quantization_config "
+                                                      f"\\(quant_method 'compressed-tensors'\\), got {got}$"):
+            ckpt.parse_config(qc)
+
+
 def test_weight_scales_must_be_as_many_as_the_configs_strategy_says(tiny, tmp_path):
     """One scale under weights.strategy "channel", or one per channel under "tensor", is refused naming both (vLLM
     refuses them too: which one is meant is a guess); a "tensor" checkpoint of one scale a layer loads, each
