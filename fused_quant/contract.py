@@ -92,7 +92,7 @@ def as_quantized_activation(x: torch.Tensor | QuantizedActivation,
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"as_quantized_activation: x must be a tensor or a QuantizedActivation, got "
                             f"{type(x).__name__}")
-        if expected_key is not None:  # a key that is none is refused for plain tensors too
+        if expected_key is not None:  # a value that is no key is refused for plain tensors too
             to_quant_key(expected_key, "as_quantized_activation: expected_key")
         return None
     carried = to_quant_key(x.quant_key, "QuantizedActivation.quant_key")

@@ -561,8 +561,9 @@ class QuantLinear(nn.Module):
                 f"{name or 'from_linears'}: the linears must share a dtype and a device, got "
                 f"{[(str(m.weight.dtype), str(m.weight.device)) for m in linears]}")
         for m, part in zip(linears, names):  # a non-finite weight named in its own linear, not the merged rows
-            if m.weight.numel():
-                _check_float_weight(m.weight, m.weight.detach().abs().amax(dim=1), part)
+            w = m.weight.detach()
+            if w.numel() and w.device.type != "meta" and not bool(torch.isfinite(w).all()):
+                _check_float_weight(w, w.abs().amax(dim=1), part)
         merged = nn.Linear(k.pop(), sum(m.out_features for m in linears), bias=has_bias.pop(),
                            device=devices.pop(), dtype=dtypes.pop())
         with torch.no_grad():
