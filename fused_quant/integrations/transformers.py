@@ -740,7 +740,14 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
         if tuple(v.shape) != tuple(want.shape):
             raise ShapeMismatchError(f"{where}: {k} has shape {list(v.shape)}, the model expects "
                                      f"{list(want.shape)}")
-    model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()}, strict=False, assign=True)
+    cast = {k: v.to(expected[k].dtype) for k, v in tensors.items()}
+    for k, v in tensors.items():  # a narrower dtype (dtype="float16" of a bf16 checkpoint): no value may overflow it
+        if cast[k].dtype != v.dtype and not bool(torch.isfinite(cast[k]).all()) and bool(torch.isfinite(v).all()):
+            big = float(v.abs().max())
+            raise UnsupportedError(f"{where}: {k} holds {big:.4g}, past {cast[k].dtype}'s largest "
+                                   f"{torch.finfo(cast[k].dtype).max:.6g}: it would load as inf; load it with a dtype "
+                                   "of a wider range (bfloat16 or float32)")
+    model.load_state_dict(cast, strict=False, assign=True)
     _untie_an_own_head(model, tensors, where)
     model.tie_weights()  # assign=True replaced the embedding a tied lm_head shared
     _materialize_buffers(model, torch.device("cpu"))

@@ -392,6 +392,20 @@ def test_weight_scales_must_be_as_many_as_the_configs_strategy_says(tiny, tmp_pa
     assert got.shape == (128, 1) and torch.equal(got, held.expand(128, 1))
 
 
+def test_a_float_tensor_past_a_narrower_dtypes_range_is_refused_by_name(tmp_path):
+    """dtype="float16" of a bf16 checkpoint: an embedding value past fp16's range would load as inf (the quantized
+    layers' biases are checked as they are built); bf16 loads it as it is."""
+    model = make_model("llama", torch.bfloat16)
+    with torch.no_grad():
+        model.model.embed_tokens.weight[3, 2] = 1e5
+    fqt.quantize_model(model, "int8_dynamic_token")
+    fqt.save_pretrained(model, tmp_path)
+    assert fqt.from_pretrained(tmp_path, dtype="bfloat16").model.embed_tokens.weight[3, 2] == 1e5
+    with pytest.raises(fq.UnsupportedError, match="model.embed_tokens.weight holds 9.984e\\+04, past torch.float16's "
+                                                  "largest 65504: it would load as inf"):
+        fqt.from_pretrained(tmp_path, dtype="float16")
+
+
 def test_load_keeps_the_saved_dtype_and_takes_dtype_names(tmp_path):
     """dtype="auto" (the default) is the checkpoint's own, so save then load is bitwise for an fp16 model too; names
     as transformers takes them work; anything else is refused naming the choices."""
