@@ -69,7 +69,8 @@ def parse_config(qc: dict | None, where: str = "quantization_config") -> tuple[l
     # transformers' own save of a compressed-tensors model on a node without the kernels writes float weights
     _check(_value(qc.get("quantization_status")) != "decompressed", where, "quantization_status", "decompressed",
            "checkpoints whose weights are stored quantized ('compressed'); a decompressed one holds float weights: "
-           "load it as a float model and quantize_model it")
+           "load it as a float model (AutoModelForCausalLM.from_pretrained(path, quantization_config="
+           "CompressedTensorsConfig(dequantize=True))) and quantize_model it")
     # written beside the quantization by compressed-tensors' compressor: transforms (rotations some of which apply
     # at run time) and sparse weight formats change what a layer computes or how its tensors are stored
     _check(not qc.get("transform_config"), where, "transform_config", "set", "no transforms (rotations)")

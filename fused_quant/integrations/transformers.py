@@ -166,9 +166,13 @@ class _QuantMLPBase(nn.Module):
 
     def activation_tensors(self) -> dict[str, torch.Tensor]:
         """The activation's own tensors (PReLU's weight, xIELU's alphas) under the float MLP's names
-        (``act_fn.<name>``), as a checkpoint holds them: the gated wrapper's is its inner activation's."""
+        (``act_fn.<name>``; Phi3's merged MLP calls it ``activation_fn``), as a checkpoint holds them: the gated
+        wrapper's is its inner activation's; a plain function has none."""
         inner = self.act_fn.act if isinstance(self.act_fn, _GatedActivation) else self.act_fn
-        return {f"act_fn.{k}": v for k, v in inner.state_dict().items()}
+        if not isinstance(inner, nn.Module):
+            return {}
+        attr = "activation_fn" if getattr(self, "merged_in_checkpoint", False) else "act_fn"
+        return {f"{attr}.{k}": v for k, v in inner.state_dict().items()}
 
     @property
     def fusable(self) -> tuple[bool, str]:
@@ -742,8 +746,9 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
                                      f"{list(want.shape)}")
     cast = {k: v.to(expected[k].dtype) for k, v in tensors.items()}
     for k, v in tensors.items():  # a narrower dtype (dtype="float16" of a bf16 checkpoint): no value may overflow it
-        if cast[k].dtype != v.dtype and not bool(torch.isfinite(cast[k]).all()) and bool(torch.isfinite(v).all()):
-            big = float(v.abs().max())
+        over = torch.isfinite(v) & ~torch.isfinite(cast[k]) if cast[k].dtype != v.dtype else None
+        if over is not None and bool(over.any()):
+            big = float(v[over].abs().max())
             raise UnsupportedError(f"{where}: {k} holds {big:.4g}, past {cast[k].dtype}'s largest "
                                    f"{torch.finfo(cast[k].dtype).max:.6g}: it would load as inf; load it with a dtype "
                                    "of a wider range (bfloat16 or float32)")

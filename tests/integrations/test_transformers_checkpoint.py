@@ -392,12 +392,36 @@ def test_weight_scales_must_be_as_many_as_the_configs_strategy_says(tiny, tmp_pa
     assert got.shape == (128, 1) and torch.equal(got, held.expand(128, 1))
 
 
+def test_a_decompressed_checkpoint_is_refused_and_the_way_the_message_gives_works(tmp_path):
+    """transformers' own save of a loaded checkpoint on a CPU node writes its weights decompressed (float): refused by
+    its status, with the way to load it as a float model, which quantize_model then converts."""
+    from transformers import AutoModelForCausalLM, CompressedTensorsConfig
+
+    model = make_model("llama", torch.bfloat16)
+    fqt.quantize_model(model, "int8_dynamic_token")
+    fqt.save_pretrained(model, tmp_path / "ours")
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "ours")
+    with torch.no_grad():
+        loaded(token_ids())  # its first forward decompresses the weights (no kernels here)
+    loaded.save_pretrained(tmp_path / "theirs")
+    status = json.loads((tmp_path / "theirs" / "config.json").read_text())["quantization_config"]
+    assert status["quantization_status"] == "decompressed"
+    with pytest.raises(fq.UnsupportedError, match="quantization_status is 'decompressed'.*CompressedTensorsConfig"
+                                                  "\\(dequantize=True\\)"):
+        fqt.from_pretrained(tmp_path / "theirs")
+    float_model = AutoModelForCausalLM.from_pretrained(
+        tmp_path / "theirs", quantization_config=CompressedTensorsConfig(dequantize=True))
+    fqt.quantize_model(float_model, "int8_dynamic_token")
+    assert sum(isinstance(m, fqt.QuantGatedMLP) for m in float_model.modules()) == model.config.num_hidden_layers
+
+
 def test_a_float_tensor_past_a_narrower_dtypes_range_is_refused_by_name(tmp_path):
     """dtype="float16" of a bf16 checkpoint: an embedding value past fp16's range would load as inf (the quantized
     layers' biases are checked as they are built); bf16 loads it as it is."""
     model = make_model("llama", torch.bfloat16)
     with torch.no_grad():
         model.model.embed_tokens.weight[3, 2] = 1e5
+        model.model.embed_tokens.weight[0, 0] = float("inf")  # an inf of its own does not hide the overflow
     fqt.quantize_model(model, "int8_dynamic_token")
     fqt.save_pretrained(model, tmp_path)
     assert fqt.from_pretrained(tmp_path, dtype="bfloat16").model.embed_tokens.weight[3, 2] == 1e5
@@ -919,18 +943,20 @@ def test_a_tensor_two_modules_hold_is_written_at_each_unless_the_config_ties_it(
 
 
 
-@pytest.mark.parametrize("arch,act", [("llama", "prelu"), ("llama", "xielu"), ("nemotron", "prelu")])
+@pytest.mark.parametrize("arch,act", [("llama", "prelu"), ("llama", "xielu"), ("nemotron", "prelu"),
+                                      ("phi3", "prelu")])
 def test_an_activation_with_tensors_of_its_own_is_saved_with_its_mlp(tmp_path, arch, act):
     """A converted MLP's activation keeps its own tensors (PReLU's weight, xIELU's alphas and buffers): written under
-    the float model's names, so both loaders read them back (transformers' had re-initialised them silently)."""
+    the float model's names (Phi3's activation_fn), so both loaders read them back (transformers' had re-initialised
+    them silently); an activation that is a plain function has none to write."""
     from transformers import AutoModelForCausalLM
 
     model = make_model(arch, torch.bfloat16, hidden_act=act)
     with torch.no_grad():
         for name, t in model.named_parameters():
-            if ".act_fn." in name:
+            if ".act_fn." in name or ".activation_fn." in name:
                 t.uniform_(0.3, 0.9)
-    held = {k: v.clone() for k, v in model.state_dict().items() if ".act_fn." in k}
+    held = {k: v.clone() for k, v in model.state_dict().items() if ".act_fn." in k or ".activation_fn." in k}
     assert held, f"{arch} with {act} has activation tensors"
     fqt.quantize_model(model, "int8_dynamic_token")
     ids = token_ids()
@@ -945,3 +971,9 @@ def test_an_activation_with_tensors_of_its_own_is_saved_with_its_mlp(tmp_path, a
         assert torch.equal(back(ids).logits, want)
     theirs = AutoModelForCausalLM.from_pretrained(tmp_path).state_dict()
     assert all(torch.equal(theirs[k].to(v.dtype), v) for k, v in held.items())
+    for mlp in (m for m in back.modules() if isinstance(m, (fqt.QuantGatedMLP, fqt.QuantMLP))):
+        owner, attr = (mlp.act_fn, "act") if isinstance(mlp.act_fn, fqt._GatedActivation) else (mlp, "act_fn")
+        delattr(owner, attr)  # a child module's name takes only a module: a plain attribute now
+        setattr(owner, attr, torch.nn.functional.gelu)
+    fqt.save_pretrained(back, tmp_path / "function")
+    assert not [k for k in load_file(str(tmp_path / "function" / "model.safetensors")) if "act" in k.split(".")[-2]]

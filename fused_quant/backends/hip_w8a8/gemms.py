@@ -65,7 +65,7 @@ def _vendor(xq, xs, w, ws, bias, out_dtype):
     xs2 = (xs.expand(m, 1) if xs.numel() == 1 else xs).contiguous()
     ws2 = (ws.expand(n, 1) if ws.numel() == 1 else ws).contiguous()
     result = fn(xq, w, xs2, ws2, m, n, k, "NT", out_dtype)
-    if not (isinstance(result, tuple) and len(result) == 2):
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
         raise GemmProviderError(f"{VENDOR_FN} returned {type(result).__name__}, expected (status, out)")
     status, out = result
     if not (status is True or (isinstance(status, numbers.Integral) and not isinstance(status, bool)
