@@ -967,6 +967,8 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
     config.save_pretrained(path)
     if getattr(model, "generation_config", None) is not None:
         model.generation_config.save_pretrained(path)
+    else:  # an earlier save's file in the folder would be loaded as this model's
+        (path / "generation_config.json").unlink(missing_ok=True)
     save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
     _drop_stale_shards(path)
 

@@ -597,6 +597,10 @@ def test_the_generation_config_is_loaded_with_the_model(tmp_path):
     fqt.save_pretrained(model, tmp_path)
     loaded = fqt.from_pretrained(tmp_path)
     assert loaded.generation_config.eos_token_id == [2, 7] and loaded.generation_config.temperature == 0.6
+    loaded.generation_config = None  # saved over that folder, a model without one leaves no stale file to load
+    fqt.save_pretrained(loaded, tmp_path)
+    assert not (tmp_path / "generation_config.json").exists()
+    assert fqt.from_pretrained(tmp_path).generation_config.eos_token_id != [2, 7]
 
 
 def _tie_in_config(path: Path) -> None:
