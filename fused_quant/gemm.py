@@ -279,10 +279,21 @@ def checked_gemm(x: torch.Tensor, xs: torch.Tensor, weight: torch.Tensor, weight
     return out.reshape(out_shape)
 
 
+def output_mismatch(out: object, shape: tuple[int, int], dtype: torch.dtype, device: torch.device, *,
+                    contiguous: bool = False) -> str:
+    """What a GEMM returned ("" where it is what was asked: a ``shape`` tensor of ``dtype`` on ``device``, and
+    contiguous where ``contiguous``), as the errors name it."""
+    if not isinstance(out, torch.Tensor):
+        return type(out).__name__
+    strided = contiguous and not out.is_contiguous()
+    if out.shape == shape and out.dtype == dtype and out.device == device and not strided:
+        return ""
+    return f"{tuple(out.shape)} {out.dtype} on {out.device}" + (", strided" if strided else "")
+
+
 def _check_output(out: object, p: GemmProblem, provider: GemmProvider, layer: str, device: torch.device) -> None:
-    if (not isinstance(out, torch.Tensor) or out.shape != (p.m, p.n) or out.dtype != p.out_dtype
-            or out.device != device):
-        got = f"{tuple(out.shape)} {out.dtype} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
+    got = output_mismatch(out, (p.m, p.n), p.out_dtype, device)
+    if got:
         raise GemmProviderError(f"{layer or 'quant_gemm'}: GEMM provider {provider.name} returned {got}, "
                                 f"expected ({p.m}, {p.n}) {p.out_dtype} on {device}")
 

@@ -17,7 +17,7 @@ import numbers
 import torch
 
 from fused_quant import runtime
-from fused_quant.gemm import GemmProblem, register_gemm_provider
+from fused_quant.gemm import GemmProblem, output_mismatch, register_gemm_provider
 from fused_quant.kernels import gemm_launch as g
 from fused_quant.platforms import current_platform
 from fused_quant.validation import GemmProviderError
@@ -71,10 +71,8 @@ def _vendor(xq, xs, w, ws, bias, out_dtype):
     if not (status is True or (isinstance(status, numbers.Integral) and not isinstance(status, bool)
                                and status == 0)):
         raise GemmProviderError(f"{VENDOR_FN} failed with status {status!r} (M={m}, N={n}, K={k})")
-    if (not isinstance(out, torch.Tensor) or out.shape != (m, n) or out.dtype != out_dtype
-            or out.device != xq.device or not out.is_contiguous()):
-        got = (f"{tuple(out.shape)} {out.dtype} on {out.device}{'' if out.is_contiguous() else ', strided'}"
-               if isinstance(out, torch.Tensor) else type(out).__name__)
+    got = output_mismatch(out, (m, n), out_dtype, xq.device, contiguous=True)  # the entry's check, before the bias
+    if got:
         raise GemmProviderError(f"{VENDOR_FN} returned {got}, expected a contiguous ({m}, {n}) {out_dtype} on "
                                 f"{xq.device}")
     return out if bias is None else out + bias
