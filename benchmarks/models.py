@@ -102,11 +102,15 @@ def of_config(config: dict, name: str, tp: int = 1) -> Model:
 def read(path: str | Path, tp: int = 1) -> Model:
     """The ``Model`` of the ``config.json`` at ``path`` (or in the folder ``path``), named by its folder (a file of
     another name by its stem); OSError or ValueError saying what was looked for and what came."""
+    if not str(path):  # Path("") is the working folder
+        raise ValueError("--model is empty: name a Hugging Face config.json, or the model folder that holds one")
     path = Path(path)
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
-        raise FileNotFoundError(f"--model {path}: no {'config.json in that folder' if path.is_dir() else 'such file'} "
-                                "(expected a Hugging Face config.json, or the model folder that holds one)")
+        what = ("no config.json in that folder" if path.is_dir() else "not a regular file" if path.exists()
+                else "no such file")
+        raise FileNotFoundError(f"--model {path}: {what} (expected a Hugging Face config.json, or the model folder "
+                                "that holds one)")
     try:
         config = json.loads(file.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # nesting past Python's stack too
@@ -137,4 +141,4 @@ def from_args(args: argparse.Namespace) -> Model:
     """The ``Model`` of ``--model`` / ``--tp`` (Llama-3-8B without ``--model``)."""
     tp = getattr(args, "tp", None)
     tp = 1 if tp is None else tp
-    return read(args.model, tp) if getattr(args, "model", None) else default(tp)
+    return default(tp) if getattr(args, "model", None) is None else read(args.model, tp)

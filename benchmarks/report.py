@@ -25,6 +25,16 @@ def _f(v: float | None, digits: int = 1) -> str:
     return "—" if v is None else f"{v:.{digits}f}"
 
 
+def _ratio(a: float, b: float) -> float:
+    """a / b; inf for a zero time b (a timing that failed, which the verdicts tell as not measured)."""
+    return a / b if b else (math.nan if math.isnan(a) else math.inf)
+
+
+def _quickest(times: dict[str, float]) -> str:
+    """The name of the least of ``times``; a NaN's where there is one (a timing that failed), whatever the order."""
+    return min(times, key=lambda name: (not math.isnan(times[name]), times[name]))
+
+
 def producer_table(rows: list[dict]) -> list[str]:
     cols = ("ours", "ours_op", "ours_graph", "compiled", "compiled_graph", "eager", "torch_backend", "bare_triton",
             "copy")
@@ -50,8 +60,11 @@ def targets_table(rows: list[dict]) -> list[str]:
         has_target = not op.startswith("relu2 -> int8 static")
         pa, pb = a["pct_ceiling"]["ours"], b["pct_ceiling"]["ours"]
         sa, sb = a["speedup_vs"]["compiled"], b["speedup_vs"]["compiled"]
-        met = min(pa, pb) >= pct and min(sa, sb) >= speed
-        status = ("**met**" if met else "missed") if has_target else ""
+        status = ""
+        if has_target:
+            measured = all(map(math.isfinite, (pa, pb, sa, sb)))
+            met = measured and min(pa, pb) >= pct and min(sa, sb) >= speed
+            status = "**met**" if met else "missed" if measured else "not measured: a value is not finite"
         target = f">= {pct:g}%, >= {speed:g}x" if has_target else "(none)"
         out.append(f"| {op} | {pa:.1f}% | {pb:.1f}% | {sa:.2f}x / {sb:.2f}x | {target} | {status} |")
     return out
@@ -64,19 +77,19 @@ def small_m_table(rows: list[dict]) -> list[str]:
         us = r["us"]
         if r["M"] not in SMALL_M or "ours_loop" not in us:
             continue
-        out.append(f"| {r['op']} | {r['M']} | {_f(us['ours_loop'])} | {_f(us['ours_op_loop'])} | "
-                   f"{_f(us.get('bare_triton_loop'))} | {_f(us['compiled_loop'])} | "
-                   f"{us['compiled_loop'] / us['ours_loop']:.2f}x | {_f(us.get('ours_graph'))} | "
-                   f"{_f(us.get('compiled_graph'))} |")
+        vs = _f(_ratio(us["compiled_loop"], us["ours_loop"]), 2) + "x" if "compiled_loop" in us else "—"
+        out.append(f"| {r['op']} | {r['M']} | {_f(us['ours_loop'])} | {_f(us.get('ours_op_loop'))} | "
+                   f"{_f(us.get('bare_triton_loop'))} | {_f(us.get('compiled_loop'))} | {vs} | "
+                   f"{_f(us.get('ours_graph'))} | {_f(us.get('compiled_graph'))} |")
     return out
 
 
 def mlp_rows(result: dict, label: str) -> list[str]:
-    """The rows of an MLP file of the first ``bench`` version (one time per provider and M)."""
-    rows = next(v for v in result.values() if isinstance(v, list))
-    return [f"| {label} | {r['kind']} | {r['M']} | {r['us']['bf16']:.1f} | {r['us']['fused']:.1f} | "
+    """The rows of an MLP file of the first ``bench`` version (one time per provider and M), under their header."""
+    return ["| backend | kind | M | bf16 us | fused us | compiled chain us | vs bf16 | vs compiled chain |",
+            "|---|---|---|---|---|---|---|---|"] + [f"| {label} | {r['kind']} | {r['M']} | {r['us']['bf16']:.1f} | {r['us']['fused']:.1f} | "
             f"{r['us']['compiled_chain']:.1f} | {r['speedup_vs_bf16']:.2f}x | {r['speedup_vs_compiled_chain']:.2f}x |"
-            for r in rows]
+            for r in result["rows"]]
 
 
 # The decode targets, set for Llama-3-8B's linears and MLP on an H200 (benchmarks/RESULTS.md, "Targets"):
@@ -98,6 +111,7 @@ MLP_LARGE = {1024: {"fp8_static": 1.61, "fp8_token": 1.61, "int8_token": 1.58},
              4096: {"fp8_static": 1.72, "fp8_token": 1.72}, 16384: {"fp8_static": 1.72, "fp8_token": 1.72}}
 SQNR_DROP_DB = 0.1  # MLP output SQNR against bf16 no more than this below the baseline's
 HOST_US = 12.0  # host time of one QuantLinear call and of one producer call at M = 1
+HOST_PROVIDERS = "providers"  # beside each key's call times in a host file: the providers its layers picked
 TARGET_DEVICE, TARGET_MODEL = "NVIDIA H200", "Llama-3-8B"
 # the providers in ``bench gemm``'s rows that are not the chain's pick: ``ours`` is the pick timed through the layer and
 # ``bf16`` another problem
@@ -120,14 +134,14 @@ def best_other(row: dict) -> tuple[str, float] | None:
     others = {name: us for name, us in row["us"].items() if name not in NOT_PEERS and _provider(name) != picked}
     if not others:
         return None
-    name = min(others, key=others.get)
+    name = _quickest(others)
     return name, others[name]
 
 
 def speedup_vs_best_other(row: dict) -> float | None:
     """``best_other``'s time / the chain's: over 1 where the chain's pick is the quicker."""
     best = best_other(row)
-    return None if best is None else best[1] / row["us"]["ours"]
+    return None if best is None else _ratio(best[1], row["us"]["ours"])
 
 
 def _ms(ms: tuple[int, ...]) -> str:
@@ -140,8 +154,9 @@ def verdict(target: str, cases: list[tuple[str, float, float]], unit: str = "", 
     measured value is furthest on the wrong side of (or least over) its bound."""
     if not cases:
         return [target, "—", "—", "not in these files"]
-    broken = [(where, v) for where, v, _ in cases if not math.isfinite(v)]
-    if broken:  # a timing that failed (NaN) or a zero time (inf): no verdict on it
+    # a timing that failed (NaN), a zero time (inf) or a bound that is no number (a baseline's NaN): no verdict on it
+    broken = [(where, v) for where, v, bound in cases if not math.isfinite(v) or math.isnan(bound)]
+    if broken:
         return [target, "—", f"{broken[0][0]}: {broken[0][1]}", "not measured: a value is not finite"]
     margins = [(v - b if higher else b - v, where, v) for where, v, b in cases]
     margin, where, value = min(margins)
@@ -175,8 +190,8 @@ def gemm_targets(gemm: dict) -> list[list[str]]:
         for r in down:
             forms = {name: r["us"][name] for name in ways if name in r["us"]}
             if forms:
-                name = min(forms, key=forms.get)
-                cases.append((f"vs {name}", forms[name] / r["us"]["ours"], DOWN_VS_SCALED_MM))
+                name = _quickest(forms)
+                cases.append((f"vs {name}", _ratio(forms[name], r["us"]["ours"]), DOWN_VS_SCALED_MM))
         out.append(verdict(f"FP8 down at M = 16 >= {DOWN_VS_SCALED_MM}x torch._scaled_mm {label}", cases, "x"))
     # where the chain picks another provider itself, "ours" is that provider timed a second time (through the layer),
     # and the peers are every other one, its small-M kernel included
@@ -186,7 +201,7 @@ def gemm_targets(gemm: dict) -> list[list[str]]:
             best = best_other(r)
             if best is not None and r["picked"].startswith("small_m") == own:
                 cases.append((f"{r['shape']} {r['kind']} M={r['M']} (picked {r['picked']}, best other {best[0]})",
-                              best[1] / r["us"]["ours"], 1.0))
+                              _ratio(best[1], r["us"]["ours"]), 1.0))
         out.append(verdict(f"GEMM never slower than the best other provider, where the chain picks {label}",
                            cases, "x", digits=3))
     return out
@@ -217,7 +232,8 @@ def mlp_targets(mlp: dict, baseline: dict | None = None) -> list[list[str]]:
     if baseline is None:
         sqnr = [(f"{key} M={m}", v, float("-inf")) for m, r in by_m.items() for key, v in r["sqnr_db"].items()]
         row = verdict("MLP SQNR against bf16", sqnr, " dB")
-        out.append(row[:2] + ["—", "no baseline (--sqnr-baseline)" if sqnr else row[3]])
+        told = not sqnr or row[3].startswith("not measured")  # no rows, or a NaN: said as the verdict says it
+        out.append(row if told else row[:2] + ["—", "no baseline (--sqnr-baseline)"])
     else:
         target = f"MLP SQNR no more than {SQNR_DROP_DB} dB below the baseline's"
         # another model's (or width's) SQNR is no baseline: a file without the model's name is compared by d and h
@@ -227,21 +243,26 @@ def mlp_targets(mlp: dict, baseline: dict | None = None) -> list[list[str]]:
             out.append([target, "—", "—", "not comparable (this run / the baseline): " + ", ".join(differ)])
             return out
         base = {(r["M"], key): v for r in baseline["rows"] for key, v in r["sqnr_db"].items()}
-        out.append(verdict(target,
-                           [(f"{key} M={m} (baseline {base[(m, key)]:.2f})", v, base[(m, key)] - SQNR_DROP_DB)
-                            for m, r in by_m.items() for key, v in r["sqnr_db"].items() if (m, key) in base], " dB"))
+        cases = [(f"{key} M={m} (baseline {base[(m, key)]:.2f})", v, base[(m, key)] - SQNR_DROP_DB)
+                 for m, r in by_m.items() for key, v in r["sqnr_db"].items() if (m, key) in base]
+        row = verdict(target, cases, " dB")
+        if not cases and any(r["sqnr_db"] for r in mlp["rows"]):
+            row[3] = "not in the baseline: no token count and key in common with this run"
+        out.append(row)
     return out
 
 
 def quickest_host(hosts: list[dict]) -> dict[str, dict[str, float]]:
-    """Each key's call times at M = 1, the quickest of ``hosts`` (runs of ``bench host``) for each call."""
+    """Each key's call times at M = 1, the quickest of ``hosts`` (runs of ``bench host``) for each call (NaN where
+    a run's timing of it failed: no verdict then, whatever the order of the runs)."""
     out: dict[str, dict[str, float]] = {}
     for host in hosts:
         for key, calls in host["us_per_call"].items():
             for call, us in calls.items():
-                if isinstance(us, (int, float)):
+                if call != HOST_PROVIDERS:
                     mine = out.setdefault(key, {})
-                    mine[call] = min(us, mine.get(call, us))
+                    before = mine.get(call, us)
+                    mine[call] = math.nan if math.isnan(before) or math.isnan(us) else min(before, us)
     return out
 
 
@@ -286,59 +307,178 @@ def gemm_table(gemm: dict) -> list[str]:
         cells = []
         for m in ms:
             r = by.get((shape, kind, m))
+            speedup = None if r is None else speedup_vs_best_other(r)
             cells.append("—" if r is None else f"{r['weight_TBps']['ours']:.2f} TB/s, "
-                         f"{_f(speedup_vs_best_other(r), 2)}x")
+                         + ("no other provider" if speedup is None else f"{speedup:.2f}x"))
         out.append(f"| {shape} | {kind} | " + " | ".join(cells) + " |")
     return out
 
 
 def mlp_table(mlp: dict) -> list[str]:
     """Per M: each key's graph and eager speed-up over bf16 and its SQNR, and its sustained replay's speed-up
-    where the run timed one (a third figure, marked)."""
-    keys = list(mlp["rows"][0]["graph_vs_bf16"]) if mlp["rows"] else []
+    where the run timed one (a third figure, marked); a key a row did not time is a dash there."""
+    keys = list(dict.fromkeys(k for r in mlp["rows"] for k in r["graph_vs_bf16"]))
     sustained = any("sustained_vs_bf16" in r for r in mlp["rows"])
     both = " [/ sustained]" if sustained else ""
     out = [f"| M | bf16 graph / eager{both} us | " + " | ".join(f"{k} graph / eager{both} x, SQNR dB" for k in keys)
            + " |", "|---|---" + "|---" * len(keys) + "|"]
     for r in mlp["rows"]:
         sus = r.get("sustained_vs_bf16", {})
-        cells = [f"{r['graph_vs_bf16'][k]:.2f} / {r['eager_vs_bf16'][k]:.2f}"
-                 + (f" / {sus[k]:.2f}" if k in sus else "") + f", {r['sqnr_db'][k]:.2f}" for k in keys]
+        cells = [f"{_f(r['graph_vs_bf16'].get(k), 2)} / {_f(r['eager_vs_bf16'].get(k), 2)}"
+                 + (f" / {sus[k]:.2f}" if k in sus else "") + f", {_f(r['sqnr_db'].get(k), 2)}" for k in keys]
         bf16 = f"{r['graph_us']['bf16']:.1f} / {r['eager_us']['bf16']:.1f}" + (
             f" / {r['sustained_us']['bf16']:.1f}" if "sustained_us" in r else "")
         out.append(f"| {r['M']} | {bf16} | " + " | ".join(cells) + " |")
     return out
 
 
-# what the tables read of each kind of ``bench`` file: the document's keys, and every row's
-_READS = {"act_quant": ({"ceiling_GBps", "versions"}, {"op"}),
-          "gemm": ({"ceiling_GBps", "versions"}, {"shape", "kind", "M", "picked", "us", "weight_TBps", "pct_ceiling"}),
-          "mlp": ({"versions"}, {"M", "graph_us", "eager_us", "graph_vs_bf16", "eager_vs_bf16", "sqnr_db"})}
+# What the tables read of each kind of ``bench`` file: the document's fields, and every row's; each field's value is
+# a number, a whole number, a text, a mapping, or a mapping of names to numbers holding the names given. Optional
+# fields are checked where a file has them.
+NUMBER, WHOLE, TEXT, MAPPING = "a number", "a whole number", "a text", "a mapping"
+
+
+def _numbers(*names: str) -> tuple[str, ...]:
+    return ("numbers",) + names
+
+
+_READS = {
+    "act_quant": ({"ceiling_GBps": NUMBER, "versions": MAPPING},
+                  {"op": TEXT, "M": WHOLE, "us": _numbers(), "GBps": _numbers("ours"),
+                   "pct_ceiling": _numbers("ours"), "speedup_vs": _numbers("compiled")}, {}),
+    "gemm": ({"ceiling_GBps": NUMBER, "versions": MAPPING},
+             {"shape": TEXT, "kind": TEXT, "M": WHOLE, "picked": TEXT, "us": _numbers("ours"),
+              "weight_TBps": _numbers("ours"), "pct_ceiling": _numbers("ours")}, {}),
+    "mlp": ({"versions": MAPPING},
+            {"M": WHOLE, "graph_us": _numbers("bf16"), "eager_us": _numbers("bf16"), "graph_vs_bf16": _numbers(),
+             "eager_vs_bf16": _numbers(), "sqnr_db": _numbers()},
+            {"sustained_us": _numbers("bf16"), "sustained_vs_bf16": _numbers()}),
+    "legacy_mlp": ({}, {"kind": TEXT, "M": WHOLE, "us": _numbers("bf16", "fused", "compiled_chain"),
+                        "speedup_vs_bf16": NUMBER, "speedup_vs_compiled_chain": NUMBER}, {}),
+}
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _wrong(where: str, value: object, want) -> str | None:
+    """What is wrong with ``value`` as ``want`` (one of the kinds above), or None."""
+    if want == NUMBER:
+        ok = _is_number(value)
+    elif want == WHOLE:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif want == TEXT:
+        ok = isinstance(value, str)
+    else:
+        ok = isinstance(value, dict)
+    if not ok:
+        return f"{where} is {_shown(value)}, not {MAPPING if isinstance(want, tuple) else want}"
+    if isinstance(want, tuple):
+        for name, v in value.items():
+            if not _is_number(v):
+                return f"{where}[{name!r}] is {_shown(v)}, not a number"
+        missing = [name for name in want[1:] if name not in value]
+        if missing:
+            return f"{where} lacks {', '.join(map(repr, missing))}"
+    return None
+
+
+def _fields_wrong(where: str, doc: dict, needed: dict, optional: dict | None = None) -> str | None:
+    """What is wrong with the fields of ``doc`` (the file's own where ``where`` is empty, else a row's)."""
+    missing = [name for name in needed if name not in doc]
+    if missing:
+        return f"{where or 'the file'} lacks {', '.join(map(repr, missing))}"
+    for name, want in (needed | {k: v for k, v in (optional or {}).items() if k in doc}).items():
+        wrong = _wrong(f"{where}[{name!r}]" if where else repr(name), doc[name], want)
+        if wrong:
+            return wrong
+    return None
+
+
+def _host_wrong(doc: dict) -> str | None:
+    calls = doc["us_per_call"]
+    if not isinstance(calls, dict):
+        return _wrong("us_per_call", calls, MAPPING)
+    for key, times in calls.items():
+        where = f"us_per_call[{key!r}]"
+        if not isinstance(times, dict):
+            return _wrong(where, times, MAPPING)
+        wrong = _wrong(where, {call: us for call, us in times.items() if call != HOST_PROVIDERS}, _numbers())
+        if wrong:
+            return wrong
+    return _fields_wrong("", doc, {}, {"versions": MAPPING})
+
+
+def sort_out(doc: object) -> tuple[str | None, str | None]:
+    """Which ``bench`` file ``doc`` looks like (act_quant, gemm, mlp, host, legacy_mlp; None for none of them: another
+    file's JSON, a sweep's table), and what in it the tables cannot read (None where they read all of it)."""
+    if not isinstance(doc, dict):
+        return None, None
+    if "us_per_call" in doc:
+        return "host", _host_wrong(doc)
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
+        return None, None
+    first = rows[0]
+    if "ceiling_GBps" in doc and "op" in first:
+        kind = "act_quant"
+    elif "ceiling_GBps" in doc and "shape" in first:
+        kind = "gemm"
+    elif "graph_vs_bf16" in first or "graph_us" in first:
+        kind = "mlp"
+    elif isinstance(first.get("us"), dict) and "fused" in first["us"]:
+        kind = "legacy_mlp"
+    else:
+        return None, None
+    needed, row_needs, row_may = _READS[kind]
+    wrong = _fields_wrong("", doc, needed)
+    for i, row in enumerate(rows):
+        wrong = wrong or (f"rows[{i}] is {type(row).__name__}, not a mapping" if not isinstance(row, dict)
+                          else _fields_wrong(f"rows[{i}]", row, row_needs, row_may))
+    return kind, wrong
 
 
 def kind_of(doc: object) -> str | None:
-    """Which ``bench`` file ``doc`` is: act_quant, gemm, mlp, host or legacy_mlp; None for none of them (another
-    file's JSON, a sweep's table, or a bench file of a version older than the tables read)."""
-    if not isinstance(doc, dict):
-        return None
-    if "us_per_call" in doc:
-        return "host" if isinstance(doc["us_per_call"], dict) else None
-    rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
-        return None
-    for kind, (keys, row_keys) in _READS.items():
-        if keys <= doc.keys() and all(row_keys <= r.keys() for r in rows):
-            return kind
-    first = rows[0].get("us")
-    return "legacy_mlp" if isinstance(first, dict) and "fused" in first else None
+    """Which ``bench`` file ``doc`` is (``sort_out``), None for none of them or one whose tables cannot be read of
+    it (a bench file of a version older than the tables read)."""
+    kind, wrong = sort_out(doc)
+    return None if wrong else kind
 
 
-def _load(path: str) -> dict:
+def _load(path: str) -> object:
     with open(path) as f:
         return json.load(f)
 
 
+_A_FILE = {"act_quant": "an act_quant", "gemm": "a gemm", "mlp": "an mlp", "host": "a host",
+           "legacy_mlp": "a first-version mlp"}
+
+
+def _what_it_holds(doc: object) -> str:
+    if not isinstance(doc, dict):
+        return f"it holds {_shown(doc)}"
+    if not doc:
+        return "it is an empty mapping"
+    if doc.get("rows") == []:
+        return "its rows are empty"
+    return f"its keys: {', '.join(doc)}"
+
+
 def main(argv: list[str]) -> int:
+    """The command: its exit status (2 for a file it cannot read), its output's failures told as
+    ``fused-quant``'s are."""
+    from fused_quant.cli import run_guarded
+
+    return run_guarded(lambda: _report(argv), lambda: "report")
+
+
+def _report(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.split("\n")[0])
@@ -351,13 +491,17 @@ def main(argv: list[str]) -> int:
     for path, wanted in [(f, None) for f in args.files] + ([(args.sqnr_baseline, "mlp")] if args.sqnr_baseline else []):
         try:
             doc = _load(path)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past Python's stack
             print(f"report: cannot read {path}: {exc}", file=sys.stderr)
             return 2
-        kind = kind_of(doc)
+        kind, wrong = sort_out(doc)
         if kind is None or kind != (wanted or kind):
             print(f"report: {path} is not {'an ' + wanted if wanted else 'a'} file that fused-quant bench writes "
-                  f"(its keys: {', '.join(doc) if isinstance(doc, dict) else type(doc).__name__})", file=sys.stderr)
+                  f"({_what_it_holds(doc)})", file=sys.stderr)
+            return 2
+        if wrong:
+            print(f"report: {path} is {_A_FILE[kind]} file the tables cannot read "
+                  f"(one of an older bench version?): {wrong}", file=sys.stderr)
             return 2
         if wanted:
             baseline = doc

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import textwrap
+from collections.abc import Callable
 
 from fused_quant import envs
 from fused_quant.flags import gpu_count, whole_numbers
@@ -325,7 +326,7 @@ def _selftest_device(flag: str | None, row, info):
         return None, f"--device {text!r} is not a device; expected cpu, cuda or cuda:N"
     if device.type not in ("cpu", "cuda"):
         return None, (f"{what}: selftest runs on cpu, cuda or cuda:N (ROCm GPUs are cuda devices too); "
-                      f"got a {device.type} device")
+                      f"got device type {device.type!r}")
     if device.type == "cpu":
         if device.index is not None:
             return None, f"{what}: selftest takes cpu without an index; expected cpu, cuda or cuda:N"
@@ -589,17 +590,13 @@ class _Stdout:
         return getattr(self.stream, name)
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_guarded(body: Callable[[], int], name: Callable[[], str]) -> int:
+    """Runs a command's ``body`` (its exit status) as every command of the package runs: what it printed flushed
+    before it returns; a reader that left (``| head``), an interruption and a write to stdout that failed (a full
+    disk) told on stderr under ``name()`` and by the exit status (BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED)."""
     stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
-    command = "fused-quant"
     try:
-        try:
-            args = build_parser().parse_args(argv)
-        except SystemExit:  # --help, --version, a usage error: what they printed is flushed here, its failure told
-            sys.stdout.flush()
-            raise
-        command = args.command
-        status = args.func(args)
+        status = body()
         sys.stdout.flush()  # here, not at exit: a failing write of what it printed is this command's to report
         return status
     except BrokenPipeError:  # `fused-quant selftest | head`: the reader is gone, nothing more to say
@@ -607,18 +604,34 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE
     except KeyboardInterrupt:
-        print(f"\n{command}: interrupted", file=sys.stderr)
+        print(f"\n{name()}: interrupted", file=sys.stderr)
         return INTERRUPTED
     except _OutputFailed as failed:  # a full disk, `> /dev/full`
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # as above: the exit's flush cannot fail
         try:
-            print(f"{command}: cannot write its output: {failed.__cause__.strerror or failed.__cause__}",
+            print(f"{name()}: cannot write its output: {failed.__cause__.strerror or failed.__cause__}",
                   file=sys.stderr)
         except OSError:  # stderr too: the status says it
             pass
         return OUTPUT_FAILED
     finally:
         sys.stdout = stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = "fused-quant"
+
+    def body() -> int:
+        nonlocal command
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit:  # --help, --version, a usage error: what they printed is flushed here, its failure told
+            sys.stdout.flush()
+            raise
+        command = args.command
+        return args.func(args)
+
+    return run_guarded(body, lambda: command)
 
 
 if __name__ == "__main__":

@@ -140,8 +140,9 @@ def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, s
         raise BackendUnavailableError(wrong)
     ok, why = BACKENDS[requested].is_available(info, explicit=True)
     if not ok:
+        others = ", ".join(name for name in ("auto", *BACKENDS) if name != requested)
         raise BackendUnavailableError(f"FUSED_QUANT_BACKEND={requested} cannot run here: {why} "
-                                      f"(valid names: {_valid_names()}; platform: {info.reason})")
+                                      f"(the other names: {others}; platform: {info.reason})")
     return requested, (f"FUSED_QUANT_BACKEND={requested}: {why}"
                        + (f"; {info.summary()}" if BACKENDS[requested].any_device else ""))
 

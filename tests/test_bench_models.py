@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -108,11 +109,15 @@ def test_bench_passes_the_model_to_every_benchmark(tmp_path, monkeypatch, capsys
 
 @pytest.mark.parametrize("argv,message", [
     (["--model", "{missing}"], "no such file"),
+    (["--model", ""], "--model is empty"),  # not Llama-3-8B's shapes in silence
+    (["--model", "{fifo}"], "not a regular file"),
     (["--model", "{config}", "--tp", "3"], "num_attention_heads 28 does not split over tp=3 GPUs"),
 ])
 def test_bench_refuses_a_model_it_cannot_read_before_anything_runs(argv, message, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    argv = [a.format(missing=tmp_path / "nope.json", config=_config(tmp_path)) for a in argv]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # a path that is there but no file to read a config of (reading it would block)
+    argv = [a.format(missing=tmp_path / "nope.json", config=_config(tmp_path), fifo=fifo) for a in argv]
     assert cli.main(["bench", "gemm", *argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bench: ") and message in err and "Traceback" not in err

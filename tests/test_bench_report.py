@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,9 +16,16 @@ from benchmarks import report
 from fused_quant import cli
 from tests.cli_fixtures import ROUND31, record_benchmarks
 
+ROOT = Path(report.__file__).resolve().parent.parent
+
 
 def _doc(name: str) -> dict:
     return json.loads((ROUND31 / name).read_text())
+
+
+# a producer row of ``bench act_quant`` (one token, an H200's times)
+_ACT_ROW = {"op": "silu_mul -> fp8 per-token", "M": 1, "us": {"ours": 7.5, "compiled": 47.5}, "GBps": {"ours": 9.1},
+            "pct_ceiling": {"ours": 0.2}, "speedup_vs": {"compiled": 6.3}}
 
 
 def _row(table: list[str], target: str) -> list[str]:
@@ -168,10 +179,12 @@ def test_another_device_or_model_heads_the_table_with_it():
 def test_kind_of_reads_each_bench_file_and_nothing_else():
     assert [report.kind_of(_doc(n)) for n in ("run2_gemm.json", "run2_mlp.json", "run2_host1.json")] == \
         ["gemm", "mlp", "host"]
-    act = {"ceiling_GBps": 4270.0, "versions": {}, "rows": [{"op": "silu_mul", "M": 1}]}
+    act = {"ceiling_GBps": 4270.0, "versions": {}, "rows": [_ACT_ROW]}
     assert report.kind_of(act) == "act_quant"
     assert report.kind_of({"rows": act["rows"]}) is None  # no ceiling to print
-    assert report.kind_of({"rows": [{"kind": "fp8", "M": 16, "us": {"bf16": 1, "fused": 1}}]}) == "legacy_mlp"
+    legacy = {"kind": "fp8", "M": 16, "us": {"bf16": 2, "fused": 1, "compiled_chain": 1.5}, "speedup_vs_bf16": 2,
+              "speedup_vs_compiled_chain": 1.5}
+    assert report.kind_of({"rows": [legacy]}) == "legacy_mlp"
     for other in ([], {}, {"rows": []}, {"rows": [1]}, {"rows": [{"M": 1}]}, "text"):
         assert report.kind_of(other) is None
 
@@ -210,15 +223,6 @@ def test_report_refuses_a_sweeps_table(name, capsys):
     table = Path(report.__file__).resolve().parent.parent / "fused_quant" / "kernels" / name
     assert report.main([str(table)]) == 2
     assert "is not a file that fused-quant bench writes" in capsys.readouterr().err
-
-
-def test_an_mlp_file_whose_rows_lack_what_the_tables_read_is_refused(capsys, tmp_path):
-    mlp = _doc("run2_mlp.json")
-    del mlp["rows"][3]["sqnr_db"]
-    path = tmp_path / "mlp.json"
-    path.write_text(json.dumps(mlp))
-    assert report.kind_of(_doc("run2_mlp.json")) == "mlp" and report.kind_of(mlp) is None
-    assert report.main([str(path)]) == 2
 
 
 def test_bench_prints_the_targets_of_what_it_ran_last(tmp_path, monkeypatch, capsys):
@@ -273,3 +277,163 @@ def test_producer_ratios_divide_each_time_by_ours_timed_the_same_way():
     assert got["speedup_vs"] == pytest.approx({"bare_triton": 3.87 / 4.93, "bare_triton_graph": 1.32 / 1.22})
     assert got["loop_speedup_vs"] == pytest.approx({"bare_triton": 20.44 / 15.42})
     assert "loop_speedup_vs" not in speedups({"ours": 9.0, "compiled": 18.0})  # M > 256: no loops timed
+
+
+def _written(tmp_path, doc, name: str = "doc.json") -> str:
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(path)
+
+
+def _mlp_without(row: int, field: str) -> dict:
+    mlp = _doc("run2_mlp.json")
+    del mlp["rows"][row][field]
+    return mlp
+
+
+def _gemm_with(row: int, field: str, value) -> dict:
+    gemm = _doc("run2_gemm.json")
+    gemm["rows"][row][field] = value
+    return gemm
+
+
+def _host_with(key: str, value) -> dict:
+    host = _doc("run2_host1.json")
+    host["us_per_call"][key] = value
+    return host
+
+
+def _act_with(**fields) -> dict:
+    return {"ceiling_GBps": 4270.0, "versions": {}, "rows": [_ACT_ROW, {**_ACT_ROW, **fields}]}
+
+
+@pytest.mark.parametrize("doc, said", [
+    (_mlp_without(3, "sqnr_db"), "is an mlp file the tables cannot read (one of an older bench version?): rows[3] "
+     "lacks 'sqnr_db'"),
+    (_gemm_with(2, "M", "1"), "rows[2]['M'] is str \"1\", not a whole number"),
+    (_gemm_with(0, "us", None), "rows[0]['us'] is NoneType null, not a mapping"),
+    (_gemm_with(1, "us", {"ours": 3.0, "bf16": True}), "rows[1]['us']['bf16'] is bool true, not a number"),
+    (_gemm_with(1, "weight_TBps", {"bf16": 3.0}), "rows[1]['weight_TBps'] lacks 'ours'"),
+    (_host_with("fp8_static", [1, 2]), "us_per_call['fp8_static'] is list [1, 2], not a mapping"),
+    (_host_with("fp8_static", {"mlp": "45.0"}), "us_per_call['fp8_static']['mlp'] is str \"45.0\", not a number"),
+    (_act_with(us={"compiled": 3.0, "ours": None}), "rows[1]['us']['ours'] is NoneType null, not a number"),
+    (_act_with(GBps={}), "rows[1]['GBps'] lacks 'ours'"),
+    ({"ceiling_GBps": "4270", "versions": {}, "rows": [_ACT_ROW]}, "'ceiling_GBps' is str \"4270\", not a number"),
+    ({"rows": [{"kind": "fp8", "M": 16, "us": {"bf16": 2, "fused": 1}, "speedup_vs_bf16": 2,
+                "speedup_vs_compiled_chain": 1}]}, "rows[0]['us'] lacks 'compiled_chain'"),
+], ids=["mlp-old", "gemm-M-text", "gemm-us-null", "gemm-bool", "gemm-no-ours", "host-list", "host-text",
+        "act-null", "act-no-gbps", "act-ceiling-text", "legacy"])
+def test_a_bench_file_the_tables_cannot_read_is_refused_naming_the_field(doc, said, tmp_path, capsys):
+    """Each field the tables read is checked before a table is made: a file of an older bench version, a text
+    where a number belongs, a null, a missing figure is refused (2) naming the field (tracebacks before)."""
+    assert report.main([_written(tmp_path, doc)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1, err
+    assert report.kind_of(doc) is None
+
+
+@pytest.mark.parametrize("doc, said", [(None, "it holds NoneType null"), ({}, "it is an empty mapping"),
+                                       ({"rows": [], "versions": {}}, "its rows are empty"),
+                                       ("[" * 100000, "cannot read")],
+                         ids=["null", "empty", "no-rows", "nested-deep"])
+def test_a_file_with_nothing_to_read_says_what_it_holds(doc, said, tmp_path, capsys):
+    path = _written(tmp_path, doc if isinstance(doc, str) else json.dumps(doc))
+    assert report.main([path]) == 2
+    assert said in capsys.readouterr().err
+
+
+def _targets(*argv) -> list[str]:
+    return report.decode_targets(*argv)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["nan-first", "nan-second"])
+def test_a_failed_timing_is_not_measured_wherever_it_stands(first):
+    """A NaN among the times a target takes the least of (the peers of a GEMM row, the host runs, the two token
+    counts of a producer target) is "not measured", in whichever place it stands (before, the order decided)."""
+    nan = math.nan
+    fp32, own = "scaled_mm (fp32 + epilogue)", "scaled_mm (row-wise)"
+    us = {"ours": 10.0, "small_m": 10.1, **({fp32: nan, own: 20.0} if first else {own: 20.0, fp32: nan})}
+    row = {"shape": "down", "kind": "fp8", "M": 16, "picked": "small_m_fp8", "us": us,
+           "weight_TBps": {"ours": 2.0}, "pct_ceiling": {"ours": 50.0}}
+    table = _targets({"rows": [row]})
+    assert _row(table, "GEMM never slower than the best other provider, where the chain picks its own")[3] == \
+        "not measured: a value is not finite"
+    assert _row(table, "FP8 down at M = 16 >= 1.4x torch._scaled_mm in its quickest way")[3] == \
+        "not measured: a value is not finite"
+    runs = [_doc("run2_host1.json"), _doc("run2_host2.json")]
+    runs[0 if first else 1]["us_per_call"]["fp8_static"]["producer silu_mul"] = nan
+    assert _row(_targets(None, None, tuple(runs)), "host <= 12 us per producer")[3] == \
+        "not measured: a value is not finite"
+    act = [{**_ACT_ROW, "op": "relu2 -> fp8 static", "M": m, "pct_ceiling": {"ours": 93.0},
+            "speedup_vs": {"compiled": 1.5}} for m in (8192, 32768)]
+    act[0 if first else 1]["pct_ceiling"]["ours"] = nan
+    (line,) = [line for line in report.targets_table(act) if line.startswith("| relu2")]
+    assert line.endswith("| not measured: a value is not finite |")
+
+
+def test_a_zero_time_is_not_measured():
+    row = _gemm_row("small_m_fp8", ours=0.0, small_m=9.0, **{"scaled_mm (row-wise)": 20.0})
+    row.update(M=16)
+    table = _targets({"rows": [row]})
+    assert _row(table, "FP8 down at M = 16 >= 1.4x torch._scaled_mm with its own")[3] == \
+        "not measured: a value is not finite"
+    assert report.gemm_table({"rows": [row]})[2] == "| down | fp8 | 2.00 TB/s, infx |"
+
+
+def test_a_nan_sqnr_is_not_measured_with_or_without_a_baseline():
+    mlp, base = _doc("run2_mlp.json"), _doc("run2_mlp.json")
+    base["rows"][0]["sqnr_db"]["int8_token"] = math.nan
+    assert _row(_targets(None, mlp, (), base), "MLP SQNR")[3] == "not measured: a value is not finite"
+    mlp["rows"][1]["sqnr_db"]["fp8_static"] = math.nan
+    assert _row(_targets(None, mlp), "MLP SQNR against bf16")[3] == "not measured: a value is not finite"
+
+
+def test_a_baseline_of_other_token_counts_says_so():
+    mlp, base = _doc("run2_mlp.json"), _doc("run2_mlp.json")
+    for r in base["rows"]:
+        r["M"] += 1
+    assert _row(_targets(None, mlp, (), base), "MLP SQNR")[3] == \
+        "not in the baseline: no token count and key in common with this run"
+
+
+def test_the_mlp_table_has_a_column_for_every_key_of_any_row():
+    """A key one row did not time (the first row included) is a dash there, its column still in the table."""
+    mlp = _doc("run2_mlp.json")
+    for field in ("graph_vs_bf16", "eager_vs_bf16", "sqnr_db"):
+        del mlp["rows"][0][field]["int8_token"]
+    table = report.mlp_table(mlp)
+    assert "int8_token graph / eager x, SQNR dB" in table[0]
+    (first,) = [line for line in table if line.startswith(f"| {mlp['rows'][0]['M']} |")]
+    assert first.endswith("| — / —, — |")
+    assert report.kind_of(mlp) == "mlp"
+
+
+def test_a_first_version_mlp_file_has_a_header():
+    legacy = {"rows": [{"kind": "fp8", "M": 16, "us": {"bf16": 2.0, "fused": 1.0, "compiled_chain": 1.5},
+                        "speedup_vs_bf16": 2.0, "speedup_vs_compiled_chain": 1.5}]}
+    assert report.mlp_rows(legacy, "triton_fp8") == [
+        "| backend | kind | M | bf16 us | fused us | compiled chain us | vs bf16 | vs compiled chain |",
+        "|---|---|---|---|---|---|---|---|", "| triton_fp8 | fp8 | 16 | 2.0 | 1.0 | 1.5 | 2.00x | 1.50x |"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device every write to fails)")
+def test_report_output_that_cannot_be_written_is_one_line_and_status_74():
+    gemm = str(ROUND31 / "run2_gemm.json")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.report", gemm], stdout=open("/dev/full", "w"),
+                          stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert done.returncode == cli.OUTPUT_FAILED
+    assert done.stderr == "report: cannot write its output: No space left on device\n"
+
+
+def test_report_into_a_closed_pipe_exits_141_without_a_traceback():
+    """`python -m benchmarks.report FILE | head -1`: the reader gone (here before the first write) is 141 and no
+    traceback, as for ``fused-quant``."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "benchmarks.report", str(ROUND31 / "run2_gemm.json")],
+                              stdout=write, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert done.returncode == cli.BROKEN_PIPE, done.stderr
+    assert done.stderr == ""

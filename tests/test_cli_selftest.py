@@ -144,7 +144,7 @@ def test_summary_of_another_backend_is_a_real_comparison():
     ("bogus", "selftest: --device 'bogus' is not a device; expected cpu, cuda or cuda:N"),
     ("", "selftest: --device '' is not a device; expected cpu, cuda or cuda:N"),  # was taken for no --device
     ("meta", "selftest: --device meta: selftest runs on cpu, cuda or cuda:N (ROCm GPUs are cuda devices too); "
-             "got a meta device"),
+             "got device type 'meta'"),
 ])
 def test_bad_device_is_one_line_and_exit_2(node, capsys, device, message):
     node(CPU_NO_TRITON)
