@@ -34,6 +34,7 @@ from fused_quant.validation import (
     ACT_DTYPES,
     QuantDTypeError,
     QuantKeyMismatchError,
+    ScaleError,
     check_weight_scale_shape,
     check_weight_scale_values,
 )
@@ -70,10 +71,23 @@ def version_supported(version: str | None) -> tuple[bool, str]:
     if version is None:
         return False, "vLLM is not installed"
     try:
-        ok = Version(version) in SpecifierSet(TESTED_VLLM)
+        parsed = Version(version)
     except InvalidVersion:
         return False, f"vLLM version {version!r} cannot be parsed"
-    return (True, "") if ok else (False, f"vLLM {version} is outside the tested range {TESTED_VLLM}")
+    # prereleases stated: packaging's default for a dev / rc build in the range has changed between its versions
+    if not SpecifierSet(TESTED_VLLM).contains(parsed, prereleases=True):
+        return False, f"vLLM {version} is outside the tested range {TESTED_VLLM}"
+    if parsed.is_prerelease:  # a nightly or source build: code written after the release the range was tested on
+        return False, (f"vLLM {version} is a development or pre-release build; the plugin is tested on the releases "
+                       f"{TESTED_VLLM}")
+    return True, ""
+
+
+def _version_check() -> tuple[str | None, bool, str]:
+    """vLLM's version (None where it cannot be imported), whether the plugin supports it, and why not."""
+    version, why = _vllm_version()
+    ok, reason = version_supported(version) if version is not None else (False, why)
+    return version, ok, reason
 
 
 class _Internals:
@@ -230,6 +244,12 @@ def kernel_class() -> type:
                 raise QuantDTypeError(f"{self.layer_name}: expected int8 [N, K] weights, got {w.dtype} "
                                       f"{tuple(w.shape)}")
             if not self.config.is_channelwise:
+                # one scale per fused part (q / k / v, gate / up): vLLM's helper drops extra ones, or fails
+                # unnamed on too few
+                widths = list(layer.logical_widths)
+                if ws.numel() != len(widths):
+                    raise ScaleError(f"{self.layer_name}: a per-tensor weight_scale holds one scale per part "
+                                     f"({len(widths)}: {widths}), got {ws.numel()}")
                 ws = v.convert_to_channelwise(ws, layer.logical_widths)
             # once, at load, as every way a weight scale comes in: a NaN or negative scale gave NaN or sign-flipped
             # outputs, a scale of another N failed in the first call
@@ -284,13 +304,15 @@ def _kernel_chains(placement: str) -> dict:
     return chains
 
 
-def _settings() -> tuple[str, bool]:
-    """(kernel placement, fusion) from FUSED_QUANT_VLLM_*, after every fused-quant setting the plugin's calls read
+def _settings() -> tuple[str, bool, str]:
+    """(kernel placement, fusion, a warning or '') from FUSED_QUANT_VLLM_*, after every fused-quant setting the
+    plugin's calls read
     is checked: a bad value of any variable (ValueError: ``FUSED_QUANT_PDL``'s is read at the first Triton launch),
     a backend this node cannot run (BackendUnavailableError), or, with the int8 kernel, a
     ``FUSED_QUANT_DISABLED_GEMMS`` that leaves it no int8 GEMM would otherwise fail the engine's first request.
-    The platform probe reads no CUDA state."""
-    from fused_quant.gemm import kinds_without_gemms
+    The platform probe reads no CUDA state. The warning names ``FUSED_QUANT_DISABLED_GEMMS`` entries that are no
+    provider's name (a misspelt one disables nothing), as ``fused-quant probe`` does."""
+    from fused_quant.gemm import kinds_without_gemms, provider_names
     from fused_quant.selection import current_backend
 
     placement, fusion = envs.vllm_kernel(), envs.vllm_fusion()
@@ -301,7 +323,7 @@ def _settings() -> tuple[str, bool]:
     if placement != "off" and "int8" in kinds_without_gemms(backend):
         raise ValueError(f"FUSED_QUANT_DISABLED_GEMMS leaves the int8 kernel no int8 GEMM provider on backend "
                          f"{backend}; enable one, or set FUSED_QUANT_VLLM_KERNEL=off")
-    return placement, fusion
+    return placement, fusion, envs.unknown_disabled_gemms(provider_names())
 
 
 def register() -> None:
@@ -311,14 +333,13 @@ def register() -> None:
     if _state["done"]:
         return
     _state["done"] = True
-    version, why = _vllm_version()
-    ok, reason = version_supported(version) if version else (False, why)
+    version, ok, reason = _version_check()
     if not ok:
         _state["reason"] = reason
         logger.warning("fused-quant vLLM plugin inactive: %s", reason)
         return
     try:
-        placement, fusion = _settings()
+        placement, fusion, warning = _settings()
         v = internals()
         rows = plan_rows()
         producers = _producer_entries(rows, fusion)  # FUSED_QUANT_VLLM_FUSION read once here, not per call
@@ -327,6 +348,9 @@ def register() -> None:
         return _inactive(f"a vLLM internal it needs is missing or changed: {type(exc).__name__}: {exc}")
     except (ValueError, RuntimeError) as exc:  # a bad FUSED_QUANT_* value, a backend this node cannot run
         return _inactive(str(exc))
+    except Exception as exc:  # anything else (an import of vLLM's internals that fails its own way): vLLM calls
+        # plugins unguarded, and nothing of vLLM's has been changed yet
+        return _inactive(f"building what it registers failed: {type(exc).__name__}: {exc}")
     saved = (dict(v.producers), dict(v.supports), {p: list(c) for p, c in v.possible_int8.items()})
     try:
         for where, (produce, supported) in producers.items():
@@ -342,8 +366,9 @@ def register() -> None:
               else "off (FUSED_QUANT_VLLM_KERNEL=off)")
     _state.update(active=True, reason="", rows=rows, kernel=kernel)
     added = [f"{r['activation']}->{r['key']}" for r in rows if not r["action"].startswith("keep")]
-    logger.warning("fused-quant vLLM plugin active (vLLM %s): producer rows %s; int8 kernel %s %s; fusion %s",
-                   version, ", ".join(added) or "none", KERNEL_NAME, kernel, "on" if fusion else "off")
+    logger.warning("fused-quant vLLM plugin active (vLLM %s): producer rows %s; int8 kernel %s %s; fusion %s%s",
+                   version, ", ".join(added) or "none", KERNEL_NAME, kernel, "on" if fusion else "off",
+                   f"; warning: {warning}" if warning else "")
 
 
 def _inactive(reason: str) -> None:
@@ -378,8 +403,7 @@ def _loaded_by_vllm() -> tuple[bool, str]:
 
 def describe() -> dict[str, object]:
     """What the plugin would register here, without registering (``fused-quant probe --vllm``)."""
-    version, why = _vllm_version()
-    ok, reason = version_supported(version) if version else (False, why)
+    version, ok, reason = _version_check()
     report: dict[str, object] = {"vllm": version, "tested": TESTED_VLLM, "would_register": ok,
                                  "reason": reason, "entry_point": ENTRY_POINT}
     if not ok:
@@ -389,9 +413,9 @@ def describe() -> dict[str, object]:
         report.update(would_register=False, reason=why)
         return report
     try:
-        placement, fusion = _settings()
+        placement, fusion, _ = _settings()  # the probe reports the warning from the variables itself
         rows = plan_rows()
-    except (ImportError, AttributeError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+    except Exception as exc:  # what register() would stay inactive for, said the same way
         report.update(would_register=False, reason=f"{type(exc).__name__}: {exc}")
         return report
     report.update(rows=rows, kernel=f"{KERNEL_NAME}: {placement}", fusion="on" if fusion else "off")

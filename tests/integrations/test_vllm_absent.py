@@ -35,6 +35,26 @@ def test_version_gate():
     assert not plugin.version_supported("0.33.0")[0]
     assert not plugin.version_supported("0.31.2")[0]
     assert not plugin.version_supported("banana")[0]
+    # a nightly or source build (dev, rc, post of a dev) in the range is refused by name, whatever packaging's
+    # version (its default for prereleases in a range changed); a local build of a release is that release
+    for build in ("0.32.1.dev57+g1a2b3c", "0.32.1rc1.dev57+g1a2b3c", "0.32.2rc0", "0.32.0.post1.dev3"):
+        ok, reason = plugin.version_supported(build)
+        assert not ok and reason == (f"vLLM {build} is a development or pre-release build; the plugin is tested on "
+                                     f"the releases {plugin.TESTED_VLLM}")
+    assert plugin.version_supported("0.32.0+cu130") == (True, "")
+    assert "outside the tested range" in plugin.version_supported("0.33.0.dev1")[1]
+    assert plugin.version_supported("") == (False, "vLLM version '' cannot be parsed")
+
+
+def test_an_empty_vllm_version_is_named(monkeypatch):
+    import types
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(__version__=""))
+    monkeypatch.setitem(plugin._state, "done", False)
+    monkeypatch.setitem(plugin._state, "reason", "register() not called")
+    plugin.register()
+    assert plugin.status()["reason"] == "vLLM version '' cannot be parsed"
+    assert plugin.describe()["reason"] == "vLLM version '' cannot be parsed"
 
 
 def test_entry_point_is_declared():

@@ -23,8 +23,9 @@ def fresh(monkeypatch):
     v = plugin.internals()
     producers, supports = dict(v.producers), dict(v.supports)
     int8 = {p: list(chain) for p, chain in v.possible_int8.items()}
-    monkeypatch.setitem(plugin._state, "done", False)
-    monkeypatch.setitem(plugin._state, "active", False)
+    for name, value in {"done": False, "active": False, "reason": "register() not called", "rows": [],
+                        "kernel": None}.items():  # every field, each put back as it was afterwards
+        monkeypatch.setitem(plugin._state, name, value)
     yield v
     v.producers.clear()
     v.producers.update(producers)
@@ -149,6 +150,39 @@ def test_a_changed_vllm_registers_nothing(fresh, monkeypatch):
     assert _tables(fresh) == before  # the producer rows added before the failure are gone again
 
 
+def test_any_failure_building_the_rows_leaves_it_inactive_naming_it(fresh, monkeypatch):
+    """vLLM calls plugins unguarded: an exception of another type (an AssertionError of a setuptools shim while
+    vLLM's internals import) escaped register() and left the status saying it was never called."""
+    before = _tables(fresh)
+
+    def shim(*args):
+        raise AssertionError("distutils has already been patched")
+
+    monkeypatch.setattr(plugin, "internals", shim)
+    plugin.register()
+    status = plugin.status()
+    assert not status["active"] and status["done"]
+    assert status["reason"] == "building what it registers failed: AssertionError: distutils has already been patched"
+    assert _tables(fresh) == before
+    assert plugin.describe()["reason"] == "AssertionError: distutils has already been patched"
+
+
+def test_a_misspelt_disabled_gemm_is_named_in_the_log_line(fresh, monkeypatch, caplog):
+    import fused_quant
+
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "typo_gemm")
+    fused_quant.reset()
+    try:
+        with caplog.at_level(logging.WARNING, logger="fused_quant"):
+            plugin.register()
+        assert plugin.status()["active"]  # a warning: it disables nothing
+        (line,) = [r.message for r in caplog.records if "plugin active" in r.message]
+        assert "; warning: FUSED_QUANT_DISABLED_GEMMS names no GEMM provider called 'typo_gemm'" in line
+    finally:
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+        fused_quant.reset()
+
+
 def test_the_kernel_says_once_why_it_declines_a_layer(caplog):
     cls = plugin.kernel_class()  # each test starts a fresh runtime generation (conftest): nothing said yet
     with caplog.at_level(logging.WARNING, logger="fused_quant"):
@@ -221,6 +255,15 @@ def test_kernel_refuses_weight_scales_at_load_naming_the_layer(scales, error):
     only in the first call."""
     with pytest.raises(ScaleError, match=f"model.layers.0.mlp.down_proj.*{error}"):
         _layer(scales=scales)
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_kernel_counts_per_tensor_scales_against_the_parts(count):
+    """A per-tensor layer of two fused parts takes two scales: a third was dropped in silence by vLLM's helper, one
+    failed there with an IndexError naming no layer."""
+    with pytest.raises(ScaleError, match=r"model.layers.0.mlp.down_proj: a per-tensor weight_scale holds one scale "
+                                         rf"per part \(2: \[24, 24\]\), got {count}"):
+        _layer(channelwise=False, scales=torch.full((count,), 0.004))
 
 
 @pytest.mark.parametrize("channelwise", [True, False])
