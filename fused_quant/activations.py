@@ -21,6 +21,7 @@ class SiluAndMul(nn.Module):
     """``silu(x[..., :d]) * x[..., d:]`` in eager torch (the unfused chain of docs/NUMERICS.md)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``[*, 2d]`` holding [gate | up]; ``[*, d]`` in x's dtype (ShapeMismatchError for an odd width)."""
         if x.dim() == 0 or x.shape[-1] % 2:  # an odd width would broadcast one column of gate over the up half
             raise ShapeMismatchError(f"silu_and_mul input's last dim holds [gate | up] and must be even; got "
                                      f"{'a 0-d tensor' if x.dim() == 0 else f'shape {tuple(x.shape)}'}",
@@ -33,6 +34,7 @@ class ReLUSquared(nn.Module):
     """``relu(x)^2`` in eager torch: one rounding of the fp32 square."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``relu(x)^2``, x's shape and dtype."""
         return torch.square(F.relu(x))
 
 

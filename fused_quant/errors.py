@@ -37,7 +37,9 @@ class BackendUnavailableError(FusedQuantError, RuntimeError):
 
 
 class ScaleError(FusedQuantError, ValueError):
-    """A scale has the wrong number of elements or a non-finite / non-positive value."""
+    """A scale has the wrong number of elements or shape, or a value it may not hold: a static input scale not
+    finite or below float32's smallest normal, a weight scale not finite or negative (0 is a zero row's); also a
+    float weight that is not finite where scales are computed from it (``from_float``, ``quantize_model``)."""
 
 
 class BiasError(FusedQuantError, ValueError):
@@ -49,7 +51,8 @@ class DeviceMismatchError(FusedQuantError, ValueError):
 
 
 class LayoutError(FusedQuantError, ValueError):
-    """A tensor's strides are not what the kernel needs."""
+    """A tensor's layout is not one the operation takes: strides the kernel cannot read, or a sparse or nested
+    tensor where a dense one belongs."""
 
 
 class QuantKeyMismatchError(FusedQuantError, ValueError):
@@ -61,12 +64,19 @@ class NumericsProfileError(FusedQuantError, ValueError):
 
 
 class UnsupportedError(FusedQuantError, ValueError):
-    """An activation, quant key or FP8 format fused-quant does not implement."""
+    """What fused-quant does not do: an activation, quant key or FP8 format it does not implement, inputs that
+    require grad (quantization has no gradient), TorchScript, a layer's ``input_key`` changed after it is built,
+    a NaN FP8 weight code, a transformers / compressed-tensors version outside the tested range, a checkpoint
+    scheme it does not read."""
 
 
 class GemmProviderError(FusedQuantError, RuntimeError):
-    """A GEMM provider failed or returned something other than what it must."""
+    """A GEMM provider failed or returned something other than what it must, or a registration mistake: a
+    provider's functions taking other arguments than they will get, a name of another kind reused, a name to
+    unregister that no provider has."""
 
 
 class ProducerError(FusedQuantError, RuntimeError):
-    """A registered producer or its support predicate returned something other than what its contract says."""
+    """A registered producer or its support predicate returned something other than what its contract says, or a
+    registration mistake: a producer registered twice without ``replace=True``, functions taking other arguments
+    than they will get, an unregistration the table cannot make (the torch backend's own producers stay)."""

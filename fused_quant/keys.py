@@ -43,6 +43,10 @@ GroupShape.PER_TOKEN = GroupShape(1, -1)
 
 @dataclass(frozen=True)
 class ScaleDesc:
+    """How a key's values are scaled: the scale's ``dtype`` (float32), ``static`` (a calibrated scale given with
+    the input) or dynamic (computed from it), and ``group_shape``, the block one scale covers
+    (``GroupShape.PER_TENSOR``, ``GroupShape.PER_TOKEN``)."""
+
     dtype: torch.dtype
     static: bool
     group_shape: GroupShape
@@ -62,6 +66,10 @@ class ScaleDesc:
 
 @dataclass(frozen=True)
 class QuantKey:
+    """What a quantized activation is: the code ``dtype`` (int8 or FP8), its ``scale`` (a ``ScaleDesc``), an
+    optional second-level ``scale2`` and ``symmetric`` (no zero point). Field for field equal to vLLM's; the four
+    keys the package runs are ``KEYS`` (``kInt8DynamicTokenSym``, ...)."""
+
     dtype: torch.dtype
     scale: ScaleDesc
     scale2: ScaleDesc | None = None
@@ -124,6 +132,8 @@ def key_name(key: QuantKey) -> str:
 
 
 def key_from_name(name: str) -> QuantKey:
+    """The key of a name in ``KEYS`` (``"int8_dynamic_token"``, ...); TypeError for a non-string,
+    UnsupportedError naming the known names for an unknown one."""
     if not isinstance(name, str):
         raise TypeError(f"a quant key name is a string (one of {', '.join(KEYS)}), got {type(name).__name__} {name!r}")
     try:

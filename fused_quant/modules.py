@@ -66,6 +66,8 @@ class FusedSiluAndMulAndQuant(nn.Module):
         self.numerics = numerics
 
     def forward(self, x: torch.Tensor, quant_dtype: torch.dtype = torch.int8) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x``: ``[*, 2d]`` bf16 / fp16 / fp32 holding [gate | up]; ``(xq [*, d], xs [*, 1])`` quantized per token
+        to ``quant_dtype`` (torch.int8 or this node's FP8 dtype)."""
         from fused_quant.registry import _env_numerics, fused_act_quant, platform_fp8_dtype
 
         if quant_dtype == torch.int8:
@@ -524,8 +526,9 @@ class QuantLinear(nn.Module):
         """One QuantLinear for several ``nn.Linear`` of the same input (e.g. gate and up of a gated MLP):
         their weights stacked along the output dim in order and quantized per output channel (each
         row's scale is its own, as if quantized apart), biases stacked (all or none). A static key's
-        ``input_scale`` may be one scale or one per linear; the layer takes their max (as vLLM does
-        when it merges layers), so no input clips more than in any of them. ``names``: what errors about
+        ``input_scale`` may be one scale (a number or a one-element tensor) or one per linear (a list or tuple, or
+        a tensor of as many elements as linears); the layer takes their max (as vLLM does when it merges layers),
+        so no input clips more than in any of them. ``names``: what errors about
         one linear's weights call it (default ``linears[i]``), with its own output channels."""
         linears = list(linears) if isinstance(linears, (list, tuple)) else linears
         if not isinstance(linears, list) or not linears or not all(isinstance(m, nn.Linear) for m in linears):
@@ -546,6 +549,8 @@ class QuantLinear(nn.Module):
         has_bias = {m.bias is not None for m in linears}
         if len(has_bias) != 1:
             raise ShapeMismatchError(f"{name or 'from_linears'}: either every linear has a bias or none has")
+        if isinstance(input_scale, torch.Tensor) and len(linears) > 1 and input_scale.numel() == len(linears):
+            input_scale = list(input_scale.reshape(-1).unbind())  # one per linear, as a list of them reads
         if isinstance(input_scale, (list, tuple)):
             if len(input_scale) != len(linears):
                 raise ScaleError(f"{name or 'from_linears'}: {len(input_scale)} input scales for "

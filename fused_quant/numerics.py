@@ -14,6 +14,9 @@ from fused_quant.errors import NumericsProfileError
 
 @dataclass(frozen=True)
 class NumericsProfile:
+    """One numerics profile of docs/NUMERICS.md: its ``name`` (what ``numerics=`` and FUSED_QUANT_NUMERICS take),
+    whether silu_and_mul rounds its product to the activation dtype before quantizing, and a ``description``."""
+
     name: str
     # silu_and_mul: round y = silu(g) * u to the activation dtype before the
     # quantizer (the unfused eager chain) or keep it fp32 (Hygon's fused kernel).

@@ -223,6 +223,7 @@ def fusion_counts() -> dict[tuple[str, str, str], int]:
 
 
 def reset_fusion_counts() -> None:
+    """Set every ``fusion_counts`` entry back to none (e.g. before the one forward whose producers to count)."""
     _COUNTS.clear()
 
 

@@ -585,6 +585,21 @@ def test_from_linears_checks_each_scale(scales, error, message):
     assert merged.input_scale.item() == pytest.approx(0.3)  # the max of the checked scales
 
 
+def test_from_linears_takes_a_tensor_of_one_scale_per_linear():
+    """vLLM holds a merged layer's input scales as one tensor (one per part): read as the list of them, each
+    checked; a tensor of another count is refused naming it."""
+    linears = [nn.Linear(16, 8).to(torch.bfloat16) for _ in range(3)]
+    merged = fq.QuantLinear.from_linears(linears, K.kInt8StaticTensorSym, torch.tensor([0.1, 0.4, 0.2]))
+    assert merged.input_scale.item() == pytest.approx(0.4)
+    with pytest.raises(fq.ScaleError, match="qkv: input_scale\\[2\\] must be finite"):
+        fq.QuantLinear.from_linears(linears, K.kInt8StaticTensorSym, torch.tensor([0.1, 0.4, float("nan")]),
+                                    name="qkv")
+    with pytest.raises(fq.ScaleError, match="qkv: input_scale must have exactly 1 element, got 2"):
+        fq.QuantLinear.from_linears(linears, K.kInt8StaticTensorSym, torch.tensor([0.1, 0.4]), name="qkv")
+    one = fq.QuantLinear.from_linears(linears, K.kInt8StaticTensorSym, torch.tensor([0.3]))
+    assert one.input_scale.item() == pytest.approx(0.3)
+
+
 def test_a_static_scale_is_a_number_or_a_tensor_never_a_string():
     layer = _layer(K.kInt8StaticTensorSym)
     for bad in ("0.3", True):

@@ -584,9 +584,12 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
     ``targets``: "mlp" (the MLPs, swapped for fused modules) or "all" (also every other ``nn.Linear``);
     ``ignore``: module names, name suffixes (each covering what the module holds) or ``re:`` patterns left float
     (a pattern that matches no module is warned of); ``filter_fn(module, name)``:
-    False leaves a module float; ``numerics``: the fused producers' profile (None: FUSED_QUANT_NUMERICS);
-    ``structural``: match MLPs by structure in models without a ``MODEL_MLPS`` row; ``progress``: bars over
-    the MLPs and linears on stderr (None: where stderr is a terminal, True: always, False: never).
+    False leaves a module float; ``fuse``: True swaps each MLP for a fused module (its activation and the input
+    quantization of its down projection one producer), False quantizes the MLP's linears and leaves its activation
+    as the model runs it (reported ``unfused``, ``fuse=False``); ``numerics``: the fused producers' profile (None:
+    FUSED_QUANT_NUMERICS); ``structural``: match MLPs by structure in models without a ``MODEL_MLPS`` row;
+    ``progress``: bars over the MLPs and linears on stderr (None: where stderr is a terminal, True: always, False:
+    never).
     """
     _require_versions()
     _check_model(model, "quantize_model")
@@ -816,9 +819,11 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     meta device, its targeted linears filled as QuantLinears straight from the checkpoint's quantized
     weights and float32 scales, its MLPs swapped for the fused modules (report: ``model.fused_quant_report``).
     ``dtype``: the float layers' and outputs' dtype, "auto" the checkpoint config's (bf16 where it names none), or
-    "bfloat16" / "float16" / "float32"; ``structural``: MLPs matched by structure, as ``quantize_model`` did for a
-    model without a ``MODEL_MLPS`` row; ``progress``: bars over the checkpoint's files and the layers on stderr
-    (None: where stderr is a terminal)."""
+    "bfloat16" / "float16" / "float32"; ``device``: where the model goes once loaded (None: it stays on the CPU,
+    where the checkpoint is read; "cuda", "cuda:1", a ``torch.device``), checked before anything is read; ``fuse`` and ``numerics``: as in ``quantize_model``;
+    ``structural``: MLPs matched by structure, as ``quantize_model`` did for a model without a ``MODEL_MLPS`` row;
+    ``progress``: bars over the checkpoint's files and the layers on stderr (None: where stderr is a terminal).
+    A folder without ``config.json`` (a Hub model's name, say) raises ``FileNotFoundError``."""
     _require_versions()
     if numerics is not None:
         get_profile(numerics)  # an unknown profile fails here, not at the first forward after the whole load
