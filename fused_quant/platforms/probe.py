@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from fused_quant.platforms.info import (
     fp8_dtype_for,
     sm_arch,
 )
+
+logger = logging.getLogger("fused_quant")
 
 NVIDIA_PROC_ROOT = Path("/proc/driver/nvidia")
 KFD_SYSFS_ROOT = Path("/sys/class/kfd/kfd/topology")
@@ -128,8 +131,8 @@ def probe_nvml(nvml: Any) -> Sighting:
     finally:
         try:
             nvml.nvmlShutdown()
-        except Exception:  # shutdown failure changes nothing we report
-            pass
+        except Exception as exc:  # changes nothing the probe reports: told at debug level, not raised
+            logger.debug("platform probe: %s failed (%s: %s)", "nvml.nvmlShutdown()", type(exc).__name__, exc)
     return Sighting("nvidia", f"NVML: {count} x {name}, compute capability {major}.{minor}",
                     arch=sm_arch(int(major), int(minor)), device_name=name, device_count=count)
 
@@ -173,8 +176,8 @@ def probe_amdsmi(amdsmi: Any, dtk: str | None) -> Sighting:
     finally:
         try:
             amdsmi.amdsmi_shut_down()
-        except Exception:  # shutdown failure changes nothing we report
-            pass
+        except Exception as exc:  # changes nothing the probe reports: told at debug level, not raised
+            logger.debug("platform probe: %s failed (%s: %s)", "amdsmi.amdsmi_shut_down()", type(exc).__name__, exc)
     raw_arch = str(asic.get("target_graphics_version") or "")
     arch = (decode_gfx_target_version(int(raw_arch)) if raw_arch.isdigit()
             else raw_arch.split(":")[0] or None)

@@ -491,3 +491,26 @@ def test_import_is_lean_and_probe_leaves_cuda_alone():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
                             timeout=120, check=True)
     assert result.stdout.split() == ["[]", "False"]
+
+
+def test_a_failing_shutdown_changes_nothing_reported_and_is_logged(caplog):
+    """NVML's and amdsmi's shutdown after a query: a failure there changes nothing the probe found, so it is not
+    raised, and not silenced either: the ``fused_quant`` logger tells it at debug level."""
+    import logging
+
+    class NoShutdownNVML(FakeNVML):
+        def nvmlShutdown(self):
+            raise FakeNVMLError("NVML_ERROR_UNINITIALIZED")
+
+    class NoShutdownAmdSmi(FakeAmdSmi):
+        def amdsmi_shut_down(self):
+            raise RuntimeError("amdsmi: not initialized")
+
+    with caplog.at_level(logging.DEBUG, logger="fused_quant"):
+        sighting = probe_nvml(NoShutdownNVML([("NVIDIA H200", (9, 0))]))
+        amd = probe_amdsmi(NoShutdownAmdSmi([{"target_graphics_version": "gfx942", "market_name": "MI300X"}]),
+                           dtk=None)
+    assert (sighting.vendor, sighting.arch) == ("nvidia", "sm_90") and amd.vendor is not None
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert said == ["platform probe: nvml.nvmlShutdown() failed (FakeNVMLError: NVML_ERROR_UNINITIALIZED)",
+                    "platform probe: amdsmi.amdsmi_shut_down() failed (RuntimeError: amdsmi: not initialized)"]
