@@ -75,9 +75,11 @@ class GemmProvider:
 
 
 # backend name -> providers in selection order; key None: providers for every backend, tried first; key
-# AFTER_EACH: providers for every backend registered with first=False, tried after each backend's own
-_PROVIDERS: dict[str | None, list[GemmProvider]] = {}
+# AFTER_EACH: providers for every backend registered with first=False, tried after each backend's own. Every key is
+# there from the start and each chain is a tuple: a change (under ``runtime.changing()``) puts new tuples in place,
+# so a call reading the table without a lock never sees a chain half changed or the table grow
 AFTER_EACH = "(after each backend's own)"
+_PROVIDERS: dict[str | None, tuple[GemmProvider, ...]] = {key: () for key in (None, *selection.BACKENDS, AFTER_EACH)}
 
 
 def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
@@ -103,10 +105,6 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
         raise TypeError(f"{who}: first must be True or False, got {first!r}")
     if backends is not None:
         backends = check_backend_names(backends, who, selection.BACKENDS)
-    other = {p.kind for chain in _PROVIDERS.values() for p in chain if p.name == name} - {kind}
-    if other:  # replacing it would take that kind's provider out of the chain, and its layers with it
-        raise GemmProviderError(f"{who}: {name!r} is a registered {other.pop()} provider; a {kind} provider needs "
-                                f"its own name (or unregister_gemm_provider({name!r}) first)")
     # what each is called with (the module docstring): one that cannot take it is refused here
     takes = (("supported", supported, "(problem)"), ("bind", bind, "(problem, weight, weight_scale, bias)"),
              ("bind_quantizing", bind_quantizing, "(problem, weight, weight_scale, bias, quantizer)"),
@@ -123,13 +121,24 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
             raise TypeError(f"{who}: the provider must be callable, got {type(f).__name__}")
         check_takes(f, f"{who}: the provider", "(x, x_scale, weight, weight_scale, bias, out_dtype)", *(None,) * 6)
         provider = GemmProvider(name, kind, f, supported, bind, bind_quantizing, bind_producing)
-        # from the chains it serves, and from every backend's (an entry there would still answer before or after
-        # it); another backend's own entry of the name stays (the backends register theirs so)
-        _remove(name, None if backends is None else (*backends, None, AFTER_EACH))
-        for backend in backends or ((None,) if first else (AFTER_EACH,)):
-            chain = _PROVIDERS.setdefault(backend, [])
-            chain.insert(0, provider) if first else chain.append(provider)
-        runtime.reset()  # cached provider choices may differ now
+        with runtime.changing():
+            other = {p.kind for chain in _PROVIDERS.values() for p in chain if p.name == name} - {kind}
+            if other:  # replacing it would take that kind's provider out of the chain, and its layers with it
+                raise GemmProviderError(f"{who}: {name!r} is a registered {other.pop()} provider; a {kind} provider "
+                                        f"needs its own name (or unregister_gemm_provider({name!r}) first)")
+            # out of the chains it serves, and of every backend's (an entry there would still answer before or
+            # after it); another backend's own entry of the name stays (the backends register theirs so)
+            serves = backends or ((None,) if first else (AFTER_EACH,))
+            leaves = tuple(_PROVIDERS) if backends is None else (*backends, None, AFTER_EACH)
+            chains = {key: tuple(p for p in _PROVIDERS.get(key, ()) if p.name != name)
+                      for key in dict.fromkeys(leaves)}
+            for key in serves:
+                chains[key] = (provider, *chains[key]) if first else (*chains[key], provider)
+            # the chains that gain it first: a call in between may see it twice (its first entry answers), never
+            # not at all (a re-registered provider of a backend's only kind had no provider for a moment)
+            for key in sorted(chains, key=lambda key: key not in serves):
+                _PROVIDERS[key] = chains[key]
+            runtime.reset()  # cached provider choices may differ now
         return f
 
     return add(fn) if fn is not None else add
@@ -140,23 +149,18 @@ def unregister_gemm_provider(name: str) -> None:
     name would leave the provider serving)."""
     if not isinstance(name, str):
         raise TypeError(f"unregister_gemm_provider: name must be a provider's name (a string), got {name!r}")
-    if name not in provider_names():
-        raise GemmProviderError(f"unregister_gemm_provider: no GEMM provider is registered as {name!r}; "
-                                f"registered: {', '.join(sorted(provider_names()))}")
-    _remove(name)
-    runtime.reset()
+    with runtime.changing():
+        if name not in provider_names():
+            raise GemmProviderError(f"unregister_gemm_provider: no GEMM provider is registered as {name!r}; "
+                                    f"registered: {', '.join(sorted(provider_names()))}")
+        for key, chain in list(_PROVIDERS.items()):
+            _PROVIDERS[key] = tuple(p for p in chain if p.name != name)
+        runtime.reset()
 
 
-def _remove(name: str, backends: tuple | None = None) -> None:
-    """Take ``name`` out of the chains of ``backends`` (None: every chain)."""
-    for backend, chain in _PROVIDERS.items():
-        if backends is None or backend in backends:
-            chain[:] = [p for p in chain if p.name != name]
-
-
-def _chain(backend: str) -> list[GemmProvider]:
+def _chain(backend: str) -> tuple[GemmProvider, ...]:
     """Every provider registered for ``backend`` in selection order, disabled ones included."""
-    return _PROVIDERS.get(None, []) + _PROVIDERS.get(backend, []) + _PROVIDERS.get(AFTER_EACH, [])
+    return (*_PROVIDERS.get(None, ()), *_PROVIDERS.get(backend, ()), *_PROVIDERS.get(AFTER_EACH, ()))
 
 
 @graph_constant
@@ -167,7 +171,7 @@ def _disabled_gemms() -> frozenset[str]:
 
 def provider_names() -> set[str]:
     """The names of every registered provider, disabled ones included."""
-    return {p.name for chain in _PROVIDERS.values() for p in chain}
+    return {p.name for chain in list(_PROVIDERS.values()) for p in chain}
 
 
 def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:

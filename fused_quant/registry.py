@@ -89,8 +89,10 @@ class Producer(NamedTuple):
 
 
 # backend -> (activation name, key name) -> producer. String keys keep lookups cheap and
-# traceable by torch.compile.
-_PRODUCERS: dict[str, dict[tuple[str, str], Producer]] = {}
+# traceable by torch.compile. Every backend's table is there from the start; a change (under
+# ``runtime.changing()``) puts a changed copy of one in place, so a call reading them without a lock never sees
+# a table change size or half changed.
+_PRODUCERS: dict[str, dict[tuple[str, str], Producer]] = {name: {} for name in selection.BACKENDS}
 _SCALE_WHAT = {name: f"scale for {name}" for name in K.KEYS}
 _COUNTS: Counter = Counter()
 
@@ -151,17 +153,19 @@ def register_producer(act_type: type, key: K.QuantKey, *, backend: str, supporte
             check_takes(f, f"{who}: {what}", "(x, scale, *, numerics, fp8_dtype)", None, None, numerics=None,
                         fp8_dtype=None)
         check_takes(supported, f"{who}: supported", "(x, scale)", None, None)
-        table = _PRODUCERS.setdefault(backend, {})
         act = _act_name(act_type)
         slot = (act, K.key_name(key))
-        old = table.get(slot)
-        if old is not None and (old.fn, old.supported, old.bind) == (fn, supported, bind):
-            return fn  # the same producer again (a plugin registering twice): nothing to replace
-        if old is not None and not replace:
-            raise ProducerError(f"{who}: backend {backend} has a producer for {act} -> {slot[1]} already "
-                                f"({old.label}); pass replace=True to replace it (unregister_producer puts it back)")
-        table[slot] = Producer(act, act_type, key, backend, fn, supported, bind, old)
-        runtime.reset()  # validated calls and backend choices may route differently now
+        with runtime.changing():
+            table = _PRODUCERS.get(backend, {})
+            old = table.get(slot)
+            if old is not None and (old.fn, old.supported, old.bind) == (fn, supported, bind):
+                return fn  # the same producer again (a plugin registering twice): nothing to replace
+            if old is not None and not replace:
+                raise ProducerError(f"{who}: backend {backend} has a producer for {act} -> {slot[1]} already "
+                                    f"({old.label}); pass replace=True to replace it (unregister_producer puts it "
+                                    "back)")
+            _PRODUCERS[backend] = {**table, slot: Producer(act, act_type, key, backend, fn, supported, bind, old)}
+            runtime.reset()  # validated calls and backend choices may route differently now
         return fn
 
     return deco
@@ -185,24 +189,27 @@ def unregister_producer(act_type: type, key: K.QuantKey, *, backend: str) -> Non
     (``register_producer(..., replace=True)``) serves again, where there was one. No such producer raises."""
     key = _check_slot(act_type, key, backend, "unregister_producer")
     act, name = _act_name(act_type), K.key_name(key)
-    table = _PRODUCERS.get(backend, {})
-    old = table.get((act, name))
-    if old is None:
-        raise ProducerError(f"unregister_producer: backend {backend!r} has no producer for {act} -> {name}")
-    if old.replaced is None and backend == selection.FALLBACK:
-        raise ProducerError(f"unregister_producer: the {backend} backend's producer for {act} -> {name} is the "
-                            "reference every backend falls back to; register_producer(..., replace=True) replaces it")
-    if old.replaced is not None:
-        table[(act, name)] = old.replaced
-    else:
-        del table[(act, name)]
-    runtime.reset()
+    with runtime.changing():
+        table = dict(_PRODUCERS.get(backend, {}))
+        old = table.get((act, name))
+        if old is None:
+            raise ProducerError(f"unregister_producer: backend {backend!r} has no producer for {act} -> {name}")
+        if old.replaced is None and backend == selection.FALLBACK:
+            raise ProducerError(f"unregister_producer: the {backend} backend's producer for {act} -> {name} is the "
+                                "reference every backend falls back to; register_producer(..., replace=True) "
+                                "replaces it")
+        if old.replaced is not None:
+            table[(act, name)] = old.replaced
+        else:
+            del table[(act, name)]
+        _PRODUCERS[backend] = table
+        runtime.reset()
 
 
 def producers(backend: str | None = None) -> list[Producer]:
     """Registered producers, of one backend or all, in registration order."""
     names = [backend] if backend else list(_PRODUCERS)
-    return [p for name in names for p in _PRODUCERS.get(name, {}).values()]
+    return [p for name in names for p in list(_PRODUCERS.get(name, {}).values())]
 
 
 def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:

@@ -6,8 +6,8 @@ signatures, bound launches, compiled kernels, GEMM provider choices) are stamped
 generation they were filled in. ``capturing()`` says whether the current stream is being
 captured into a CUDA graph, for the launches that plan differently there. ``reset()`` bumps
 the generation, which forgets the state and makes every cache empty at once;
-``probe(refresh=True)``, ``reset_current_backend()``, registering a producer or a GEMM provider,
-and changed launch heuristics all call it.
+``probe(refresh=True)``, ``reset_current_backend()``, registering a producer or a GEMM provider
+(each change under ``changing()``), and changed launch heuristics all call it.
 A value computed from the state of one generation is never filed under a later one.
 """
 
@@ -50,6 +50,13 @@ def reset() -> None:
         _values.clear()
         for cache in _caches:
             cache._data.clear()
+
+
+def changing() -> threading.RLock:
+    """The lock a change of a registration table (producers, GEMM providers) holds from what it reads to the
+    ``reset`` that ends it: changes run one at a time, each whole. The tables are copied, changed and put in place
+    by one assignment per chain, so a call reading them (no lock) sees each chain before or after a change."""
+    return _lock
 
 
 def once(name: str, factory: Callable[[], T]) -> T:

@@ -149,3 +149,94 @@ def test_env_snapshot_is_taken_when_selecting(monkeypatch):
     fq.reset()
     assert fq.current_backend().name == "torch"
     assert runtime.peek("env")["FUSED_QUANT_BACKEND"] == "torch"
+
+
+def _race(work, threads: int = 8) -> list[BaseException]:
+    """``work(i)`` on ``threads`` threads at once, Python switching threads every microsecond (where a
+    read-then-write without a lock loses), each thread's exception kept."""
+    import sys
+
+    errors: list[BaseException] = []
+
+    def run(i):
+        try:
+            work(i)
+        except BaseException as exc:  # kept for the assertion, with its type
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join(60)
+        assert not any(t.is_alive() for t in pool), "a registration never returned (a deadlock?)"
+    finally:
+        sys.setswitchinterval(interval)
+    return errors
+
+
+def _exact(xq, xs, w, ws, bias, out_dtype):
+    return gemm.dequant_epilogue(xq.double() @ w.double().T, xs, ws, bias, out_dtype)
+
+
+def test_registrations_from_several_threads_are_each_whole(monkeypatch):
+    """Threads registering and unregistering providers of their own names on one chain, and producers on one slot:
+    every registration is there until its own unregistration, and the tables end as they began. Each change read
+    a chain and wrote a copy back without a lock: registrations vanished (their unregistration raised), providers
+    unregistered came back and served later GEMMs, the slot kept a user's producer, and a chain's first provider
+    for a new backend key failed another thread's iteration (dictionary changed size)."""
+    monkeypatch.setattr(gemm, "_PROVIDERS", dict(gemm._PROVIDERS))
+    monkeypatch.setattr(registry, "_PRODUCERS", dict(registry._PRODUCERS))
+    before = (dict(gemm._PROVIDERS), dict(registry._PRODUCERS["torch"]))
+
+    def providers(i):
+        for n in range(400):
+            name = f"race_{i}_{n}"
+            fq.register_gemm_provider(name, _exact, kind="int8", backends=None if n % 3 == 0 else ("torch",),
+                                      first=n % 2 == 0)
+            fq.unregister_gemm_provider(name)
+
+    def producers(i):
+        for _ in range(100):
+            fq.register_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch", replace=True)(
+                lambda x, scale, *, numerics, fp8_dtype: (x, scale))  # a new one each time: never run here
+            fq.unregister_producer(fq.ReLUSquared, K.kInt8DynamicTokenSym, backend="torch")
+
+    assert _race(providers) == []
+    assert _race(producers) == []
+    assert {k: v for k, v in gemm._PROVIDERS.items() if v} == {k: v for k, v in before[0].items() if v}
+    assert registry._PRODUCERS["torch"] == before[1]
+
+
+def test_a_provider_registered_again_serves_without_a_gap(monkeypatch):
+    """Registering a name again replaces its entry: a GEMM running meanwhile finds it (or the entry it replaces),
+    never no provider. Before, the old entry was taken out and the new one put in as two changes: with the
+    backend's other int8 provider disabled, GEMMs in between had none (BackendUnavailableError)."""
+    monkeypatch.setattr(gemm, "_PROVIDERS", dict(gemm._PROVIDERS))
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "torch_int8_f64")
+    fq.reset()
+    try:
+        fq.register_gemm_provider("mine", _exact, kind="int8", backends=("torch",))
+        layer = fq.QuantLinear.from_float(nn.Linear(64, 32), K.kInt8DynamicTokenSym)
+        x = torch.randn(1, 64)
+        want = layer(x)
+        done = threading.Event()
+
+        def work(i):
+            if i == 0:
+                for _ in range(2000):
+                    fq.register_gemm_provider("mine", _exact, kind="int8", backends=("torch",))
+                done.set()
+            else:
+                with torch.no_grad():
+                    while not done.is_set():
+                        assert torch.equal(layer(x), want)
+
+        assert _race(work, threads=9) == []
+    finally:
+        fq.unregister_gemm_provider("mine")
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+        fq.reset()
