@@ -65,11 +65,19 @@ class FusedSiluAndMulAndQuant(nn.Module):
             get_profile(numerics)
         self.numerics = numerics
 
+    def __prepare_scriptable__(self):
+        raise UnsupportedError(f"FusedSiluAndMulAndQuant: torch.jit.script; {_NO_TORCHSCRIPT}")
+
+    def extra_repr(self) -> str:
+        return f"numerics={self.numerics!r}" if self.numerics else "numerics=FUSED_QUANT_NUMERICS"
+
     def forward(self, x: torch.Tensor, quant_dtype: torch.dtype = torch.int8) -> tuple[torch.Tensor, torch.Tensor]:
         """``x``: ``[*, 2d]`` bf16 / fp16 / fp32 holding [gate | up]; ``(xq [*, d], xs [*, 1])`` quantized per token
         to ``quant_dtype`` (torch.int8 or this node's FP8 dtype)."""
         from fused_quant.registry import _env_numerics, fused_act_quant, platform_fp8_dtype
 
+        if _tracing_state() is not None:
+            raise UnsupportedError(f"FusedSiluAndMulAndQuant: called under torch.jit.trace; {_NO_TORCHSCRIPT}")
         if quant_dtype == torch.int8:
             key = K.kInt8DynamicTokenSym
         elif quant_dtype == platform_fp8_dtype():
@@ -205,7 +213,8 @@ _TENSORS = ("weight", "weight_scale", "bias", "input_scale")  # the layer's buff
 _TENSOR, _QUANTIZED, _HCU_PAIR = 0, 1, 2
 _grad_enabled = torch.is_grad_enabled
 _tracing_state = torch._C._get_tracing_state  # torch.jit.trace's state, None outside a trace
-_NO_TORCHSCRIPT = ("TorchScript cannot hold a QuantLinear: a trace records no Triton or driver launch (on a GPU its "
+_NO_TORCHSCRIPT = ("TorchScript cannot hold fused-quant's modules (QuantLinear, FusedSiluAndMulAndQuant): a trace "
+                   "records no Triton or driver launch (on a GPU its "
                    "graph would return memory no kernel wrote), and script cannot compile its Python; use "
                    "torch.compile or torch.export")
 _STRIDED = torch.strided
@@ -316,6 +325,7 @@ class QuantLinear(nn.Module):
         self.input_key = key
         self.out_dtype = out_dtype
         self.name = name or _default_name(weight.shape[-1], weight.shape[0])
+        self.__dict__["_default_named"] = name is None  # a default name follows the weight's shape
         # built from values, as the scales and bias are: a Parameter (or a tensor that requires grad) is held detached
         self.register_buffer("weight", weight.detach() if weight.requires_grad or isinstance(weight, nn.Parameter)
                              else weight)
@@ -366,8 +376,10 @@ class QuantLinear(nn.Module):
         wq, ws = quantize_weight_ref(linear.weight.detach(), wdtype)
         _check_float_weight(linear.weight, ws, where)
         # a weight that is a transposed view gives codes of its layout: the layer holds them row-major
-        return cls(wq.contiguous(), ws, input_key, bias=linear.bias, input_scale=input_scale,
-                   out_dtype=linear.weight.dtype, name=name)
+        # the bias copied as the weight is: the layer never shares the float linear's memory
+        bias = None if linear.bias is None else linear.bias.detach().clone()
+        return cls(wq.contiguous(), ws, input_key, bias=bias, input_scale=input_scale, out_dtype=linear.weight.dtype,
+                   name=name)
 
     def __setattr__(self, name: str, value) -> None:
         if "input_key" in self.__dict__:  # built: what is set later is checked as it comes in
@@ -384,6 +396,10 @@ class QuantLinear(nn.Module):
             if name in _TENSORS:
                 value = self._buffer_value(name, value)
         super().__setattr__(name, value)
+        if name == "name":
+            self.__dict__["_default_named"] = False
+        elif name == "weight" and self.__dict__.get("_default_named") and isinstance(value, torch.Tensor):
+            self.__dict__["name"] = _default_name(value.shape[-1], value.shape[0])  # errors say the new shape
         if name in _BOUND_TO and "_bound" in self.__dict__:
             self._unbind()
 
@@ -796,7 +812,8 @@ class QuantLinear(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"name={self.name!r}, in_features={self.in_features}, out_features={self.out_features}, "
-                f"input_key={K.key_name(self.input_key)}, weight={self.weight.dtype}, bias={self.bias is not None}")
+                f"input_key={K.key_name(self.input_key)}, weight={self.weight.dtype}, out_dtype={self.out_dtype}, "
+                f"bias={self.bias is not None}")
 
 
 class _BoundProducing:

@@ -1041,7 +1041,7 @@ def test_torchscript_is_refused_by_name():
         for make in (lambda: torch.jit.script(layer), lambda: torch.jit.script(nn.Sequential(layer)),
                      lambda: torch.jit.trace(layer, x),
                      lambda: torch.jit.trace(lambda t: fq.linear_act_quant(layer, t, fq.SiluAndMul(), None), x)):
-            with pytest.raises(fq.UnsupportedError, match="blk.down: .*TorchScript cannot hold a QuantLinear"):
+            with pytest.raises(fq.UnsupportedError, match="blk.down: .*TorchScript cannot hold fused-quant's modules"):
                 make()
         assert torch.equal(layer(x), layer(x))  # still callable after the refusals
 
@@ -1585,3 +1585,69 @@ def test_from_linears_names_a_non_finite_weight_in_its_own_linear():
     for names in (["one"], "ab", [1, 2]):
         with pytest.raises(TypeError, match="from_linears: names must be one string per linear \\(2\\)"):
             fq.QuantLinear.from_linears([gate, up], K.kInt8DynamicTokenSym, names=names)
+
+
+def test_from_float_copies_the_bias_as_it_copies_the_weight():
+    """The quantized layer never shares the float linear's memory: its bias was the linear's own tensor, so an
+    in-place change of the float layer (a load, an init) moved the quantized layer's outputs unchecked."""
+    lin = nn.Linear(32, 16).to(torch.bfloat16)
+    for key in (K.kInt8DynamicTokenSym, K.kFp8StaticTensorSym):
+        layer = fq.QuantLinear.from_float(lin, key, 0.05 if K.is_static(key) else None)
+        x = torch.randn(3, 32, dtype=torch.bfloat16)
+        want = layer(x)
+        assert layer.bias.data_ptr() != lin.bias.data_ptr()
+        with torch.no_grad():
+            lin.bias.fill_(float("inf"))
+            lin.weight.zero_()
+        assert torch.equal(layer(x), want)
+        lin = nn.Linear(32, 16).to(torch.bfloat16)
+
+
+def _saved_and_loaded(module):
+    import io
+
+    buf = io.BytesIO()
+    torch.save(module, buf)  # pickles the module (torch's own pickling refuses FP8 storages)
+    buf.seek(0)
+    return torch.load(buf, weights_only=False)
+
+
+@pytest.mark.parametrize("copy_of", ["deepcopy", "torch.save"])
+def test_a_copied_layer_holds_the_packages_key(copy_of):
+    """A key copied or unpickled is the package's object again (it was an equal new one: code comparing keys by
+    identity refused two layers of one scheme, and calls lost the fast name lookup)."""
+    import copy
+
+    for key in K.KEYS.values():
+        layer = fq.QuantLinear.from_float(nn.Linear(16, 8), key, 0.1 if K.is_static(key) else None)
+        again = copy.deepcopy(layer) if copy_of == "deepcopy" else _saved_and_loaded(layer)
+        assert again.input_key is key
+        x = torch.randn(2, 16)
+        assert torch.equal(again(x), layer(x))
+    other = K.QuantKey(torch.int8, K.ScaleDesc(torch.float32, False, K.GroupShape.PER_TENSOR), symmetric=False)
+    assert copy.deepcopy(other) == other  # a key of no name is copied as the dataclass it is
+
+
+def test_fused_silu_and_mul_and_quant_refuses_torchscript_by_name():
+    """As QuantLinear: a trace records no Triton launch (on a GPU the traced module would return memory no kernel
+    wrote), and script failed deep in torch (import statements)."""
+    module = fq.FusedSiluAndMulAndQuant()
+    with pytest.raises(fq.UnsupportedError, match="FusedSiluAndMulAndQuant: torch.jit.script; TorchScript cannot "
+                                                  "hold fused-quant's modules"):
+        torch.jit.script(module)
+    with pytest.raises(fq.UnsupportedError, match="FusedSiluAndMulAndQuant: called under torch.jit.trace"):
+        torch.jit.trace(module, torch.randn(2, 8))
+    assert repr(fq.FusedSiluAndMulAndQuant("hcu")) == "FusedSiluAndMulAndQuant(numerics='hcu')"
+    assert repr(module) == "FusedSiluAndMulAndQuant(numerics=FUSED_QUANT_NUMERICS)"
+
+
+def test_a_default_name_follows_the_weight_and_the_repr_says_the_output_dtype():
+    layer = fq.QuantLinear.from_float(nn.Linear(32, 16), K.kInt8DynamicTokenSym)
+    assert layer.name == "QuantLinear(in_features=32, out_features=16)" and "out_dtype=torch.float32" in repr(layer)
+    layer.weight = torch.randint(-127, 128, (8, 64), dtype=torch.int8)  # another shape: errors say this one
+    assert layer.name == "QuantLinear(in_features=64, out_features=8)"
+    layer.name = "blk.0.up"
+    layer.weight = torch.randint(-127, 128, (4, 64), dtype=torch.int8)
+    assert layer.name == "blk.0.up"  # a name given stays
+    layer.out_dtype = torch.bfloat16
+    assert "out_dtype=torch.bfloat16" in repr(layer)

@@ -137,7 +137,7 @@ def _merge(gate, up, key, name: str, fp8_dtype) -> QuantLinear:
     if not (isinstance(gate, QuantLinear) and isinstance(up, QuantLinear)):
         raise UnsupportedError(f"{name}: gate_proj and up_proj must both be float or both quantized, got "
                                f"{type(gate).__name__} and {type(up).__name__}")
-    if gate.input_key is not up.input_key or gate.weight.dtype != up.weight.dtype:
+    if gate.input_key != up.input_key or gate.weight.dtype != up.weight.dtype:
         raise UnsupportedError(f"{name}: gate_proj and up_proj must share one scheme, got "
                                f"{K.key_name(gate.input_key)} {gate.weight.dtype} and "
                                f"{K.key_name(up.input_key)} {up.weight.dtype}")

@@ -590,3 +590,25 @@ def test_gpu_wheels_are_inside_the_tested_range():
     for package, spec in fqt.TESTED.items():
         assert package in pins, f"ci/gpu_wheels.txt has no {package}"
         assert pins[package] in SpecifierSet(spec), (package, pins[package], spec)
+
+
+def test_copied_or_loaded_projections_merge_by_their_scheme():
+    """gate_proj and up_proj of one key, one deep-copied and one saved and loaded whole: merged (they were refused
+    as of two schemes, the message naming the same one twice, where keys were compared by identity)."""
+    import copy
+    import io
+
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    mlp = LlamaMLP(LlamaConfig(hidden_size=32, intermediate_size=64)).to(torch.bfloat16)
+    key = fq.kInt8DynamicTokenSym
+    gate, up = fq.QuantLinear.from_float(mlp.gate_proj, key), fq.QuantLinear.from_float(mlp.up_proj, key)
+    mlp.gate_proj = copy.deepcopy(gate)
+    buf = io.BytesIO()
+    torch.save(up, buf)
+    buf.seek(0)
+    mlp.up_proj = torch.load(buf, weights_only=False)
+    merged = fqt.QuantGatedMLP.from_hf(mlp, key, "mlp")
+    x = torch.randn(3, 32, dtype=torch.bfloat16)
+    assert torch.equal(merged.gate_up_proj(x), torch.cat([gate(x), up(x)], dim=-1))
