@@ -64,7 +64,7 @@ def targets_table(rows: list[dict]) -> list[str]:
         if has_target:
             measured = all(map(math.isfinite, (pa, pb, sa, sb)))
             met = measured and min(pa, pb) >= pct and min(sa, sb) >= speed
-            status = "**met**" if met else "missed" if measured else "not measured: a value is not finite"
+            status = "**met**" if met else "missed" if measured else "not measured: a value is NaN, infinite or a zero time"
         target = f">= {pct:g}%, >= {speed:g}x" if has_target else "(none)"
         out.append(f"| {op} | {pa:.1f}% | {pb:.1f}% | {sa:.2f}x / {sb:.2f}x | {target} | {status} |")
     return out
@@ -154,10 +154,12 @@ def verdict(target: str, cases: list[tuple[str, float, float]], unit: str = "", 
     measured value is furthest on the wrong side of (or least over) its bound."""
     if not cases:
         return [target, "—", "—", "not in these files"]
-    # a timing that failed (NaN), a zero time (inf) or a bound that is no number (a baseline's NaN): no verdict on it
-    broken = [(where, v) for where, v, bound in cases if not math.isfinite(v) or math.isnan(bound)]
+    # a timing that failed (NaN), a ratio over a zero time (inf), a time of zero or less (where lower is better: the
+    # values are times) or a bound that is no number (a baseline's NaN): no verdict on it
+    broken = [(where, v) for where, v, bound in cases
+              if not math.isfinite(v) or math.isnan(bound) or (not higher and v <= 0)]
     if broken:
-        return [target, "—", f"{broken[0][0]}: {broken[0][1]}", "not measured: a value is not finite"]
+        return [target, "—", f"{broken[0][0]}: {broken[0][1]}", "not measured: a value is NaN, infinite or a zero time"]
     margins = [(v - b if higher else b - v, where, v) for where, v, b in cases]
     margin, where, value = min(margins)
     values = [v for _, v, _ in cases]

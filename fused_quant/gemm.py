@@ -76,8 +76,8 @@ class GemmProvider:
 
 # backend name -> providers in selection order; key None: providers for every backend, tried first; key
 # AFTER_EACH: providers for every backend registered with first=False, tried after each backend's own. Every key is
-# there from the start and each chain is a tuple: a change (under ``runtime.changing()``) puts new tuples in place,
-# so a call reading the table without a lock never sees a chain half changed or the table grow
+# there from the start and each chain is a tuple: a change (under ``runtime.changing()``) puts new tuples in place;
+# ``_chain`` reads the three a backend's order is made of under the same lock
 AFTER_EACH = "(after each backend's own)"
 _PROVIDERS: dict[str | None, tuple[GemmProvider, ...]] = {key: () for key in (None, *selection.BACKENDS, AFTER_EACH)}
 
@@ -134,10 +134,8 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
                       for key in dict.fromkeys(leaves)}
             for key in serves:
                 chains[key] = (provider, *chains[key]) if first else (*chains[key], provider)
-            # the chains that gain it first: a call in between may see it twice (its first entry answers), never
-            # not at all (a re-registered provider of a backend's only kind had no provider for a moment)
-            for key in sorted(chains, key=lambda key: key not in serves):
-                _PROVIDERS[key] = chains[key]
+            for key, chain in chains.items():
+                _PROVIDERS[key] = chain
             runtime.reset()  # cached provider choices may differ now
         return f
 
@@ -159,8 +157,11 @@ def unregister_gemm_provider(name: str) -> None:
 
 
 def _chain(backend: str) -> tuple[GemmProvider, ...]:
-    """Every provider registered for ``backend`` in selection order, disabled ones included."""
-    return (*_PROVIDERS.get(None, ()), *_PROVIDERS.get(backend, ()), *_PROVIDERS.get(AFTER_EACH, ()))
+    """Every provider registered for ``backend`` in selection order, disabled ones included. Read under the
+    registration lock: a change moving a provider between the chains read here (a re-registration for every backend)
+    is never seen half done, and a provider choice is made once per problem and cached."""
+    with runtime.changing():
+        return (*_PROVIDERS.get(None, ()), *_PROVIDERS.get(backend, ()), *_PROVIDERS.get(AFTER_EACH, ()))
 
 
 @graph_constant
@@ -171,7 +172,8 @@ def _disabled_gemms() -> frozenset[str]:
 
 def provider_names() -> set[str]:
     """The names of every registered provider, disabled ones included."""
-    return {p.name for chain in list(_PROVIDERS.values()) for p in chain}
+    with runtime.changing():
+        return {p.name for chain in _PROVIDERS.values() for p in chain}
 
 
 def gemm_providers(backend: str, kind: str | None = None) -> list[GemmProvider]:

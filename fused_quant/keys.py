@@ -78,8 +78,10 @@ class QuantKey:
     def __reduce_ex__(self, protocol):
         # a package key copied or unpickled is the package's object again (code that compares keys by identity,
         # the fast name lookup); any other key as a dataclass is
-        name = key_name_or_none(self)
-        return (key_from_name, (name,)) if name is not None else super().__reduce_ex__(protocol)
+        name = key_name_or_none(self)  # by value: another library's key of the fields, or an e4m3fnuz one, too
+        if name is not None and KEYS[name] == self:
+            return key_from_name, (name,)
+        return super().__reduce_ex__(protocol)
 
     def __str__(self) -> str:
         scale2 = f"scale2({self.scale2})," if self.scale2 else ""

@@ -325,7 +325,7 @@ class QuantLinear(nn.Module):
         self.input_key = key
         self.out_dtype = out_dtype
         self.name = name or _default_name(weight.shape[-1], weight.shape[0])
-        self.__dict__["_default_named"] = name is None  # a default name follows the weight's shape
+        self.__dict__["_default_named"] = not name  # a default name follows the weight's shape
         # built from values, as the scales and bias are: a Parameter (or a tensor that requires grad) is held detached
         self.register_buffer("weight", weight.detach() if weight.requires_grad or isinstance(weight, nn.Parameter)
                              else weight)
@@ -395,6 +395,13 @@ class QuantLinear(nn.Module):
                     self._buffers["bias"] = _held_bias(bias, value, self.name)
             if name in _TENSORS:
                 value = self._buffer_value(name, value)
+            if name == "name" and value is not None and not isinstance(value, str):  # errors name the layer by it
+                raise TypeError(f"{self.name}: name must be a string or None, got {type(value).__name__} {value!r}")
+            if name == "name" and not value:  # no name: the default one, as the constructor gives
+                super().__setattr__(name, _default_name(self.weight.shape[-1], self.weight.shape[0]))
+                self.__dict__["_default_named"] = True
+                self._unbind()
+                return
         super().__setattr__(name, value)
         if name == "name":
             self.__dict__["_default_named"] = False

@@ -55,7 +55,7 @@ def reset() -> None:
 def changing() -> threading.RLock:
     """The lock a change of a registration table (producers, GEMM providers) holds from what it reads to the
     ``reset`` that ends it: changes run one at a time, each whole. The tables are copied, changed and put in place
-    by one assignment per chain, so a call reading them (no lock) sees each chain before or after a change."""
+    by one assignment per chain; a reader of several chains at once (a GEMM's provider order) holds it too."""
     return _lock
 
 

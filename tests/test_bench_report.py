@@ -51,7 +51,7 @@ def test_verdict_takes_the_worst_case_and_says_by_how_much():
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_verdict_gives_no_verdict_on_a_value_that_is_not_finite(bad):
     row = report.verdict("t", [("a", 4.0, 3.6), ("b", bad, 3.6)], " TB/s")
-    assert row[3] == "not measured: a value is not finite" and row[2] == f"b: {bad}"
+    assert row[3] == "not measured: a value is NaN, infinite or a zero time" and row[2] == f"b: {bad}"
 
 
 def test_targets_of_the_h200_run():
@@ -357,18 +357,18 @@ def test_a_failed_timing_is_not_measured_wherever_it_stands(first):
            "weight_TBps": {"ours": 2.0}, "pct_ceiling": {"ours": 50.0}}
     table = _targets({"rows": [row]})
     assert _row(table, "GEMM never slower than the best other provider, where the chain picks its own")[3] == \
-        "not measured: a value is not finite"
+        "not measured: a value is NaN, infinite or a zero time"
     assert _row(table, "FP8 down at M = 16 >= 1.4x torch._scaled_mm in its quickest way")[3] == \
-        "not measured: a value is not finite"
+        "not measured: a value is NaN, infinite or a zero time"
     runs = [_doc("run2_host1.json"), _doc("run2_host2.json")]
     runs[0 if first else 1]["us_per_call"]["fp8_static"]["producer silu_mul"] = nan
     assert _row(_targets(None, None, tuple(runs)), "host <= 12 us per producer")[3] == \
-        "not measured: a value is not finite"
+        "not measured: a value is NaN, infinite or a zero time"
     act = [{**_ACT_ROW, "op": "relu2 -> fp8 static", "M": m, "pct_ceiling": {"ours": 93.0},
             "speedup_vs": {"compiled": 1.5}} for m in (8192, 32768)]
     act[0 if first else 1]["pct_ceiling"]["ours"] = nan
     (line,) = [line for line in report.targets_table(act) if line.startswith("| relu2")]
-    assert line.endswith("| not measured: a value is not finite |")
+    assert line.endswith("| not measured: a value is NaN, infinite or a zero time |")
 
 
 def test_a_zero_time_is_not_measured():
@@ -376,16 +376,16 @@ def test_a_zero_time_is_not_measured():
     row.update(M=16)
     table = _targets({"rows": [row]})
     assert _row(table, "FP8 down at M = 16 >= 1.4x torch._scaled_mm with its own")[3] == \
-        "not measured: a value is not finite"
+        "not measured: a value is NaN, infinite or a zero time"
     assert report.gemm_table({"rows": [row]})[2] == "| down | fp8 | 2.00 TB/s, infx |"
 
 
 def test_a_nan_sqnr_is_not_measured_with_or_without_a_baseline():
     mlp, base = _doc("run2_mlp.json"), _doc("run2_mlp.json")
     base["rows"][0]["sqnr_db"]["int8_token"] = math.nan
-    assert _row(_targets(None, mlp, (), base), "MLP SQNR")[3] == "not measured: a value is not finite"
+    assert _row(_targets(None, mlp, (), base), "MLP SQNR")[3] == "not measured: a value is NaN, infinite or a zero time"
     mlp["rows"][1]["sqnr_db"]["fp8_static"] = math.nan
-    assert _row(_targets(None, mlp), "MLP SQNR against bf16")[3] == "not measured: a value is not finite"
+    assert _row(_targets(None, mlp), "MLP SQNR against bf16")[3] == "not measured: a value is NaN, infinite or a zero time"
 
 
 def test_a_baseline_of_other_token_counts_says_so():
@@ -437,3 +437,11 @@ def test_report_into_a_closed_pipe_exits_141_without_a_traceback():
         os.close(write)
     assert done.returncode == cli.BROKEN_PIPE, done.stderr
     assert done.stderr == ""
+
+
+def test_a_zero_host_time_is_not_measured():
+    """Lower is better for host times: a zero time is a failed timing, not a met target."""
+    runs = [_doc("run2_host1.json")]
+    runs[0]["us_per_call"]["fp8_static"]["QuantLinear(qa) down"] = 0.0
+    assert _row(_targets(None, None, tuple(runs)), "host <= 12 us per QuantLinear")[3] == \
+        "not measured: a value is NaN, infinite or a zero time"

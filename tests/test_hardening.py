@@ -1651,3 +1651,27 @@ def test_a_default_name_follows_the_weight_and_the_repr_says_the_output_dtype():
     assert layer.name == "blk.0.up"  # a name given stays
     layer.out_dtype = torch.bfloat16
     assert "out_dtype=torch.bfloat16" in repr(layer)
+
+
+def test_a_key_of_another_fp8_format_is_copied_as_itself():
+    """An e4m3fnuz key (vLLM's ROCm keys, read by value) names as the FP8 key but is not it: copied or pickled it
+    stays itself (it became the e4m3fn key)."""
+    import copy
+    import pickle
+
+    fnuz = K.QuantKey(torch.float8_e4m3fnuz, fq.kFp8DynamicTokenSym.scale)
+    for again in (copy.copy(fnuz), copy.deepcopy(fnuz), pickle.loads(pickle.dumps(fnuz))):
+        assert again == fnuz and again.dtype == torch.float8_e4m3fnuz
+
+
+def test_no_name_is_the_default_name_and_a_name_is_a_string():
+    layer = fq.QuantLinear.from_float(nn.Linear(32, 16), K.kInt8DynamicTokenSym, name="")
+    assert layer.name == "QuantLinear(in_features=32, out_features=16)"
+    layer.weight = torch.randint(-127, 128, (8, 64), dtype=torch.int8)
+    assert layer.name == "QuantLinear(in_features=64, out_features=8)"  # "" was no name: it follows the weight
+    layer.name = "blk.0.up"
+    layer.name = None
+    assert layer.name == "QuantLinear(in_features=64, out_features=8)"
+    with pytest.raises(TypeError, match="name must be a string or None, got int 5"):
+        layer.name = 5
+    assert layer.name == "QuantLinear(in_features=64, out_features=8)"

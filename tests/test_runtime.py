@@ -9,6 +9,7 @@ reset is never filed after it.
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import torch
@@ -240,3 +241,33 @@ def test_a_provider_registered_again_serves_without_a_gap(monkeypatch):
         fq.unregister_gemm_provider("mine")
         monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
         fq.reset()
+
+
+def test_a_provider_moved_to_every_backend_is_never_missing_between_the_chains(monkeypatch):
+    """A GEMM's chain is three chains read together (every backend's first, the backend's own, those after each
+    backend's): read under the registration lock, a re-registration that moves a provider from the backend's
+    chain to every backend's cannot come between the reads. Forced here: the first read starts the re-registration
+    on another thread and gives it half a second. Before, it ran in between and the chain had no such provider."""
+    monkeypatch.setattr(gemm, "_PROVIDERS", dict(gemm._PROVIDERS))  # the test's providers stay in its copy
+    fq.register_gemm_provider("moving", _exact, kind="int8", backends=("torch",))
+    main, armed = threading.current_thread(), [True]
+
+    class Table(dict):
+        def get(self, key, default=None):
+            value = super().get(key, default)
+            if key is None and armed[0] and threading.current_thread() is main:  # every backend's chain, read
+                armed[0] = False
+                mover = threading.Thread(target=fq.register_gemm_provider, args=("moving", _exact),
+                                         kwargs={"kind": "int8", "backends": None, "first": True})
+                mover.start()
+                mover.join(0.5)  # blocked on the lock the read holds, where the reads are one
+            return value
+
+    monkeypatch.setattr(gemm, "_PROVIDERS", Table(gemm._PROVIDERS))
+    try:
+        assert "moving" in [p.name for p in gemm._chain("torch")]
+    finally:
+        deadline = time.monotonic() + 10
+        while "moving" not in [p.name for p in gemm._PROVIDERS[None]] and time.monotonic() < deadline:
+            time.sleep(0.01)  # the move, once the read let it
+        fq.unregister_gemm_provider("moving")
