@@ -475,7 +475,7 @@ def _what_it_holds(doc: object) -> str:
 def main(argv: list[str]) -> int:
     """The command: its exit status (2 for a file it cannot read), its output's failures told as
     ``fused-quant``'s are."""
-    from fused_quant.cli import run_guarded
+    from fused_quant.flags import run_guarded
 
     return run_guarded(lambda: _report(argv), lambda: "report")
 

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import textwrap
-from collections.abc import Callable
 
 from fused_quant import envs
-from fused_quant.flags import gpu_count, whole_numbers
+from fused_quant.flags import BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED, gpu_count, run_guarded, whole_numbers  # noqa: F401
 
 WIDTH = 100  # columns of the text output
-# exit statuses beside 0 (done), 1 (selftest: a check failed) and 2 (a bad flag or value, or what cannot run here), as
-# a shell reports a command that SIGPIPE or SIGINT ended: a reader that left early (`| head`), Ctrl-C; and sysexits'
-# EX_IOERR where the output cannot be written (a full disk, `> /dev/full`)
-BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED = 141, 130, 74
 INDENT = " " * 11  # under the "platform : " labels
 
 DESCRIPTION = """\
@@ -559,63 +553,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "model's head counts and sizes, --model's or Llama-3-8B's)")
     b.set_defaults(func=cmd_bench)
     return parser
-
-
-class _OutputFailed(Exception):
-    """A write to stdout that failed (its OSError the cause), told apart from every other OSError."""
-
-
-class _Stdout:
-    """stdout while a command runs: its writes' failures (but a reader that left) raise ``_OutputFailed``."""
-
-    def __init__(self, stream) -> None:
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        return self._failing(self.stream.write, text)
-
-    def flush(self) -> None:
-        self._failing(self.stream.flush)
-
-    @staticmethod
-    def _failing(call, *args):
-        try:
-            return call(*args)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise _OutputFailed from exc
-
-    def __getattr__(self, name: str):
-        return getattr(self.stream, name)
-
-
-def run_guarded(body: Callable[[], int], name: Callable[[], str]) -> int:
-    """Runs a command's ``body`` (its exit status) as every command of the package runs: what it printed flushed
-    before it returns; a reader that left (``| head``), an interruption and a write to stdout that failed (a full
-    disk) told on stderr under ``name()`` and by the exit status (BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED)."""
-    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
-    try:
-        status = body()
-        sys.stdout.flush()  # here, not at exit: a failing write of what it printed is this command's to report
-        return status
-    except BrokenPipeError:  # `fused-quant selftest | head`: the reader is gone, nothing more to say
-        # Python flushes stdout again at exit; point it at devnull so that flush cannot fail too
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return BROKEN_PIPE
-    except KeyboardInterrupt:
-        print(f"\n{name()}: interrupted", file=sys.stderr)
-        return INTERRUPTED
-    except _OutputFailed as failed:  # a full disk, `> /dev/full`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # as above: the exit's flush cannot fail
-        try:
-            print(f"{name()}: cannot write its output: {failed.__cause__.strerror or failed.__cause__}",
-                  file=sys.stderr)
-        except OSError:  # stderr too: the status says it
-            pass
-        return OUTPUT_FAILED
-    finally:
-        sys.stdout = stdout
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -214,7 +214,7 @@ def test_other_os_errors_are_not_taken_for_the_output(error, monkeypatch, capsys
     with pytest.raises(type(error)) as raised:
         cli.main(["selftest"])
     assert raised.value is error and capsys.readouterr().out == "a line before it\n"
-    assert not isinstance(sys.stdout, cli._Stdout)  # stdout given back
+    assert not isinstance(sys.stdout, flags._Stdout)  # stdout given back
 
 
 def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
