@@ -27,6 +27,7 @@ from fused_quant.activations import ReLUSquared, SiluAndMul, name_of_type
 from fused_quant.errors import QuantDTypeError, ShapeMismatchError, UnsupportedError
 from fused_quant.modules import QuantLinear, linear_act_quant
 from fused_quant.numerics import get_profile
+from fused_quant.validation import ACT_DTYPES
 
 logger = logging.getLogger("fused_quant")
 
@@ -268,7 +269,7 @@ class QuantMLP(_QuantMLPBase):
 @dataclass(frozen=True)
 class ConversionEntry:
     name: str
-    kind: str  # "gated_mlp", "merged_gated_mlp", "mlp" or "linear"
+    kind: str  # "gated_mlp", "merged_gated_mlp", "mlp", "linear" or "experts"
     status: str  # "fused", "unfused", "quantized" (a linear) or "skipped"
     reason: str = ""
 
@@ -643,6 +644,7 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
     except BaseException:
         _put_back(model, before)  # all or nothing: a model half converted would be neither float nor quantized
         raise
+    report.entries += _expert_entries(model)
     if all(e.status == "skipped" for e in report.entries):  # still a float model: its own save_pretrained stays
         model.fused_quant_report = report
         if report.entries:
@@ -659,6 +661,21 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
 
 
 # ---- checkpoints ----------------------------------------------------------------------------------
+
+
+def _expert_entries(model: nn.Module) -> list[ConversionEntry]:
+    """A skipped entry for each module holding an MoE's experts as stacked 3-D float weights (transformers' own
+    experts modules: ``gate_up_proj [E, 2H, D]``, ...): no ``nn.Linear``, so they stay float, and the report says so
+    rather than leave them out."""
+    out = []
+    for name, module in model.named_modules():
+        if "expert" not in f"{name.rpartition('.')[2]} {type(module).__name__}".lower():  # not a Conv1d's weight
+            continue
+        stacked = [n for n, p in module.named_parameters(recurse=False) if p.dim() == 3 and p.is_floating_point()]
+        if stacked:
+            out.append(ConversionEntry(name, "experts", "skipped", f"experts held as stacked 3-D weights "
+                                       f"({', '.join(stacked)}), not nn.Linear layers: left float"))
+    return out
 
 
 def _covered(name: str, prefixes: set[str]) -> bool:
@@ -865,7 +882,10 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups if layers[g.name]})))
     for group in groups:
         for name, module in _steps(layers[group.name], f"load {group.name}", progress, "layer"):
-            model.set_submodule(name, ckpt.layer_from_tensors(name, module, tensors, group, dtype,
+            # the output dtype the model built the linear in: a router kept in float32 inside a bf16 model (as
+            # quantize_model took it from the float linear) comes back as it was saved
+            out = module.weight.dtype if module.weight.dtype in ACT_DTYPES else dtype
+            model.set_submodule(name, ckpt.layer_from_tensors(name, module, tensors, group, out,
                                                               platform_fp8_dtype()))
     _load_float_tensors(model, tensors, str(path))
     convert_mlps(model, None, report, fuse=fuse, numerics=numerics, structural=structural, quantized_only=True)
@@ -874,6 +894,7 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
                        if isinstance(m, QuantLinear) and not _covered(n, mlps)]
     report.entries += [ConversionEntry(n, "linear", "skipped", "float in the checkpoint")
                        for n, m in model.named_modules() if type(m) is nn.Linear and not _covered(n, mlps)]
+    report.entries += _expert_entries(model)
     if (path / "generation_config.json").is_file():  # its stop tokens and sampling settings, as transformers loads them
         from transformers import GenerationConfig
 

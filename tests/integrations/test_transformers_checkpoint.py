@@ -981,3 +981,52 @@ def test_an_activation_with_tensors_of_its_own_is_saved_with_its_mlp(tmp_path, a
         setattr(owner, attr, torch.nn.functional.gelu)
     fqt.save_pretrained(back, tmp_path / "function")
     assert not [k for k in load_file(str(tmp_path / "function" / "model.safetensors")) if "act" in k.split(".")[-2]]
+
+
+def _tiny_moe(model_type: str) -> torch.nn.Module:
+    """A two-layer MoE decoder of ``model_type`` with random weights (its experts as transformers holds them)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if model_type not in CONFIG_MAPPING:
+        pytest.skip(f"transformers {__import__('transformers').__version__} has no {model_type}")
+    config = AutoConfig.for_model(model_type, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
+                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                  vocab_size=256, num_experts=4, num_local_experts=4, num_experts_per_tok=2,
+                                  max_position_embeddings=128, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+
+
+def test_moe_experts_left_float_are_in_the_report(tmp_path):
+    """transformers holds an MoE's experts as stacked 3-D weights, not nn.Linear layers: they stay float, and the
+    report says so for each experts module (it left them out: a report of 'quantized' linears and no word of the
+    experts, most of the model's weights)."""
+    model = _tiny_moe("mixtral")
+    report = fqt.quantize_model(model, fq.kInt8DynamicTokenSym, targets="all", structural=True, progress=False)
+    experts = [e for e in report.entries if e.kind == "experts"]
+    assert [e.name for e in experts] == [f"model.layers.{i}.mlp.experts" for i in range(2)]
+    assert all(e.status == "skipped" and "stacked 3-D weights" in e.reason and "left float" in e.reason
+               for e in experts)
+    fqt.save_pretrained(model, tmp_path / "moe", progress=False)
+    loaded = fqt.from_pretrained(tmp_path / "moe", structural=True, progress=False)
+    assert [e.name for e in loaded.fused_quant_report.entries if e.kind == "experts"] == [e.name for e in experts]
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, loaded(ids).logits)
+
+
+def test_a_linear_the_model_keeps_in_float32_loads_in_float32(tmp_path):
+    """HunYuan's MoE router is an nn.Linear the model builds in float32 inside a bf16 model: quantize_model gives
+    it a float32 output (the float linear's dtype) and from_pretrained now does too (it took the model's dtype:
+    logits off by up to 0.005 after a save and a load)."""
+    model = _tiny_moe("hunyuan_v1_moe")
+    fqt.quantize_model(model, fq.kInt8DynamicTokenSym, targets="all", structural=True, progress=False)
+    routers = [n for n, m in model.named_modules() if isinstance(m, fq.QuantLinear) and m.out_dtype == torch.float32]
+    assert routers  # the router was quantized with its float32 output
+    fqt.save_pretrained(model, tmp_path / "hunyuan", progress=False)
+    loaded = fqt.from_pretrained(tmp_path / "hunyuan", structural=True, progress=False)
+    assert [loaded.get_submodule(n).out_dtype for n in routers] == [torch.float32] * len(routers)
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, loaded(ids).logits)
