@@ -441,8 +441,8 @@ def sort_out(doc: object) -> tuple[str | None, str | None]:
     needed, row_needs, row_may = _READS[kind]
     wrong = _fields_wrong("", doc, needed)
     for i, row in enumerate(rows):
-        wrong = wrong or (f"rows[{i}] is {type(row).__name__}, not a mapping" if not isinstance(row, dict)
-                          else _fields_wrong(f"rows[{i}]", row, row_needs, row_may))
+        where = f"rows[{i}]"
+        wrong = wrong or _wrong(where, row, MAPPING) or _fields_wrong(where, row, row_needs, row_may)
     return kind, wrong
 
 

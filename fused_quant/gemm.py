@@ -128,14 +128,10 @@ def register_gemm_provider(name: str, fn: GemmFn | None = None, *, kind: str,
                                         f"needs its own name (or unregister_gemm_provider({name!r}) first)")
             # out of the chains it serves, and of every backend's (an entry there would still answer before or
             # after it); another backend's own entry of the name stays (the backends register theirs so)
-            serves = backends or ((None,) if first else (AFTER_EACH,))
-            leaves = tuple(_PROVIDERS) if backends is None else (*backends, None, AFTER_EACH)
-            chains = {key: tuple(p for p in _PROVIDERS.get(key, ()) if p.name != name)
-                      for key in dict.fromkeys(leaves)}
-            for key in serves:
+            chains = _without(name, tuple(_PROVIDERS) if backends is None else (*backends, None, AFTER_EACH))
+            for key in backends or ((None,) if first else (AFTER_EACH,)):
                 chains[key] = (provider, *chains[key]) if first else (*chains[key], provider)
-            for key, chain in chains.items():
-                _PROVIDERS[key] = chain
+            _PROVIDERS.update(chains)
             runtime.reset()  # cached provider choices may differ now
         return f
 
@@ -151,9 +147,13 @@ def unregister_gemm_provider(name: str) -> None:
         if name not in provider_names():
             raise GemmProviderError(f"unregister_gemm_provider: no GEMM provider is registered as {name!r}; "
                                     f"registered: {', '.join(sorted(provider_names()))}")
-        for key, chain in list(_PROVIDERS.items()):
-            _PROVIDERS[key] = tuple(p for p in chain if p.name != name)
+        _PROVIDERS.update(_without(name, tuple(_PROVIDERS)))
         runtime.reset()
+
+
+def _without(name: str, keys: tuple) -> dict[str | None, tuple[GemmProvider, ...]]:
+    """The chains of ``keys`` without the provider ``name``: new tuples, for a change to put in place."""
+    return {key: tuple(p for p in _PROVIDERS.get(key, ()) if p.name != name) for key in dict.fromkeys(keys)}
 
 
 def _chain(backend: str) -> tuple[GemmProvider, ...]:

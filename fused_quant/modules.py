@@ -382,6 +382,7 @@ class QuantLinear(nn.Module):
                    name=name)
 
     def __setattr__(self, name: str, value) -> None:
+        named = None  # for the name: whether one was given (else the default, which follows the weight's shape)
         if "input_key" in self.__dict__:  # built: what is set later is checked as it comes in
             if name == "input_key":
                 raise UnsupportedError(f"{self.name}: input_key is fixed when a QuantLinear is built (the weights' "
@@ -395,16 +396,16 @@ class QuantLinear(nn.Module):
                     self._buffers["bias"] = _held_bias(bias, value, self.name)
             if name in _TENSORS:
                 value = self._buffer_value(name, value)
-            if name == "name" and value is not None and not isinstance(value, str):  # errors name the layer by it
-                raise TypeError(f"{self.name}: name must be a string or None, got {type(value).__name__} {value!r}")
-            if name == "name" and not value:  # no name: the default one, as the constructor gives
-                super().__setattr__(name, _default_name(self.weight.shape[-1], self.weight.shape[0]))
-                self.__dict__["_default_named"] = True
-                self._unbind()
-                return
+            if name == "name":
+                if value is not None and not isinstance(value, str):  # errors name the layer by it
+                    raise TypeError(f"{self.name}: name must be a string or None, got {type(value).__name__} "
+                                    f"{value!r}")
+                named = bool(value)
+                if not named:  # no name: the default one, as the constructor gives
+                    value = _default_name(self.weight.shape[-1], self.weight.shape[0])
         super().__setattr__(name, value)
-        if name == "name":
-            self.__dict__["_default_named"] = False
+        if named is not None:
+            self.__dict__["_default_named"] = not named
         elif name == "weight" and self.__dict__.get("_default_named") and isinstance(value, torch.Tensor):
             self.__dict__["name"] = _default_name(value.shape[-1], value.shape[0])  # errors say the new shape
         if name in _BOUND_TO and "_bound" in self.__dict__:

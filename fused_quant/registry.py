@@ -209,7 +209,7 @@ def unregister_producer(act_type: type, key: K.QuantKey, *, backend: str) -> Non
 def producers(backend: str | None = None) -> list[Producer]:
     """Registered producers, of one backend or all, in registration order."""
     names = [backend] if backend else list(_PRODUCERS)
-    return [p for name in names for p in list(_PRODUCERS.get(name, {}).values())]
+    return [p for name in names for p in _PRODUCERS.get(name, {}).values()]
 
 
 def lookup(act_type: type, key: K.QuantKey, backend: str) -> Producer | None:

@@ -837,8 +837,8 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     weights and float32 scales, its MLPs swapped for the fused modules (report: ``model.fused_quant_report``).
     ``dtype``: the float layers' and outputs' dtype, "auto" the checkpoint config's (bf16 where it names none), or
     "bfloat16" / "float16" / "float32"; ``device``: where the model goes once loaded (None: it stays on the CPU,
-    where the checkpoint is read; "cuda", "cuda:1", a ``torch.device``), checked before anything is read; ``fuse`` and ``numerics``: as in ``quantize_model``;
-    ``structural``: MLPs matched by structure, as ``quantize_model`` did for a model without a ``MODEL_MLPS`` row;
+    where the checkpoint is read; "cuda", "cuda:1", a ``torch.device``), checked before anything is read; ``fuse``
+    and ``numerics``: as in ``quantize_model``; ``structural``: MLPs matched by structure, as ``quantize_model`` did for a model without a ``MODEL_MLPS`` row;
     ``progress``: bars over the checkpoint's files and the layers on stderr (None: where stderr is a terminal).
     A folder without ``config.json`` (a Hub model's name, say) raises ``FileNotFoundError``."""
     _require_versions()

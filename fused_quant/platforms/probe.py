@@ -112,6 +112,15 @@ def classify_amd_like(vendor_id: int | None, names: Iterable[str | None], arch: 
     return "amd", f"PCI vendor 0x{vendor_id:04x}" if vendor_id is not None else "no Hygon evidence"
 
 
+def _shut_down(call: Callable[[], object], what: str) -> None:
+    """A management library's shutdown after its query: a failure changes nothing the probe reports, so it is told
+    at debug level, not raised."""
+    try:
+        call()
+    except Exception as exc:
+        logger.debug("platform probe: %s failed (%s: %s)", what, type(exc).__name__, exc)
+
+
 def probe_nvml(nvml: Any) -> Sighting:
     """Device 0 through a ``pynvml``-like module; NVML needs no CUDA context."""
     try:
@@ -129,10 +138,7 @@ def probe_nvml(nvml: Any) -> Sighting:
     except Exception as exc:
         return Sighting(None, f"NVML query failed ({type(exc).__name__}: {exc})", error=True)
     finally:
-        try:
-            nvml.nvmlShutdown()
-        except Exception as exc:  # changes nothing the probe reports: told at debug level, not raised
-            logger.debug("platform probe: %s failed (%s: %s)", "nvml.nvmlShutdown()", type(exc).__name__, exc)
+        _shut_down(nvml.nvmlShutdown, "nvml.nvmlShutdown()")
     return Sighting("nvidia", f"NVML: {count} x {name}, compute capability {major}.{minor}",
                     arch=sm_arch(int(major), int(minor)), device_name=name, device_count=count)
 
@@ -174,10 +180,7 @@ def probe_amdsmi(amdsmi: Any, dtk: str | None) -> Sighting:
     except Exception as exc:
         return Sighting(None, f"amdsmi query failed ({type(exc).__name__}: {exc})", error=True)
     finally:
-        try:
-            amdsmi.amdsmi_shut_down()
-        except Exception as exc:  # changes nothing the probe reports: told at debug level, not raised
-            logger.debug("platform probe: %s failed (%s: %s)", "amdsmi.amdsmi_shut_down()", type(exc).__name__, exc)
+        _shut_down(amdsmi.amdsmi_shut_down, "amdsmi.amdsmi_shut_down()")
     raw_arch = str(asic.get("target_graphics_version") or "")
     arch = (decode_gfx_target_version(int(raw_arch)) if raw_arch.isdigit()
             else raw_arch.split(":")[0] or None)
