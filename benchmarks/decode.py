@@ -80,6 +80,15 @@ def picked_name(p) -> str:
     return g.scaled_mm_way(p) if name == "scaled_mm_fp8" else name
 
 
+def table_arch(index: int) -> str | None:
+    """The arch the small-M tables key CUDA device ``index``'s rows on, as the provider reads them
+    (``gemm_launch._device_arch``): ``sm_XY`` on NVIDIA, the platform's gfx name on ROCm, where torch reports an
+    NVIDIA-like capability (9.4 on an MI300X) that no reader looks up."""
+    from fused_quant.kernels import gemm_launch as g
+
+    return g._device_arch(torch.device("cuda", index))
+
+
 def unswept(model: models.Model, arch: str | None, path=None) -> list[str]:
     """The labels of ``model``'s linears whose (N, K) the small-M table (``path``, by default the package's) holds no
     row of on ``arch``, for either kind: their problems take the configs and provider choices of the nearest shape
@@ -96,10 +105,9 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
     from fused_quant import QuantLinear
     from fused_quant.contract import QuantizedActivation
     from fused_quant.gemm import GemmProblem
-    from fused_quant.kernels import launch
     from fused_quant.registry import platform_fp8_dtype
 
-    arch = launch._cuda_arch(torch.cuda.current_device())
+    arch = table_arch(torch.cuda.current_device())
     missing = unswept(model, arch)
     if missing:
         print(f"note: {', '.join(f'{label} {model.shapes[label][0]}x{model.shapes[label][1]}' for label in missing)} "

@@ -37,7 +37,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
-from benchmarks.decode import SHAPES, _weights, copies_for
+from benchmarks.decode import SHAPES, _weights, copies_for, table_arch
 from benchmarks.sweep_small_m_gemm import install, writes_over_installed
 from benchmarks.timing import (Log, graph_us, out_folder, progress, pyplot, require_gpu, rows_so_far, save_figure,
                                token_counts, versions)
@@ -77,8 +77,10 @@ def run(kinds, shapes: dict, ms, log, saved=lambda rows: None) -> list[dict]:
     (kind, shape, M), so that a run stopped part-way keeps what it timed."""
     from fused_quant import keys as K
     from fused_quant.kernels import launch
+    from fused_quant.registry import platform_fp8_dtype
 
-    arch = launch._cuda_arch(torch.cuda.current_device())
+    arch = table_arch(torch.cuda.current_device())
+    fp8 = platform_fp8_dtype()  # e4m3fnuz on gfx94x
     model = launch.device_name(torch.cuda.current_device())  # the rows this GPU model takes (its own, else the arch's)
     rows = []
     done, total, start = 0, len(shapes) * len(kinds) * len(ms), time.perf_counter()
@@ -86,7 +88,7 @@ def run(kinds, shapes: dict, ms, log, saved=lambda rows: None) -> list[dict]:
         for kind in kinds:
             key_name = f"{kind}_dynamic_token"
             key = K.key_from_name(key_name)
-            weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
+            weights = _weights(kind, n, k, copies_for(n * k), fp8)
             for m in ms:
                 done += 1
                 table, _ = g.small_m_config(arch, kind, n, k, m, (), model)
@@ -99,7 +101,7 @@ def run(kinds, shapes: dict, ms, log, saved=lambda rows: None) -> list[dict]:
                 plain = [g.bind_small_m(p, w, ws, None, table) for w, ws in weights]
 
                 def two(c, x=x):
-                    q, s = launch.launch_act_quant(x, "identity", key, None, False, torch.float8_e4m3fn)
+                    q, s = launch.launch_act_quant(x, "identity", key, None, False, fp8)
                     return c(q, s.reshape(-1, 1))
 
                 in_table = two(plain[0])  # int8: what every config gives (exact integer sums)
@@ -217,7 +219,7 @@ def main(argv=None) -> int:
 
         meta = {**versions(), "script": "benchmarks/quantizing_calls.py"}
         index = torch.cuda.current_device()
-        table = fastest(rows, launch._cuda_arch(index), meta, launch.device_name(index) if a.own_rows else None)
+        table = fastest(rows, table_arch(index), meta, launch.device_name(index) if a.own_rows else None)
         path = out / g.SMALL_M_QUANTIZING_FILE.name
         path.write_text(json.dumps(table, indent=1) + "\n")
         install(path, g.SMALL_M_QUANTIZING_FILE, timed=False)

@@ -49,7 +49,7 @@ from fused_quant.gemm import GemmProblem
 from fused_quant.kernels import gemm_launch as g
 
 from benchmarks import models
-from benchmarks.decode import SHAPES, copies_for, _weights
+from benchmarks.decode import SHAPES, copies_for, _weights, table_arch
 from benchmarks.timing import Log, graph_us, made_folder, progress, pyplot, save_figure, token_counts, versions
 
 # (BLOCK_N, BLOCK_K, num_warps, num_stages): BLOCK_N weight rows on the MMA's wide side
@@ -109,11 +109,11 @@ def configs(m: int, k: int, fixed: dict | None = None) -> list[dict]:
     return out
 
 
-def _activation(kind: str, m: int, k: int):
+def _activation(kind: str, m: int, k: int, fp8_dtype):
     if kind == "int8":
         xq = torch.randint(-127, 128, (m, k), dtype=torch.int8, device="cuda")
     else:
-        xq = (torch.randn(m, k, device="cuda") * 4).to(torch.float8_e4m3fn)
+        xq = (torch.randn(m, k, device="cuda") * 4).to(fp8_dtype)
     return xq, torch.rand(m, 1, device="cuda") * 0.01 + 1e-3, torch.full((1, 1), 0.005, device="cuda")
 
 
@@ -155,10 +155,12 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None, m
           before: list[dict] = ()) -> list[dict]:
     """The rows (GPU ``model``'s own where given: its name as each row's ``device``); ``log`` takes a line per row (and
     per config that could not run), ``note`` (when given) each config timed as ``note(kind, shape, m, us, cfg)``.
-    ``before``: the rows of a run cut short (``--resume``), kept; their (kind, N, K, M) are not timed again."""
-    from fused_quant.kernels import launch
+    ``before``: the rows of a run cut short (``--resume``), kept; their (kind, N, K, M) are not timed again. The rows
+    are keyed on the arch the provider reads them under (``decode.table_arch``) and FP8 is the platform's format
+    (e4m3fnuz on gfx94x)."""
+    from fused_quant.registry import platform_fp8_dtype
 
-    arch = launch._cuda_arch(torch.cuda.current_device())
+    arch, fp8 = table_arch(torch.cuda.current_device()), platform_fp8_dtype()
     rows = list(before)
     # by shape, not label: --model / --tp give the labels other shapes
     done_already = {(r["kind"], r["n"], r["k"], r["m"]) for r in rows}
@@ -169,13 +171,13 @@ def sweep(kinds, shapes, ms, log, save, retime: dict | None = None, note=None, m
                 done += len(ms)
                 log(f"{kind:4s} {label:7s} kept from the run resumed")
                 continue
-            weights = _weights(kind, n, k, copies_for(n * k), torch.float8_e4m3fn)
+            weights = _weights(kind, n, k, copies_for(n * k), fp8)
             for m in ms:
                 done += 1
                 if (kind, n, k, m) in done_already:
                     log(f"{kind:4s} {label:7s} M={m:4d} kept from the run resumed")
                     continue
-                xq, xs_tok, xs_ten = _activation(kind, m, k)
+                xq, xs_tok, xs_ten = _activation(kind, m, k, fp8)
                 w, ws = weights[0]
                 fixed = None if retime is None else retime.get((arch, kind, n, k, m))
                 if retime is not None and fixed is None:
@@ -335,15 +337,18 @@ def main(argv=None) -> int:
 
     path = out / g.SMALL_M_CONFIG_FILE.name
     model = launch.device_name(torch.cuda.current_device()) if args.own_rows else None
-    pdl = bool(launch.pdl_options(torch.cuda.current_device())["PDL"])
-    before, problem = (resumed_rows(path, torch.cuda.get_device_name(), model, args.retime, pdl) if args.resume
-                       else ([], ""))
+    meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py",
+            "pdl": bool(launch.pdl_options(torch.cuda.current_device())["PDL"])}
+    if args.retime:
+        meta["retime"] = True
+        if args.seed_from is not None:
+            meta["seed_from"] = args.seed_from
+    before, problem = resumed_rows(path, meta, model) if args.resume else ([], "")
     if problem:
         print(f"sweep: --resume: {problem}", file=sys.stderr)
         return 2
     with Log(out / LOG, append=args.resume) as log:
         t0 = time.time()
-        meta = {**versions(), "script": "benchmarks/sweep_small_m_gemm.py", "pdl": pdl}
 
         def save(rows: list[dict]) -> None:  # after every row: a run cut short keeps what it measured
             meta["seconds"] = round(time.time() - t0)
@@ -353,9 +358,6 @@ def main(argv=None) -> int:
         if args.retime:
             installed = json.loads(g.SMALL_M_CONFIG_FILE.read_text())["rows"]
             retime = retime_configs(installed, ms, args.seed_from, model)
-            meta["retime"] = True
-            if args.seed_from is not None:
-                meta["seed_from"] = args.seed_from
         trials = []
 
         def note(kind, shape, m, us, cfg) -> None:  # every config timed: a line of the log, a dot of the picture
@@ -399,11 +401,12 @@ def writes_over_installed(out: Path, table: Path) -> str:
             "--install merges it in; write it elsewhere")
 
 
-def resumed_rows(path: Path, device: str, model: str | None, retime: bool,
-                 pdl: bool | None = None) -> tuple[list[dict], str]:
-    """(the rows of the sweep at ``path`` that ``--resume`` goes on with, "") or ([], why they cannot be): a run on
-    another GPU, of another model's rows (``--own-rows``) or of the other mode (``--retime``) would mix in one table
-    rows that were not measured alike."""
+def resumed_rows(path: Path, now: dict, model: str | None) -> tuple[list[dict], str]:
+    """(the rows of the sweep at ``path`` that ``--resume`` goes on with, "") or ([], why they cannot be): ``now`` is
+    the meta this run writes (``timing.versions``, ``pdl``, ``retime``, ``seed_from``). A run on another GPU, of
+    another model's rows (``--own-rows``), of the other mode (``--retime``), with PDL the other way, with other torch /
+    Triton / CUDA versions, another ``--seed-from`` or other FUSED_QUANT_* variables would mix in one table, under
+    one meta, rows that were not measured alike."""
     if not path.is_file():
         return [], ""
     try:
@@ -411,17 +414,31 @@ def resumed_rows(path: Path, device: str, model: str | None, retime: bool,
         meta, rows = saved["meta"], saved["rows"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return [], f"{path} is not a sweep's table this script writes ({type(exc).__name__}: {exc})"
-    if meta.get("device") != device:
-        return [], f"{path} was swept on {meta.get('device')}, this GPU is {device}"
-    if bool(meta.get("retime")) != bool(retime):
+    if meta.get("device") != now["device"]:
+        return [], f"{path} was swept on {meta.get('device')}, this GPU is {now['device']}"
+    if bool(meta.get("retime")) != bool(now.get("retime")):
         return [], f"{path} was {'a retime' if meta.get('retime') else 'a search'}; resume it the same way"
-    if pdl is not None and meta.get("pdl") is not None and bool(meta["pdl"]) != pdl:
+    if meta.get("pdl") is not None and bool(meta["pdl"]) != bool(now["pdl"]):
         return [], f"{path} was swept with PDL {'on' if meta['pdl'] else 'off'}; FUSED_QUANT_PDL is not so now"
+    then, here = _measured_with(meta), _measured_with(now)
+    differs = [name for name in {**then, **here} if then.get(name) != here.get(name)]
+    if differs:
+        def said(values: dict) -> str:
+            return ", ".join(f"{name} {'unset' if values.get(name) is None else values[name]}" for name in differs)
+
+        return [], f"{path} was swept with {said(then)}; this run has {said(here)}"
     owners = {r.get("device") for r in rows}
     if owners - {model}:
         mine = f"{model}'s own rows" if model else "the arch's rows"
         return [], f"{path} holds rows of {sorted(map(str, owners))}, this run writes {mine} (--own-rows)"
     return rows, ""
+
+
+def _measured_with(meta: dict) -> dict:
+    """What a sweep's ``meta`` says its rows were measured with, beyond the GPU and the mode: the torch, Triton and
+    CUDA versions, ``--seed-from`` and every FUSED_QUANT_* variable set (None: not set, or not recorded)."""
+    return {"torch": meta.get("torch"), "triton": meta.get("triton"), "cuda": meta.get("cuda"),
+            "--seed-from": meta.get("seed_from"), **meta.get("env", {})}
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -494,41 +511,53 @@ def install(path: Path, table: Path | None = None, timed: bool = True) -> list[s
     """Merge a sweep's rows into the package's table (``table``, default the provider's file): each swept
     (arch, kind, N, K, M) replaces its old row among the arch's rows or, for a GPU model's own rows (``--own-rows``),
     among that model's; the rest stay, so a sweep split over calls (``--kinds``, ``--shapes``, ``--ms``) installs
-    part by part. The arch's meta (``"metas"``) or the model's (``"models"``) is the latest sweep's that replaced
-    rows of it (rows of new shapes only, another model's sweep of a ``--model``, leave the arch's meta), and each
-    installed row names the GPU and date it was swept on (``"swept"``, where the sweep's meta has them). Returns
-    ``pick_changes`` against the rows each problem took before.
+    part by part. Each installed row names the GPU and date it was swept on (``"swept"``, where the sweep's meta has
+    them) and, from a ``--retime``, that its config was timed again, not searched (``"retimed"``). The arch's meta
+    (``"metas"``) or the model's (``"models"``), which ``fused-quant probe`` prints as where and how the rows were
+    measured, becomes the sweep's only where the install replaces every row it describes (``_described``) or there
+    is none yet: a part (one row retimed, rows of new shapes) leaves it to the rest, each installed row stamped.
+    Returns ``pick_changes`` against the rows each problem took before.
 
     Refused with a ValueError, the table untouched: rows the provider would refuse to read (``gemm_launch.check_rows``;
-    ``timed``: with the torch providers' times, as the GEMM table's rows have them), and rows that replace part of an
-    arch's rows swept on another GPU model (the arch's meta would name the wrong model for the rest: install them as
-    that model's own rows, the sweep's ``--own-rows``, or sweep every row the arch has). The table is written whole
-    or not at all."""
+    ``timed``: with the torch providers' times, as the GEMM table's rows have them), and rows that replace part of the
+    arch's rows its meta describes, swept on another GPU model (the arch's shapes would hold rows of two models under
+    the meta of one: install them as that model's own rows, the sweep's ``--own-rows``, or sweep every row the arch
+    has). The table is written whole or not at all."""
     table = table or g.SMALL_M_CONFIG_FILE
     new = json.loads(path.read_text())
     g.check_rows(new["rows"], str(path), timed)
     meta = new["meta"]
     stamp = {"swept": f"{meta['device']} {meta['date']}"} if meta.get("device") and meta.get("date") else {}
+    if meta.get("retime"):
+        stamp["retimed"] = True
     swept = {_row_key(r): {**r, **stamp} for r in new["rows"]}
     old = json.loads(table.read_text()) if table.is_file() else {"rows": []}
-    metas = dict(old.get("metas", {}))
-    for arch in sorted({r["arch"] for r in new["rows"] if r.get("device") is None}):
-        theirs = [r for r in old["rows"] if r["arch"] == arch and r.get("device") is None]
+    metas, models = dict(old.get("metas", {})), dict(old.get("models", {}))
+    for arch, model in dict.fromkeys((r["arch"], r.get("device")) for r in new["rows"]):
+        owner, name = (metas, arch) if model is None else (models, model)  # the meta of these rows, by its key
+        theirs = _described(owner.get(name), [r for r in old["rows"] if (r["arch"], r.get("device")) == (arch, model)])
         replaced = sum(_row_key(r) in swept for r in theirs)
-        was, now = metas.get(arch, {}).get("device"), meta.get("device")
-        if was and now and was != now and 0 < replaced < len(theirs):
+        was, now = owner.get(name, {}).get("device"), meta.get("device")
+        if model is None and was and now and was != now and 0 < replaced < len(theirs):
             raise ValueError(f"{arch}'s rows in {table} were swept on {was}; these, from {now}, replace {replaced} of "
                              f"them and {len(theirs) - replaced} would stay as {was} measured them: install them as "
                              f"{now}'s own rows (the sweep's --own-rows), or sweep every row the arch has")
-        if replaced or arch not in metas:  # rows of new shapes only leave the meta of the rows it describes
-            metas[arch] = meta
+        if name not in owner or replaced == len(theirs):
+            owner[name] = meta
     rows = [swept.get(_row_key(r), r) for r in old["rows"]]  # in place: the table's order stays
     have = {_row_key(r) for r in old["rows"]}
     rows += [r for key, r in swept.items() if key not in have]
-    models = {**old.get("models", {}), **{r["device"]: meta for r in new["rows"] if r.get("device")}}
     write_atomically(table, json.dumps({"metas": metas, **({"models": models} if models else {}), "rows": rows},
                                        indent=1) + "\n")
     return pick_changes(old["rows"], new["rows"])
+
+
+def _described(meta: dict | None, rows: list[dict]) -> list[dict]:
+    """The rows of ``rows`` (an arch's, or a GPU model's own) that their ``meta`` describes: those without a
+    ``"swept"`` stamp (installed before rows had one) and those stamped with the meta's GPU (the stamp is
+    "<device> <date>"). Rows another GPU added (new shapes) carry only their own stamp."""
+    device = (meta or {}).get("device")
+    return [r for r in rows if "swept" not in r or r["swept"].rsplit(" ", 1)[0] == device]
 
 
 # The torch providers a chain may weigh the small-M GEMM against (``gemm_launch.torch_peers``): FP8 problems by the ways

@@ -28,26 +28,28 @@ TOKEN_PERSIST = [dict(variant="persistent", BLOCK_N=bn, num_warps=w, programs_pe
                  for sc in (1, 0) for bn, w in [(1024, 4), (2048, 8)] for p in (4, 8) for st in (1, 2, 3)]
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.tune_act_quant", description=__doc__.split("\n\n")[0])
     ap.add_argument("m", nargs="?", type=whole_number, default=8192, help="tokens (default: 8192)")
     ap.add_argument("h", nargs="?", type=whole_number, default=14336,
                     help="the activation's output width (default: 14336)")
     ap.add_argument("only", nargs="?", default="", help="time only the cases whose 'act key' holds this text")
-    args = ap.parse_args()
-    require_gpu(ap, "tune_act_quant")
+    args = ap.parse_args(argv)
     m, h, only = args.m, args.h, args.only
-    ceiling = copy_ceiling(False)
-    print(f"copy ceiling {ceiling:.0f} GB/s; M={m} H={h}")
     cases = [("relu2", "fp8_static_tensor", STATIC + FLAT), ("relu2", "int8_static_tensor", STATIC[:1] + FLAT + FLAT_DIV),
              ("silu_and_mul", "fp8_static_tensor", STATIC),
              ("silu_and_mul", "int8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST),
              ("silu_and_mul", "fp8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST),
              ("relu2", "int8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST),
              ("relu2", "fp8_dynamic_token", TOKEN_ONE + TOKEN_CHUNKS + TOKEN_TWO + TOKEN_PERSIST)]
-    for act, key_name, configs in cases:
-        if only and only not in f"{act} {key_name}":
-            continue
+    picked = [(act, key_name, configs) for act, key_name, configs in cases if only in f"{act} {key_name}"]
+    if not picked:  # nothing would be timed, and the run would look like one that passed
+        ap.error(f"no case's 'act key' holds {only!r}; the cases are "
+                 + ", ".join(f"'{act} {key_name}'" for act, key_name, _ in cases))
+    require_gpu(ap, "tune_act_quant")
+    ceiling = copy_ceiling(False)
+    print(f"copy ceiling {ceiling:.0f} GB/s; M={m} H={h}")
+    for act, key_name, configs in picked:
         key = K.KEYS[key_name]
         d_in = 2 * h if act == "silu_and_mul" else h
         x = torch.randn(m, d_in, device="cuda").to(torch.bfloat16)

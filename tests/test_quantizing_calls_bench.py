@@ -11,7 +11,7 @@ from fused_quant.kernels import gemm_launch as g
 from fused_quant.gemm import GemmProblem
 
 from benchmarks import quantizing_calls as qc
-from benchmarks.decode import SHAPES
+from benchmarks.decode import SHAPES, table_arch
 
 
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
@@ -85,7 +85,7 @@ def test_a_small_run_times_every_variant_with_the_producers_bits(tmp_path, monke
     assert [(r["shape"], r["m"], r["us"]) for r in installed] == [("o", 1, quickest["us"])]
     assert (tmp_path / "quantizing_calls.png").stat().st_size > 0
     index = torch.cuda.current_device()
-    model, arch = launch.device_name(index), launch._cuda_arch(index)
+    model, arch = launch.device_name(index), table_arch(index)
     assert installed[0].get("device") == (model if own_rows else None)
     n, k = SHAPES["o"]
     fused_quant.reset()  # the run read the table before its install: the one reset re-reads it
@@ -132,3 +132,16 @@ def test_install_keeps_the_fastest_int8_config_of_each_shape_and_m():
                                   row_us=49.4, variant="one-token row of 8"),
                              dict(arch="sm_90", kind="int8", **other, m=1, **two, us=31.0, baseline_us=30.0,
                                   row_us=None, variant="table's 2-token row")]
+
+
+def test_tune_act_quant_refuses_a_filter_that_matches_no_case(capsys, monkeypatch):
+    """``benchmarks/tune_act_quant.py``'s filter (its last argument) that holds no case's 'act key' would time
+    nothing and exit 0: a usage error naming the cases there are, before any GPU is asked. (Here with the other
+    benchmark script's checks: it has no test file of its own.)"""
+    tune = pytest.importorskip("benchmarks.tune_act_quant")  # it imports triton
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as stop:
+        tune.main(["16", "64", "gelu"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "no case's 'act key' holds 'gelu'; the cases are 'relu2 fp8_static_tensor', " in err
+    assert "'silu_and_mul int8_dynamic_token'" in err, err

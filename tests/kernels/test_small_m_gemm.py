@@ -1670,23 +1670,53 @@ def test_gpu_checked_entry_with_odd_layer_operands(kind, backend_env):
 
 
 def test_sweep_install_merges_row_by_row(tmp_path):
-    """A partial sweep (one kind) replaces only the rows it swept; the rest of the table stays, in its
-    order, and a row the table lacks is added."""
+    """A partial sweep (one kind) replaces only the rows it swept; the rest of the table stays, in its order, and a row
+    the table lacks is added. The arch's meta, and a GPU model's for its own rows, stays while an install replaces
+    part of the rows it describes (each installed row stamped: ``swept``, and ``retimed`` from a ``--retime``); an
+    install of every one of them brings its own."""
     from benchmarks.sweep_small_m_gemm import install
 
-    def row(kind, m, us):
-        return dict(_table_row(m, us, 10.0), kind=kind)
+    def row(kind, m, us, device=None):
+        return dict(_table_row(m, us, 10.0, device), kind=kind)
 
+    def meta(device, date, **more):
+        return {"device": device, "date": date, **more}
+
+    arch_meta, own_meta = meta("NVIDIA H200", "2026-01-01"), meta(_MODEL, "2026-01-02")
     table = tmp_path / "table.json"
-    table.write_text(json.dumps({"metas": {"sm_90": {"date": "old"}, "gfx942": {"date": "amd"}},
-                                 "rows": [row("int8", 1, 8.0), row("fp8", 1, 9.0), row("fp8", 2, 9.5)]}))
+    table.write_text(json.dumps({"metas": {"sm_90": arch_meta, "gfx942": {"date": "amd"}}, "models": {_MODEL: own_meta},
+                                 "rows": [row("int8", 1, 8.0), row("fp8", 1, 9.0), row("fp8", 2, 9.5),
+                                          row("int8", 1, 8.2, _MODEL), row("int8", 16, 9.2, _MODEL)]}))
     sweep = tmp_path / "sweep.json"
-    sweep.write_text(json.dumps({"meta": {"date": "new"}, "rows": [row("fp8", 2, 8.5), row("fp8", 4, 8.7)]}))
-    install(sweep, table)
-    got = json.loads(table.read_text())
-    assert [(r["kind"], r["m"], r["us"]) for r in got["rows"]] == [("int8", 1, 8.0), ("fp8", 1, 9.0), ("fp8", 2, 8.5),
-                                                                  ("fp8", 4, 8.7)]
-    assert got["metas"] == {"sm_90": {"date": "new"}, "gfx942": {"date": "amd"}}
+
+    def installed(meta_, rows):
+        sweep.write_text(json.dumps({"meta": meta_, "rows": rows}))
+        install(sweep, table)
+        return json.loads(table.read_text())
+
+    def stamps(got):
+        return [{f: r[f] for f in ("swept", "retimed") if f in r} for r in got["rows"]]
+
+    got = installed(meta("NVIDIA H200", "2026-02-01", retime=True), [row("fp8", 2, 8.5), row("fp8", 4, 8.7)])
+    assert [(r.get("device"), r["kind"], r["m"], r["us"]) for r in got["rows"]] == [
+        (None, "int8", 1, 8.0), (None, "fp8", 1, 9.0), (None, "fp8", 2, 8.5), (_MODEL, "int8", 1, 8.2),
+        (_MODEL, "int8", 16, 9.2), (None, "fp8", 4, 8.7)]
+    retimed = {"swept": "NVIDIA H200 2026-02-01", "retimed": True}
+    assert stamps(got) == [{}, {}, retimed, {}, {}, retimed]
+    assert got["metas"] == {"sm_90": arch_meta, "gfx942": {"date": "amd"}} and got["models"] == {_MODEL: own_meta}
+    got = installed(meta(_MODEL, "2026-02-02"), [row("int8", 16, 7.2, _MODEL)])  # one of the model's own rows
+    assert stamps(got)[4] == {"swept": f"{_MODEL} 2026-02-02"} and got["models"] == {_MODEL: own_meta}
+    searched = meta("NVIDIA H200", "2026-03-01")  # every row the arch's meta describes, its new bucket too
+    got = installed(searched, [row("int8", 1, 7.0), row("fp8", 1, 7.1), row("fp8", 2, 7.2), row("fp8", 4, 7.3)])
+    assert got["metas"] == {"sm_90": searched, "gfx942": {"date": "amd"}} and got["models"] == {_MODEL: own_meta}
+    assert stamps(got) == [{"swept": "NVIDIA H200 2026-03-01"}] * 3 + [{}, {"swept": f"{_MODEL} 2026-02-02"},
+                                                                       {"swept": "NVIDIA H200 2026-03-01"}]
+    own_retimed = meta(_MODEL, "2026-03-02", retime=True)  # every row of the model's own
+    got = installed(own_retimed, [row("int8", 1, 8.1, _MODEL), row("int8", 16, 9.1, _MODEL)])
+    assert got["models"] == {_MODEL: own_retimed} and got["metas"]["sm_90"] == searched
+    assert stamps(got)[3:5] == [{"swept": f"{_MODEL} 2026-03-02", "retimed": True}] * 2
+    g.check_rows(got["rows"], str(table))  # the stamps are rows the provider reads
+    assert g._swept_row("sm_90", "int8", 4096, 4096, 1, table, _MODEL)[0]["retimed"] is True
 
 
 _MODEL = "NVIDIA A GPU MODEL"
@@ -2123,10 +2153,10 @@ def test_two_shapes_as_near_are_a_tie_that_the_models_own_row_wins(tmp_path):
 
 
 def test_sweep_install_refuses_rows_it_cannot_keep_and_leaves_the_table(tmp_path):
-    """``install`` refuses, the table as it was: a sweep row the provider would refuse to read, and part of an arch's
-    rows swept on another GPU model than the rest (the arch's meta would name the new model for rows it did not
-    measure). A sweep of every row the arch has on the other model replaces them all, its meta with them; the
-    same sweep as a model's own rows installs beside the arch's."""
+    """``install`` refuses, the table as it was: a sweep row the provider would refuse to read, and part of the arch's
+    rows its meta describes swept on another GPU model than the rest (rows of two models under the meta of one). Rows
+    of new shapes another GPU added are that GPU's (their stamp), not part of the rest: it sweeps them again as it
+    will. A sweep of every row the arch has on the other model replaces them all, its meta with them."""
     from benchmarks.sweep_small_m_gemm import install
 
     table = tmp_path / "table.json"
@@ -2150,6 +2180,15 @@ def test_sweep_install_refuses_rows_it_cannot_keep_and_leaves_the_table(tmp_path
     got = json.loads(table.read_text())
     assert got["metas"] == {"sm_90": {"device": "NVIDIA H200"}} and len(got["rows"]) == 3
     assert got["rows"][-1]["swept"] == "NVIDIA H100 2026-12-07" and "swept" not in got["rows"][0]
+    again = {"device": "NVIDIA H100", "date": "2026-12-08"}  # the H100 sweeps the rows it added again
+    sweep.write_text(json.dumps({"meta": again, "rows": [_table_row(1, 5.5, 9.0, n=11008)]}))
+    install(sweep, table)
+    got = json.loads(table.read_text())
+    assert got["metas"] == {"sm_90": {"device": "NVIDIA H200"}} and got["rows"][-1]["us"] == 5.5
+    assert got["rows"][-1]["swept"] == "NVIDIA H100 2026-12-08"
+    sweep.write_text(json.dumps({"meta": again, "rows": [_table_row(1, 7.0, 9.0)]}))  # one of the H200's two: refused
+    with pytest.raises(ValueError, match="from NVIDIA H100, replace 1 of them and 1 would stay as NVIDIA H200"):
+        install(sweep, table)
     table.write_text(before)
     sweep.write_text(json.dumps({"meta": other, "rows": [_table_row(1, 7.0, 9.0), _table_row(16, 7.5, 10.0)]}))
     install(sweep, table)
@@ -2160,7 +2199,8 @@ def test_sweep_install_refuses_rows_it_cannot_keep_and_leaves_the_table(tmp_path
 def test_a_sweep_never_writes_over_the_installed_table_or_an_earlier_sweep(tmp_path):
     """``--out`` the package's folder is refused (the sweep's table has the installed table's name); a folder holding
     a sweep is refused unless ``--resume`` goes on with it, and a resume takes only rows measured alike: the same GPU,
-    the same mode (search or ``--retime``), the same owner (the arch or ``--own-rows``'s model)."""
+    the same mode (search or ``--retime``, from the same ``--seed-from``), the same owner (the arch or
+    ``--own-rows``'s model), PDL the same way, the same torch, Triton and CUDA, the same FUSED_QUANT_* variables."""
     from benchmarks.sweep_small_m_gemm import LOG, out_problem, resumed_rows
 
     assert "is the package's folder" in out_problem(g.SMALL_M_CONFIG_FILE.parent, resume=True)
@@ -2169,20 +2209,33 @@ def test_a_sweep_never_writes_over_the_installed_table_or_an_earlier_sweep(tmp_p
     assert f"holds a sweep already ({LOG})" in out_problem(tmp_path, resume=False)
     assert out_problem(tmp_path, resume=True) == ""
     path = tmp_path / g.SMALL_M_CONFIG_FILE.name
-    assert resumed_rows(path, "NVIDIA H200", None, False) == ([], "")  # only a log: nothing timed to keep
+    now = {"device": "NVIDIA H200", "torch": "2.11.0", "triton": "3.6.0", "cuda": "12.8", "pdl": True,
+           "env": {"FUSED_QUANT_DISABLED_GEMMS": "int_mm_int8"}}
+    assert resumed_rows(path, now, None) == ([], "")  # only a log: nothing timed to keep
     rows = [_table_row(1, 8.0, 9.0)]
-    path.write_text(json.dumps({"meta": {"device": "NVIDIA H200"}, "rows": rows}))
-    assert resumed_rows(path, "NVIDIA H200", None, False) == (rows, "")
-    for device, model, retime, said in (("NVIDIA H100", None, False, "was swept on NVIDIA H200, this GPU is NVIDIA H100"),
-                                        ("NVIDIA H200", None, True, "was a search; resume it the same way"),
-                                        ("NVIDIA H200", _MODEL, False, "holds rows of ['None'], this run writes")):
-        got, why = resumed_rows(path, device, model, retime)
+    path.write_text(json.dumps({"meta": now, "rows": rows}))
+    assert resumed_rows(path, now, None) == (rows, "")
+    for change, model, said in (
+            ({"device": "NVIDIA H100"}, None, "was swept on NVIDIA H200, this GPU is NVIDIA H100"),
+            ({"retime": True}, None, "was a search; resume it the same way"),
+            ({}, _MODEL, "holds rows of ['None'], this run writes"),
+            ({"pdl": False}, None, "was swept with PDL on; FUSED_QUANT_PDL is not so now"),
+            ({"torch": "2.12.0", "cuda": "13.0"}, None,
+             "was swept with torch 2.11.0, cuda 12.8; this run has torch 2.12.0, cuda 13.0"),
+            ({"triton": "3.7.0"}, None, "was swept with triton 3.6.0; this run has triton 3.7.0"),
+            ({"env": {"FUSED_QUANT_BACKEND": "torch"}}, None,
+             "was swept with FUSED_QUANT_DISABLED_GEMMS int_mm_int8, FUSED_QUANT_BACKEND unset; this run has "
+             "FUSED_QUANT_DISABLED_GEMMS unset, FUSED_QUANT_BACKEND torch")):
+        got, why = resumed_rows(path, {**now, **change}, model)
         assert got == [] and said in why, why
-    path.write_text(json.dumps({"meta": {"device": "NVIDIA H200", "pdl": True}, "rows": rows}))
-    assert resumed_rows(path, "NVIDIA H200", None, False, pdl=True) == (rows, "")
-    assert "was swept with PDL on" in resumed_rows(path, "NVIDIA H200", None, False, pdl=False)[1]
+    path.write_text(json.dumps({"meta": {**now, "retime": True, "seed_from": 128}, "rows": rows}))
+    assert resumed_rows(path, {**now, "retime": True, "seed_from": 128}, None) == (rows, "")
+    got, why = resumed_rows(path, {**now, "retime": True}, None)
+    assert got == [] and "was swept with --seed-from 128; this run has --seed-from unset" in why, why
+    path.write_text(json.dumps({"meta": {key: now[key] for key in now if key != "pdl"}, "rows": rows}))
+    assert resumed_rows(path, {**now, "pdl": False}, None) == (rows, "")  # a sweep from before PDL was recorded
     path.write_text("{")
-    assert "is not a sweep's table" in resumed_rows(path, "NVIDIA H200", None, False)[1]
+    assert "is not a sweep's table" in resumed_rows(path, now, None)[1]
 
 
 def test_a_resumed_sweep_keeps_its_rows_and_times_none_again(monkeypatch):
@@ -2209,6 +2262,43 @@ def test_a_resumed_sweep_keeps_its_rows_and_times_none_again(monkeypatch):
     monkeypatch.setattr(s, "_weights", weights)
     with pytest.raises(Timed, match="2048, 4096"):
         s.sweep(["int8"], {"o": (2048, 4096)}, [1, 16], lines.append, lambda rows: None, before=before)
+
+
+def test_a_sweep_on_rocm_keys_its_rows_as_the_provider_reads_them(monkeypatch):
+    """On ROCm torch reports an NVIDIA-like capability (9.4 on an MI300X) while the provider reads the rows under the
+    platform's gfx name (``gemm_launch._device_arch``): the sweep keys its rows under that name, and makes its FP8
+    weights and activations in the platform's format (e4m3fnuz on gfx94x). Swept here on the CPU: the operands, the
+    torch providers' times, the kernel (float64's product) and its timing stood in for."""
+    import fused_quant.platforms as platforms
+    from benchmarks import sweep_small_m_gemm as s
+    from fused_quant.kernels import direct_launch as dl
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index=None: (9, 4))
+    monkeypatch.setattr(dl, "_HIP", True)
+    monkeypatch.setattr(platforms, "current_platform",
+                        lambda: types.SimpleNamespace(arch="gfx942", fp8_dtype=torch.float8_e4m3fnuz))
+    made = []
+
+    def weights(kind, n, k, copies, fp8_dtype):
+        made.append(fp8_dtype)
+        return [((torch.randn(n, k) * 4).to(fp8_dtype), torch.rand(n, 1) * 0.01 + 1e-3)]
+
+    def activation(kind, m, k, fp8_dtype):
+        made.append(fp8_dtype)
+        return (torch.randn(m, k) * 4).to(fp8_dtype), torch.rand(m, 1) * 0.01 + 1e-3, torch.full((1, 1), 0.005)
+
+    def bind_small_m(p, w, ws, bias, cfg):
+        return lambda xq, xs: ((xq.double() @ w.double().T) * xs.double() * ws.double().T).to(p.out_dtype)
+
+    monkeypatch.setattr(s, "_weights", weights)
+    monkeypatch.setattr(s, "_activation", activation)
+    monkeypatch.setattr(s, "torch_times", lambda *args: {g.SCALED_MM_ROW_WISE: 9.0})
+    monkeypatch.setattr(s, "graph_us", lambda calls: 8.0)
+    monkeypatch.setattr(g, "bind_small_m", bind_small_m)
+    rows = s.sweep(["fp8"], {"o": (256, 512)}, [1], lambda line: None, lambda rows: None)
+    assert [r["arch"] for r in rows] == [g._device_arch(torch.device("cuda", 0))] == ["gfx942"]
+    assert made == [torch.float8_e4m3fnuz] * 2
 
 
 @pytest.mark.parametrize("node,other", [(torch.float8_e4m3fn, torch.float8_e4m3fnuz),
