@@ -363,15 +363,35 @@ def _progress(stream, lines: bool):
     return started, finished
 
 
+def _selftest_node(info, device) -> dict[str, str]:
+    """What an operator collecting selftest reports from many nodes needs to tell them apart: the GPU the checks
+    ran on (model and arch) or the CPU, its FP8 format and the versions."""
+    import torch
+
+    import fused_quant
+    from fused_quant.registry import platform_fp8_dtype
+
+    gpu = f"{info.device_name or 'GPU'} ({info.arch or 'arch not read'})" if device.type == "cuda" else "cpu"
+    fp8 = str(platform_fp8_dtype()).removeprefix("torch.float8_")
+    return {"ran on": gpu, "fp8": fp8 if info.has_fp8 else f"none on this arch ({fp8} emulated by the torch backend)",
+            "fused-quant": fused_quant.__version__, "torch": torch.__version__,
+            "triton": info.triton_version or "not installed"}
+
+
 def cmd_selftest(args) -> int:
     from fused_quant.errors import BackendUnavailableError
     from fused_quant.platforms import probe
     from fused_quant.selection import current_backend, get_backend
     from fused_quant.selftest import KNOWN_ANSWER, REFERENCE, run_selftest, summary
 
+    def refuse(message: str) -> int:  # with --json, stdout still says it, as a JSON object
+        if args.json:
+            print(json.dumps({"passed": False, "error": message}, indent=2))
+        return _fail("selftest", message)
+
     bad_env = _env_errors()
     if bad_env:  # the checks would pass on a node whose calls then refuse the variable (--backend's too)
-        return _fail("selftest", "; ".join(bad_env.values()))
+        return refuse("; ".join(bad_env.values()))
     info = probe()
     refused = ""  # the backend the node's own calls would select, where it cannot run (--backend tests another)
     if args.backend:
@@ -382,23 +402,25 @@ def cmd_selftest(args) -> int:
         row = get_backend(args.backend)  # argparse checked the name
         ok, why = row.is_available(info, explicit=True)
         if not ok:
-            return _fail("selftest", f"--backend {row.name} cannot run here: {_cannot_run(row, info, why)}")
+            return refuse(f"--backend {row.name} cannot run here: {_cannot_run(row, info, why)}")
         # the row's reasons speak of the variable; here the flag forced it
         reason = f"--backend {row.name}: {why.replace('FUSED_QUANT_BACKEND', '--backend')}"
     else:
         try:
             selected = current_backend()
         except BackendUnavailableError as exc:
-            return _fail("selftest", str(exc))
+            return refuse(str(exc))
         row, reason = selected.backend, selected.reason
     device, problem = _selftest_device(args.device, row, info)
     if device is None:
-        return _fail("selftest", problem)
+        return refuse(problem)
 
+    node = _selftest_node(info, device)
     if args.json:  # stdout is the JSON alone; a terminal on stderr shows the running check
         started, finished = _progress(sys.stderr, lines=False) if sys.stderr.isatty() else (None, None)
     else:
         print(f"selftest backend={row.name} device={device} ({reason})", flush=True)
+        print(_wrap("node: ", ", ".join(f"{k} {v}" for k, v in node.items())), flush=True)
         started, finished = _progress(sys.stdout, lines=True)
     results = run_selftest(row.name, device, started=started, finished=finished)
     failed = [r for r in results if not r.ok]
@@ -409,15 +431,17 @@ def cmd_selftest(args) -> int:
     if refused:
         warnings["FUSED_QUANT_BACKEND"] = refused
     if args.json:
-        print(json.dumps({"backend": row.name, "reason": reason, "device": str(device), "passed": not failed,
-                          "summary": kinds, "checks": [r.as_dict() for r in results], "env_warnings": warnings},
-                         indent=2))
+        print(json.dumps({"backend": row.name, "reason": reason, "device": str(device), "node": node,
+                          "passed": not failed, "summary": kinds, "checks": [r.as_dict() for r in results],
+                          "env_warnings": warnings}, indent=2))
     else:
         for kind, label in ((KNOWN_ANSWER, "known answers"), (REFERENCE, "vs reference")):
             k = kinds[kind]
             left_out = f", {k['skipped']} skipped ({k['skipped_why']})" if k["skipped"] else ""
             print(_wrap(f"{label:<14}: ", f"{k['passed']}/{k['total']} passed{left_out}; {k['meaning']}"))
-        print(f"{len(results) - len(failed)}/{len(results)} checks passed")
+        left_out = sum(k["skipped"] for k in kinds.values())
+        print(f"{len(results) - len(failed)}/{len(results)} checks passed"
+              + (f", {left_out} skipped (above: why)" if left_out else ""))
         for message in warnings.values():
             print(_wrap("warning: ", message))
     return 1 if failed else 0

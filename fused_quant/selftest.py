@@ -2,10 +2,14 @@
 
 Every check runs the backend's fused producer (``fused_act_quant(..., backend=)``,
 which never falls back) and compares it, bit for bit, either with hand-written known
-answers (``selftest_vectors``, independent of the reference) or with ``reference.py`` on
-the same device: all 65,536 bf16 patterns through relu2 for every key and several scales,
-all gate patterns against a set of up values for silu_and_mul, and per-token rows with
-adversarial content, for both numerics profiles.
+answers (``selftest_vectors``, independent of the reference; those of the node's FP8
+format) or with ``reference.py`` on the same device: all 65,536 bf16 and fp16 patterns
+through identity and relu2 for every key and several scales (some of which tell a division from
+a product with the rounded reciprocal), all gate patterns against a set of up values
+for silu_and_mul, and per-token rows with adversarial content, for both numerics
+profiles. FP8 checks are skipped, with the reason, where the backend has no FP8 on this
+node (an int8-only arch). The GEMMs are not checked here: the test suite compares them
+with float64.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ import torch
 from fused_quant import keys as K
 from fused_quant import selection
 from fused_quant.reference import act_quant_ref
-from fused_quant.registry import fused_act_quant, platform_fp8_dtype
+from fused_quant.registry import fused_act_quant, platform_fp8_dtype, platform_has_fp8, platform_label
 from fused_quant.selftest_vectors import VECTORS, KnownAnswer
 
-STATIC_SCALES = (1.0, 0.37, 1.0e-3, 3.0e4)
+# 0.3 and 0.9: scales at which a quotient and a product with the rounded reciprocal give other codes for some
+# of the 65,536 inputs (int8: 4-13 of them, FP8: 1-30, identity and relu2), so the sweeps see which one a
+# producer computes; the others span the exponent range
+STATIC_SCALES = (1.0, 0.37, 0.3, 0.9, 1.0e-3, 3.0e4)
+SILU_STATIC_SCALE = 0.9
 UP_VALUES = (0.0, 1.0, -1.0, 3.140625, "max", "tiny", float("nan"), float("inf"))  # "max" / "tiny": of the dtype
 ROW = 256  # the 65,536 patterns as [256, 256] rows for per-token keys
 # the two kinds of check: against hand-written answers, against reference.py
@@ -34,6 +42,7 @@ class Check(NamedTuple):
     name: str
     kind: str  # KNOWN_ANSWER or REFERENCE
     run: Callable[[], str]  # '' when it passes, else what differs
+    skip: str = ""  # why this node cannot run it ('' where it runs)
 
 
 @dataclass
@@ -60,8 +69,18 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.int32) if t.dtype == torch.float32 else t
 
 
-def _compare(got, want) -> str:
-    """'' when bitwise equal, else a short description of the first differences."""
+def _value(t: torch.Tensor, i: int) -> str:
+    """Element ``i`` of ``t`` (flat) as a value, with its bits where it is an FP8 code or a float32 scale."""
+    v = t.reshape(-1)[i : i + 1]
+    if t.dtype == torch.int8:
+        return repr(v.item())
+    mask = 0xFFFFFFFF if t.dtype == torch.float32 else 0xFF
+    return f"{v.float().item()!r} ({hex(_bits(v).item() & mask)})"
+
+
+def _compare(got, want, inputs: Callable[[int, int], str] | None = None) -> str:
+    """'' when bitwise equal, else a short description of the first difference: the output element, got and want,
+    and (``inputs(row, col)``) the input values it came from."""
     (q, s), (rq, rs) = got, want
     for what, a, b in (("q", q, rq), ("scale", s, rs)):
         if a.dtype != b.dtype or a.shape != b.shape:
@@ -69,8 +88,12 @@ def _compare(got, want) -> str:
         diff = _bits(a) != _bits(b)
         if bool(diff.any()):
             i = diff.reshape(-1).nonzero()[0].item()
-            return (f"{what}: {int(diff.sum())}/{a.numel()} differ, first at flat index {i}: "
-                    f"got {_bits(a).reshape(-1)[i].item()}, want {_bits(b).reshape(-1)[i].item()}")
+            width = q.shape[-1] if q.dim() else 1
+            row, col = (i // width, i % width) if what == "q" else (i, None)
+            where = f" (row {row}{'' if col is None else f', column {col}'})" if q.dim() > 1 else ""
+            came = f"; input {inputs(row, col)}" if inputs is not None and (col is not None or q.dim() > 1) else ""
+            return (f"{what}: {int(diff.sum())}/{a.numel()} differ, first at flat index {i}{where}: "
+                    f"got {_value(a, i)}, want {_value(b, i)}{came}")
     return ""
 
 
@@ -79,10 +102,27 @@ def _run(act, x, key, scale, numerics, backend):
     return qa.data, qa.scale
 
 
+def _inputs(act: str, x: torch.Tensor, scale) -> Callable[[int, int], str]:
+    """``inputs(row, col)`` for ``_compare``: the input element(s) output ``[row, col]`` came from (a gate and its
+    up for silu_and_mul; the whole row's values set a per-token scale), and the static scale."""
+    rows = x.reshape(-1, x.shape[-1]) if x.dim() else x.reshape(1, 1)
+    d = rows.shape[-1] // 2 if act == "silu_and_mul" else rows.shape[-1]
+    with_scale = f", scale {scale.item()!r}" if scale is not None else ""
+
+    def inputs(row: int, col: int | None) -> str:
+        if col is None:  # a per-token scale: every element of the row sets it
+            return f"row {row} of {rows.shape[-1]} values, absmax {rows[row].float().abs().max().item()!r}"
+        if act == "silu_and_mul":
+            return f"gate {rows[row, col].item()!r}, up {rows[row, d + col].item()!r}{with_scale}"
+        return f"{rows[row, col].item()!r}{with_scale}"
+
+    return inputs
+
+
 def _check_against_reference(act, x, key, scale, numerics, backend) -> str:
     got = _run(act, x, key, scale, numerics, backend)
     want = act_quant_ref(act, x, key, scale, numerics=numerics, fp8_dtype=platform_fp8_dtype())
-    return _compare(got, want)
+    return _compare(got, want, _inputs(act, x, scale))
 
 
 def _known_answer(v: KnownAnswer, backend: str, device) -> str:
@@ -91,8 +131,8 @@ def _known_answer(v: KnownAnswer, backend: str, device) -> str:
     key = K.KEYS[v.key]
     scale = torch.tensor([v.scale], dtype=torch.float32, device=device) if v.scale is not None else None
     q, s = _run(v.act, x, key, scale, v.numerics, backend)
-    if K.is_fp8(key) and q.dtype != torch.float8_e4m3fn:
-        return f"known answers are e4m3fn codes; this node quantizes to {q.dtype}"
+    if K.is_fp8(key) and q.dtype != getattr(torch, f"float8_{v.fp8}"):
+        return f"expected {v.fp8} codes; this node quantizes to {q.dtype}"
     got = (q.view(torch.uint8) if K.is_fp8(key) else q).cpu().tolist()
     if got != [list(r) for r in v.q]:
         return f"q = {got}, want {[list(r) for r in v.q]}"
@@ -103,38 +143,50 @@ def _known_answer(v: KnownAnswer, backend: str, device) -> str:
     return ""
 
 
-def skipped() -> dict[str, str]:
-    """The known answers this node cannot check, by name, with why: the FP8 vectors' expected bytes are e4m3fn
-    codes, and a node that quantizes to e4m3fnuz (gfx942) makes other bytes (its own FP8 paths are still
-    compared with the reference)."""
-    fp8 = platform_fp8_dtype()
-    if fp8 == torch.float8_e4m3fn:
-        return {}
-    why = f"their expected bytes are e4m3fn codes; this node quantizes to {fp8}"
-    return {f"known answer: {v.name}": why for v in VECTORS if K.is_fp8(K.KEYS[v.key])}
+def _for_this_node(v: KnownAnswer) -> bool:
+    """Whether the node quantizes to the FP8 format ``v``'s codes are written in (int8 vectors: always)."""
+    return not K.is_fp8(K.KEYS[v.key]) or getattr(torch, f"float8_{v.fp8}") == platform_fp8_dtype()
+
+
+def _skip(key, backend: str) -> str:
+    """Why ``backend`` cannot run ``key``'s checks on this node ('' where it can): an FP8 key where the node has
+    no FP8 and the backend computes FP8 on the device (the torch backend emulates it)."""
+    if K.is_fp8(key) and backend != selection.FALLBACK and not platform_has_fp8():
+        return f"{platform_label()} has no FP8: {backend} runs int8 keys only here"
+    return ""
 
 
 def checks(backend: str, device: torch.device) -> Iterator[Check]:
-    """Every check of the suite, in order (but the ``skipped`` ones)."""
-    left_out = skipped()
+    """Every check this node runs, in order (``all_checks`` also yields those it leaves out, with why)."""
+    return (c for c in all_checks(backend, device) if not c.skip)
+
+
+def all_checks(backend: str, device: torch.device, allocate: bool = True) -> Iterator[Check]:
+    """Every check of the suite for this node's FP8 format, skipped ones included (``Check.skip``); ``allocate``
+    False makes no input tensor (the names and skips alone)."""
     for v in VECTORS:
-        if f"known answer: {v.name}" in left_out:
-            continue
-        yield Check(f"known answer: {v.name}", KNOWN_ANSWER, lambda v=v: _known_answer(v, backend, device))
-    patterns = all_bf16_patterns(device)
-    for key_name, key in K.KEYS.items():
-        scales = STATIC_SCALES if K.is_static(key) else (None,)
-        x = patterns if K.is_static(key) else patterns.reshape(ROW, -1)
-        for sc in scales:
-            scale = torch.tensor([sc], dtype=torch.float32, device=device) if sc is not None else None
-            label = f" scale={sc}" if sc is not None else ""
-            yield Check(f"sweep relu2 -> {key_name}{label}: 65,536 bf16 patterns", REFERENCE,
-                        lambda x=x, key=key, scale=scale:
-                        _check_against_reference("relu2", x, key, scale, "default", backend))
+        if _for_this_node(v):
+            yield Check(f"known answer: {v.name}", KNOWN_ANSWER, lambda v=v: _known_answer(v, backend, device),
+                        _skip(K.KEYS[v.key], backend))
+    patterns = all_bf16_patterns(device) if allocate else torch.zeros(ROW * ROW, dtype=torch.bfloat16)
+    for dtype in (torch.bfloat16, torch.float16):  # every pattern of each 16-bit type
+        for act in ("identity", "relu2"):
+            for key_name, key in K.KEYS.items():
+                scales = STATIC_SCALES if K.is_static(key) else (None,)
+                x = patterns.view(dtype) if K.is_static(key) else patterns.view(dtype).reshape(ROW, -1)
+                for sc in scales:
+                    scale = (torch.tensor([sc], dtype=torch.float32, device=device) if sc is not None and allocate
+                             else None)
+                    label = f" scale={sc}" if sc is not None else ""
+                    yield Check(f"sweep {act} -> {key_name}{label}: 65,536 {str(dtype)[6:]} patterns", REFERENCE,
+                                lambda act=act, x=x, key=key, scale=scale:
+                                _check_against_reference(act, x, key, scale, "default", backend),
+                                _skip(key, backend))
     for dtype in (torch.bfloat16, torch.float16):  # every gate pattern of each 16-bit type
-        gates = patterns.view(dtype).reshape(ROW, ROW)
+        gates = patterns.view(dtype).reshape(ROW, ROW) if allocate else None
         for key_name, key in K.KEYS.items():
-            scale = torch.tensor([0.37], dtype=torch.float32, device=device) if K.is_static(key) else None
+            scale = (torch.tensor([SILU_STATIC_SCALE], dtype=torch.float32, device=device)
+                     if K.is_static(key) and allocate else None)
             for numerics in ("default", "hcu"):
                 def silu_sweep(gates=gates, key=key, scale=scale, numerics=numerics) -> str:
                     for up in UP_VALUES:
@@ -146,17 +198,18 @@ def checks(backend: str, device: torch.device) -> Iterator[Check]:
                             return f"up={up}: {bad}"
                     return ""
                 yield Check(f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 {str(dtype)[6:]} gates x "
-                            f"{len(UP_VALUES)} ups", REFERENCE, silu_sweep)
+                            f"{len(UP_VALUES)} ups", REFERENCE, silu_sweep, _skip(key, backend))
     for dtype in (torch.bfloat16, torch.float16):
-        rows = adversarial_rows(1024, dtype, device)
+        rows = adversarial_rows(1024, dtype, device) if allocate else None
         for key_name, key in K.KEYS.items():
             if K.is_static(key):
                 continue
-            for act in ("relu2", "silu_and_mul"):
+            for act in ("identity", "relu2", "silu_and_mul"):
                 for numerics in ("default", "hcu"):
                     yield Check(f"adversarial rows {act} -> {key_name} {str(dtype)[6:]} [{numerics}]", REFERENCE,
                                 lambda rows=rows, key=key, act=act, numerics=numerics:
-                                _check_against_reference(act, rows, key, None, numerics, backend))
+                                _check_against_reference(act, rows, key, None, numerics, backend),
+                                _skip(key, backend))
 
 
 def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 1234) -> torch.Tensor:
@@ -200,8 +253,8 @@ def run_selftest(backend: str, device: torch.device, *,
 
 
 def summary(results: list[CheckResult], backend: str) -> dict[str, dict[str, object]]:
-    """Per kind of check: how many passed, of how many, how many were skipped and why (``skipped``, the known
-    answers' only), and what passing shows on ``backend``."""
+    """Per kind of check: how many passed, of how many, how many were skipped and why (``skipped``), and what
+    passing shows on ``backend``."""
     if backend == selection.FALLBACK:  # its producers are reference.py: the sweeps compare it with itself
         vs_reference = (f"the {backend} backend's producers are reference.py, so these compare the reference "
                         "with itself: they show it runs on this device, not that it is right (the known "
@@ -211,10 +264,9 @@ def summary(results: list[CheckResult], backend: str) -> dict[str, dict[str, obj
     meanings = {KNOWN_ANSWER: "hand-written expected bytes and scale bits (fused_quant/selftest_vectors.py, "
                               "from docs/NUMERICS.md), independent of reference.py",
                 REFERENCE: vs_reference}
-    left_out = skipped()
-    whys = sorted(set(left_out.values()))
+    left_out = [c for c in all_checks(backend, torch.device("cpu"), allocate=False) if c.skip]
     return {kind: {"passed": sum(r.ok for r in results if r.kind == kind),
                    "total": sum(r.kind == kind for r in results),
-                   "skipped": len(left_out) if kind == KNOWN_ANSWER else 0,
-                   "skipped_why": "; ".join(whys) if kind == KNOWN_ANSWER else "", "meaning": meaning}
+                   "skipped": sum(c.kind == kind for c in left_out),
+                   "skipped_why": "; ".join(sorted({c.skip for c in left_out if c.kind == kind})), "meaning": meaning}
             for kind, meaning in meanings.items()}

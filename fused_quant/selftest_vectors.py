@@ -4,6 +4,13 @@ Each vector: activation, key name, numerics profile, input dtype, the row(s) of
 input values (exact in the input dtype), the static scale (or None), and the
 exact expected output: quantized bytes (FP8 codes / int8 values) and the scale
 as float32 bit patterns. They do not come from ``reference.py``; they check it.
+FP8 vectors are written for one format (``fp8``): e4m3fn (NVIDIA, OCP) or e4m3fnuz
+(gfx94x: M8 = 224, NaN 0x80, exponent bias 8); a node runs those of its own format.
+
+Some values sit where a plausible misreading of the spec gives other bytes: a
+quotient one fp32 ulp from a rounding tie (division against a product with the
+rounded reciprocal, which the spec uses where it says so), a square or a silu
+whose rounding to the input dtype moves a code, saturation below -128.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ class KnownAnswer:
     q: tuple[tuple[int, ...], ...]  # FP8 codes as uint8, int8 as signed values
     scale_bits: tuple[int, ...] | None  # per-token scales, float32 bit patterns
     dtype: str = "bfloat16"
+    fp8: str = "e4m3fn"  # the FP8 format of ``q``'s codes (FP8 keys only)
 
 
 VECTORS: tuple[KnownAnswer, ...] = (
@@ -39,10 +47,29 @@ VECTORS: tuple[KnownAnswer, ...] = (
     KnownAnswer("relu2 fp8 static: subnormals", "relu2", "fp8_static_tensor", "default",
                 ((1.0, 16.0, 0.03125, 0.0234375, 0.015625, -2.0),), 0.5,
                 ((0x40, 0x7E, 0x01, 0x01, 0x00, 0x00),), None),
-    # identity int8 static scale 1: rne ties to even, saturation to [-128, 127], NaN -> 0.
+    # identity int8 static scale 1: rne ties to even, saturation to [-128, 127] (-200 -> -128, where a wrapping
+    # cast gives 56), NaN -> 0.
     KnownAnswer("identity int8 static: RNE and saturation", "identity", "int8_static_tensor", "default",
-                ((2.5, 3.5, -2.5, -0.5, 0.5, 127.5, -128.5, 1000.0, NAN),), 1.0,
+                ((2.5, 3.5, -2.5, -0.5, 0.5, 127.5, -200.0, 1000.0, NAN),), 1.0,
                 ((2, 4, -2, 0, 0, 127, -128, 127, 0),), None),
+    # int8 static divides: s = fp32(0.3) = 0.300000012, 2.25 / s = 7.4999997 -> 7; 2.25 times the rounded
+    # reciprocal 3.3333333 is 7.5 in fp32, a tie -> 8.
+    KnownAnswer("identity int8 static: a quotient, not a reciprocal's product", "identity", "int8_static_tensor",
+                "default", ((-2.25, 2.25, 1.5),), 0.3, ((-7, 7, 5),), None),
+    # FP8 static multiplies by r = fp32(1 / fp32(0.9)) = 1.1111112: 0.703125 * r = 0.78125006, above the tie
+    # 0.78125 of 0.75 (0x34) and 0.8125 (0x35) -> 0x35; the quotient 0.703125 / s is the tie itself -> even 0x34.
+    # 1 * r -> 1.125 (0x39).
+    KnownAnswer("identity fp8 static: the reciprocal's product", "identity", "fp8_static_tensor", "default",
+                ((-0.703125, 0.703125, 1.0),), 0.9, ((0xB5, 0x35, 0x39),), None),
+    # relu2 rounds the square to the input dtype: 1.03125^2 = 1.0634765625 -> bf16 1.0625, the e4m3 tie of 1.0
+    # and 1.125 -> even 1.0 (0x38); the unrounded square would give 1.125 (0x39).
+    KnownAnswer("relu2 fp8 static: the square rounded to bf16", "relu2", "fp8_static_tensor", "default",
+                ((1.03125, -1.03125),), 1.0, ((0x38, 0x00),), None),
+    # silu rounded to the input dtype before the product: gate -0.546875 | up 7. silu = -0.20047875 -> bf16
+    # -0.2001953125; times 7 = -1.4013671875 -> bf16 -1.3984375; / fp32(0.0157) = -89.07 -> -89. Unrounded,
+    # -0.20047875 * 7 = -1.4033512 -> bf16 -1.40625 -> -89.57 -> -90.
+    KnownAnswer("silu_and_mul int8 static: silu rounded to bf16", "silu_and_mul", "int8_static_tensor", "default",
+                ((-0.546875, 7.0),), 0.0157, ((-89,),), None),
     # relu2 int8 static scale 0.25: y = [4, 2.25, 0, 400, NaN] -> [16, 9, 0, 1600 -> 127, 0].
     KnownAnswer("relu2 int8 static", "relu2", "int8_static_tensor", "default",
                 ((2.0, 1.5, -3.0, 20.0, NAN),), 0.25, ((16, 9, 0, 127, 0),), None),
@@ -65,10 +92,31 @@ VECTORS: tuple[KnownAnswer, ...] = (
     # hcu keeps y = 100.78125 in fp32: a = 100.78125, s = 0x3f4b264d, inv = 1.2601551 -> [127, rne(126.016)].
     KnownAnswer("silu_and_mul int8 per-token, hcu profile", "silu_and_mul", "int8_dynamic_token", "hcu",
                 ((100.0, 100.0, 1.0078125, 1.0),), None, ((127, 126),), (0x3F4B264D,)),
+    # FP8 per-token divides by s = fp32(13 / 448) = 0x3cedb6db: 13 / s -> 448 (0x7e); -0.00238037109375 / s is
+    # within an fp32 ulp of the e4m3 tie -0.08203125 and the IEEE quotient rounds to -0.078125 (0x9a), where the
+    # product with the rounded reciprocal gives -0.0859375 (0x9b); 1 / s = 34.46 -> 36 (0x61).
+    KnownAnswer("identity fp8 per-token: a quotient, not a reciprocal's product", "identity", "fp8_dynamic_token",
+                "default", ((13.0, -0.00238037109375, 1.0),), None, ((0x7E, 0x9A, 0x61),), (0x3CEDB6DB,)),
+    # int8 per-token multiplies by inv = fp32(127 / 9) = 14.111111: 4.5 * inv = 63.5 in fp32, a tie -> 64 (the
+    # quotient 4.5 / (9 / 127) gives 63.499996 -> 63); 9 * inv = 126.999996 -> 127. The scale is 9 / 127 =
+    # 0x3d912245 (1 / inv would be 0x3d912244).
+    KnownAnswer("identity int8 per-token: the reciprocal's product", "identity", "int8_dynamic_token", "default",
+                ((9.0, 4.5, -4.5, 0.0),), None, ((127, 64, -64, 0),), (0x3D912245,)),
     # a NaN anywhere in a row: scale is the canonical NaN 0x7fc00000; fp8 codes all NaN (0x7f),
     # int8 values all 0. An Inf row: int8 s = Inf, inv = 0 -> q = [NaN -> 0, 0, 0].
     KnownAnswer("identity fp8 per-token, NaN row", "identity", "fp8_dynamic_token", "default",
                 ((1.0, NAN, 2.0),), None, ((0x7F, 0x7F, 0x7F),), (0x7FC00000,)),
     KnownAnswer("identity int8 per-token, NaN and Inf rows", "identity", "int8_dynamic_token", "default",
                 ((1.0, NAN, 2.0), (INF, 1.0, -1.0)), None, ((0, 0, 0), (0, 0, 0)), (0x7FC00000, 0x7F800000)),
+    # e4m3fnuz (exponent bias 8, M8 = 224, NaN 0x80): relu2 y = [0, 0, 0.25, 9, 400, NaN, Inf, 0] at scale 1:
+    # 0.25 = 2^-2 -> 0x30, 9 = 1.125 * 2^3 -> 0x59, 400 and Inf clamp to 224 = 1.75 * 2^7 -> 0x7e, NaN -> 0x80.
+    KnownAnswer("relu2 fp8 static (e4m3fnuz): clamp to 224, NaN 0x80", "relu2", "fp8_static_tensor", "default",
+                ((-1.0, 0.0, 0.5, 3.0, 20.0, NAN, INF, -INF),), 1.0,
+                ((0x00, 0x00, 0x30, 0x59, 0x7E, 0x80, 0x7E, 0x00),), None, fp8="e4m3fnuz"),
+    # per-token e4m3fnuz: s = 7 / 224 = 2^-5 (0x3d000000): [224, 112, -56, 0] -> [0x7e, 0x76, 0xee, 0x00]; an
+    # all-zero row takes the minimum scale 1 / (224 * 512) = 0x37124925; a NaN row the canonical NaN, codes 0x80.
+    KnownAnswer("identity fp8 per-token (e4m3fnuz): M8 224, minimum scale, NaN row", "identity",
+                "fp8_dynamic_token", "default", ((7.0, 3.5, -1.75, 0.0), (0.0,) * 4, (1.0, NAN, 2.0, 0.0)), None,
+                ((0x7E, 0x76, 0xEE, 0x00), (0x00,) * 4, (0x80,) * 4), (0x3D000000, 0x37124925, 0x7FC00000),
+                fp8="e4m3fnuz"),
 )

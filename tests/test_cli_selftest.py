@@ -15,6 +15,7 @@ import sys
 import pytest
 import torch
 
+import fused_quant
 from fused_quant import cli, selftest
 from fused_quant.platforms import PlatformInfo
 from tests.cli_fixtures import H200, node, run_cli  # noqa: F401  (node: a fixture)
@@ -66,11 +67,11 @@ def test_a_line_per_check_as_it_finishes(monkeypatch):
     assert cli.main(["selftest", "--backend", "torch"]) == 0
     lines = out.getvalue().splitlines()
     results = [line for line in lines if line.startswith("PASS")]
-    assert lines[0].startswith("selftest backend=torch device=cpu")
-    assert lines[1:len(results) + 1] == results  # then one line per check, then the summary
-    # the 10 known answers and the relu2 sweeps start after 1 + i lines; a silu sweep compares 8 times
-    assert seen[:20] == list(range(1, 21))
-    assert sorted(set(seen)) == list(range(1, len(results) + 1))
+    assert lines[0].startswith("selftest backend=torch device=cpu") and lines[1].startswith("node: ran on cpu")
+    assert lines[2:len(results) + 2] == results  # then one line per check, then the summary
+    # the known answers and the identity / relu2 sweeps start after 2 + i lines; a silu sweep compares 8 times
+    assert seen[:20] == list(range(2, 22))
+    assert sorted(set(seen)) == list(range(2, len(results) + 2))
 
 
 def test_a_terminal_also_shows_the_running_check(monkeypatch):
@@ -213,27 +214,84 @@ def test_a_gpu_node_that_fell_back_to_torch_is_tested_on_its_gpu(node, capsys, n
     assert "selftest backend=torch device=cuda (auto: " in capsys.readouterr().out
 
 
-def test_a_node_quantizing_to_e4m3fnuz_counts_the_fp8_known_answers_as_skipped(node, capsys, monkeypatch):
-    """The FP8 known answers are e4m3fn codes: on a gfx942 node (e4m3fnuz) they are left out, and the summary says
-    how many and why, in text and JSON, instead of a full count over fewer checks."""
-    mi300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
-                         "amdsmi: 8 x MI300X", "3.5.1")
-    node(mi300, gpus=0)
-    fp8 = [v for v in selftest.VECTORS if v.key.startswith("fp8")]
-    assert fp8 and set(selftest.skipped()) == {f"known answer: {v.name}" for v in fp8}
-    names = [c.name for c in selftest.checks("torch", torch.device("cpu"))]
-    assert not set(selftest.skipped()) & set(names)
-    monkeypatch.setattr(selftest, "run_selftest", lambda backend, device, **progress: [
-        selftest.CheckResult("known answer: int8", True, "", 0.0, selftest.KNOWN_ANSWER)])
-    assert cli.main(["selftest", "--backend", "torch"]) == 0
-    out = capsys.readouterr().out.replace("\n" + " " * 18, " ")
-    assert (f"known answers : 1/1 passed, {len(fp8)} skipped (their expected bytes are e4m3fn codes; this node "
-            "quantizes to torch.float8_e4m3fnuz); hand-written") in out
+MI300 = PlatformInfo("amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz, True, "rocm 6.3",
+                     "amdsmi: 8 x MI300X", "3.5.1")
+HYGON = PlatformInfo("hygon", "gfx928", "K100_AI", 8, None, False, "hip 6.2 (dtk 25.04)", "hy-smi: 8 x K100_AI",
+                     "3.1.0")
+
+
+def test_a_node_quantizing_to_e4m3fnuz_checks_the_e4m3fnuz_known_answers(node, capsys):
+    """A gfx942 node (e4m3fnuz) runs the known answers written in e4m3fnuz codes and the int8 ones, not the e4m3fn
+    ones; on the torch backend (reference.py with the node's format) every check passes, which checks the
+    reference's e4m3fnuz path against hand-written bytes. Nothing is reported skipped: the e4m3fn vectors are
+    another node's."""
+    node(MI300, gpus=0)
+    names = {c.name for c in selftest.checks("torch", torch.device("cpu"))}
+    fnuz = {f"known answer: {v.name}" for v in selftest.VECTORS if v.fp8 == "e4m3fnuz"}
+    fn_fp8 = {f"known answer: {v.name}" for v in selftest.VECTORS if v.fp8 == "e4m3fn" and v.key.startswith("fp8")}
+    int8 = {f"known answer: {v.name}" for v in selftest.VECTORS if v.key.startswith("int8")}
+    assert fnuz and fn_fp8 and int8
+    assert fnuz | int8 <= names and not fn_fp8 & names
     assert cli.main(["selftest", "--backend", "torch", "--json"]) == 0
-    known = json.loads(capsys.readouterr().out)["summary"]["known answer"]
-    assert known["skipped"] == len(fp8) and "e4m3fn codes" in known["skipped_why"]
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] and report["node"]["fp8"] == "e4m3fnuz"
+    known = report["summary"]["known answer"]
+    assert known["passed"] == known["total"] == len(fnuz | int8) and known["skipped"] == 0
     node(H200, gpus=0)
-    assert selftest.skipped() == {} and selftest.summary([], "torch")["known answer"]["skipped"] == 0
+    names = {c.name for c in selftest.checks("torch", torch.device("cpu"))}
+    assert fn_fp8 | int8 <= names and not fnuz & names
+
+
+def test_a_node_without_fp8_skips_the_fp8_checks_of_a_backend_that_refuses_them(node, capsys, monkeypatch):
+    """A Hygon gfx928 has no FP8: hip_w8a8 refuses FP8 keys there, so its FP8 checks are skipped with the reason and
+    counted as skipped (not failed: a healthy node), in text and JSON; the torch backend emulates FP8 and runs
+    them all."""
+    node(HYGON, gpus=0)
+    every = list(selftest.all_checks("hip_w8a8", torch.device("cpu"), allocate=False))
+    skipped = [c for c in every if c.skip]
+    fp8 = [c for c in every if "fp8" in c.name]
+    assert skipped == fp8 and len(fp8) > 20
+    assert {c.skip for c in skipped} == {"gfx928 has no FP8: hip_w8a8 runs int8 keys only here"}
+    ran = [c.name for c in selftest.checks("hip_w8a8", torch.device("cpu"))]
+    assert ran == [c.name for c in every if not c.skip]
+    assert not [c for c in selftest.all_checks("torch", torch.device("cpu"), allocate=False) if c.skip]
+    results = [selftest.CheckResult(name, True, "", 0.0, selftest.KNOWN_ANSWER if name.startswith("known") else
+                                    selftest.REFERENCE) for name in ran]
+    kinds = selftest.summary(results, "hip_w8a8")
+    assert sum(k["skipped"] for k in kinds.values()) == len(fp8)
+    assert kinds["known answer"]["skipped_why"] == "gfx928 has no FP8: hip_w8a8 runs int8 keys only here"
+    # the CLI's last line counts them (the run itself needs the GPU: stood in for)
+    node(HYGON, gpus=8)
+    monkeypatch.setattr(selftest, "run_selftest", lambda backend, device, **progress: results)
+    code = cli.main(["selftest", "--backend", "hip_w8a8"])
+    out = capsys.readouterr()
+    assert code == 0, out
+    assert f"{len(ran)}/{len(ran)} checks passed, {len(fp8)} skipped (above: why)" in out.out
+
+
+def test_a_refused_selftest_with_json_still_prints_json(capsys):
+    """``--json`` promises JSON on stdout: a refusal (exit 2) prints an object saying so, as well as the line on
+    stderr."""
+    assert cli.main(["selftest", "--backend", "triton_fp8", "--json"]) == 2
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["passed"] is False and report["error"].startswith("--backend triton_fp8 cannot run here")
+    assert captured.err.startswith("selftest: --backend triton_fp8 cannot run here")
+
+
+def test_the_header_names_the_node(capsys):
+    """The header (and the JSON's ``node``) say what the checks ran on and with which versions, for an operator who
+    collects reports from many nodes."""
+    assert cli.main(["selftest", "--backend", "torch"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (f"node: ran on cpu, fp8 e4m3fn, fused-quant {fused_quant.__version__}, torch "
+                        f"{torch.__version__}, triton {selftest_triton()}")
+
+
+def selftest_triton() -> str:
+    from fused_quant.platforms import probe
+
+    return probe().triton_version or "not installed"
 
 
 # --- which backend, and why not -----------------------------------------------------------------

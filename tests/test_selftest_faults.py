@@ -34,9 +34,13 @@ def _flip_first_scale_bit(act, x, q, s):
     return q, bits.view(torch.float32)
 
 
+def _suite() -> list[selftest.Check]:
+    return list(selftest.checks("torch", torch.device("cpu")))
+
+
 def test_a_wrong_code_fails_every_check(monkeypatch):
     results = _run_with(monkeypatch, _flip_last_code)
-    assert len(results) == 52 and not any(r.ok for r in results), [r.name for r in results if r.ok]
+    assert len(results) == len(_suite()) > 80 and not any(r.ok for r in results), [r.name for r in results if r.ok]
     for r in results:
         want = "q = " if r.kind == selftest.KNOWN_ANSWER else "q: 1/"
         assert r.detail.startswith(want) or "up=" in r.detail and "q: 1/" in r.detail, (r.name, r.detail)
@@ -48,13 +52,16 @@ def test_a_wrong_scale_bit_fails_the_checks_that_read_scales(monkeypatch):
     results = _run_with(monkeypatch, _flip_first_scale_bit)
     by_name = {r.name: r for r in results}
     for v in VECTORS:
+        if v.fp8 != "e4m3fn" and v.key.startswith("fp8"):  # another node's format
+            assert f"known answer: {v.name}" not in by_name
+            continue
         r = by_name[f"known answer: {v.name}"]
         if v.scale_bits is None:  # a vector that gives codes only
             assert r.ok, (r.name, r.detail)
         else:
             assert not r.ok and r.detail.startswith("scale bits = "), (r.name, r.detail)
     sweeps = [r for r in results if r.kind == selftest.REFERENCE]
-    assert len(sweeps) == 52 - len(VECTORS)
+    assert len(sweeps) == sum(c.kind == selftest.REFERENCE for c in _suite())
     assert all(not r.ok and "scale: 1/" in r.detail for r in sweeps), [(r.name, r.detail) for r in sweeps if r.ok]
 
 

@@ -27,6 +27,7 @@ from fused_quant import runtime
 from fused_quant.kernels import heuristics, launch
 from fused_quant.kernels.launch import launch_act_quant
 from fused_quant.reference import act_quant_ref
+from fused_quant.selftest_vectors import VECTORS
 from tests.helpers import adversarial_rows, all_bf16_patterns, assert_bits_equal, int8_accumulator
 
 pytestmark = [
@@ -459,6 +460,22 @@ def test_fnuz_static_and_per_token():
         assert_bits_equal(q, q_ref)
         assert_bits_equal(s, s_ref)
 
+
+
+@pytest.mark.parametrize("vector", [v for v in VECTORS if v.fp8 == "e4m3fn"], ids=lambda v: v.name)
+def test_known_answers(vector):
+    """The selftest's hand-written known answers, against the kernels themselves: the values where a quotient and
+    a reciprocal's product, or a rounding to the input dtype, give other bytes. (The e4m3fnuz ones: this
+    interpreter cannot represent the format, see above; tests/test_cli_selftest.py runs them on the torch
+    backend of a node that quantizes to it.)"""
+    key = K.KEYS[vector.key]
+    x = torch.tensor(vector.rows, dtype=getattr(torch, vector.dtype))
+    scale = torch.tensor([vector.scale], dtype=torch.float32) if vector.scale is not None else None
+    q, s = launch_act_quant(x, vector.act, key, scale, round_product=vector.numerics == "default", fp8_dtype=FP8)
+    got = (q.view(torch.uint8) if K.is_fp8(key) else q).tolist()
+    assert got == [list(r) for r in vector.q], vector.name
+    if vector.scale_bits is not None:
+        assert [b & 0xFFFFFFFF for b in s.view(torch.int32).reshape(-1).tolist()] == list(vector.scale_bits)
 
 # ---------------------------------------------------------------- int8 GEMM with the fused dequant
 
