@@ -382,7 +382,7 @@ def cmd_selftest(args) -> int:
     from fused_quant.errors import BackendUnavailableError
     from fused_quant.platforms import probe
     from fused_quant.selection import current_backend, get_backend
-    from fused_quant.selftest import KNOWN_ANSWER, REFERENCE, run_selftest, summary
+    from fused_quant.selftest import FLOAT64, KNOWN_ANSWER, REFERENCE, run_selftest, summary
 
     def refuse(message: str) -> int:  # with --json, stdout still says it, as a JSON object
         if args.json:
@@ -435,7 +435,7 @@ def cmd_selftest(args) -> int:
                           "passed": not failed, "summary": kinds, "checks": [r.as_dict() for r in results],
                           "env_warnings": warnings}, indent=2))
     else:
-        for kind, label in ((KNOWN_ANSWER, "known answers"), (REFERENCE, "vs reference")):
+        for kind, label in ((KNOWN_ANSWER, "known answers"), (REFERENCE, "vs reference"), (FLOAT64, "GEMMs")):
             k = kinds[kind]
             left_out = f", {k['skipped']} skipped ({k['skipped_why']})" if k["skipped"] else ""
             print(_wrap(f"{label:<14}: ", f"{k['passed']}/{k['total']} passed{left_out}; {k['meaning']}"))
@@ -538,12 +538,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm", action="store_true", help="also show what the vLLM plugin would register")
     p.set_defaults(func=cmd_probe)
     s = sub.add_parser("selftest", allow_abbrev=False,
-                       help="bitwise conformance of a backend against the spec on this device",
+                       help="conformance of a backend against the spec on this device: producers bit for bit, "
+                            "GEMMs against float64",
                        description="Runs a backend's producers on this node against hand-written known answers "
-                                   "and, bit for bit, against fused_quant/reference.py: every bf16 pattern, every "
-                                   "bf16 and fp16 gate, adversarial rows, both numerics profiles. Exits 1 when "
-                                   "a check fails, 2 when the backend or device cannot be used or a "
-                                   "FUSED_QUANT_* variable has a bad value.")
+                                   "and, bit for bit, against fused_quant/reference.py: every bf16 and fp16 pattern, "
+                                   "every bf16 and fp16 gate, adversarial rows, both numerics profiles; then its "
+                                   "GEMMs through the checked entry against float64. FP8 checks are skipped, with "
+                                   "the reason, where the backend has no FP8 on this node. Exits 1 when a check "
+                                   "fails, 2 when the backend or device cannot be used or a FUSED_QUANT_* variable "
+                                   "has a bad value.")
     s.add_argument("--backend", type=_backend_name, metavar="NAME",
                    help=f"backend to test, one of: {', '.join(BACKENDS)} (default: the selected one, "
                         "see `fused-quant probe`)")

@@ -140,3 +140,76 @@ def quantize_weight_ref(w: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tens
     v = _div(wf, torch.where(ws == 0, torch.ones_like(ws), ws))
     wq = _to_int8(v) if dtype == torch.int8 else _to_fp8(v, dtype, qmax)
     return wq, ws
+
+
+def gemm_outside_bound(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_acc: bool) -> str:
+    """'' where a W8A8 GEMM's ``out`` is within a sound error bound of float64, else what is not (the test suite's
+    ``assert_gemm_close``, the selftest's GEMM checks).
+
+    exact_acc (int8): the int32 accumulator is exact, so the error is the fp32 scaling
+    (<= 4 ulp32 of |p|, p = acc * xs * ws), the rounding of p to Tout and of the bias add: each a rounding to
+    nearest, at most half of Tout's eps relative (``gemm.dequant_epilogue``'s order).
+    Otherwise (FP8: fp32 accumulation in any order, on GPUs after tensor-core partial sums of
+    reduced precision) the bound uses sum |x||w| * xs * ws, and a whole ulp for each of two roundings, twice (a
+    kernel may apply the two scales in either order and round once more). Half of it with a bias, a quarter without
+    one, failed on an H100: torch's FP8 GEMM through its fp32 product and our epilogue, fp16 out
+    (benchmarks/RESULTS.md, forty-ninth round).
+    """
+    x = xq.cpu().to(torch.float64).reshape(-1, xq.shape[-1])
+    w = wq.cpu().to(torch.float64)
+    xs64 = xs.cpu().to(torch.float64).reshape(-1, 1)
+    s = xs64 * ws.cpu().to(torch.float64).reshape(1, -1)
+    dot = x @ w.T
+    p = dot * s
+    b = bias.cpu().to(torch.float64) if bias is not None else torch.zeros(())
+    ref = p + b
+    eps_t = torch.finfo(out.dtype).eps
+    if exact_acc:
+        rounded = p.abs() + (ref.abs() if bias is not None else 0)  # the bias add's rounding only where there is one
+        tol = eps_t / 2 * rounded + 4 * 2.0**-24 * p.abs()
+    else:
+        # scaled-mm kernels may apply the two scales in either order and round once more
+        mag = (x.abs() @ w.abs().T) * s
+        k = x.shape[1]
+        acc = (k + 4) * 2.0**-24
+        if out.is_cuda:
+            # FP8 tensor cores sum their products in an accumulator of about 14 significant bits
+            # (DeepSeek-V3 technical report, arXiv 2412.19437, section 3.3.2) before the sums reach
+            # fp32. One truncation of up to 2^-13 of the partial sum per k-block of 32 products, and
+            # partial sums promoted to fp32 at least every 128 products (the report's interval; on the
+            # H200 the worst error relative to sum |x||w| falls with K, 2^-13.4 at K = 512 to 2^-16.8
+            # at 14336: benchmarks/results/fp8_gemm_accumulation_H200.txt), so per promoted block at
+            # most 4 truncations of its own magnitude: 4 * 2^-13 of sum |x||w| in all, whatever K
+            acc += 4 * 2.0**-13
+        tol = 2 * eps_t * (p.abs() + ref.abs()) + acc * mag
+    tol = tol + torch.finfo(out.dtype).tiny
+    o = out.detach().cpu().to(torch.float64).reshape(ref.shape)
+    # non-finite values must sit where the reference has them (a NaN compares False to any bound)
+    nan_o, nan_r = torch.isnan(o), torch.isnan(ref)
+    if not torch.equal(nan_o, nan_r):
+        return (f"NaN positions differ from the reference: extra at {(nan_o & ~nan_r).nonzero()[:5].tolist()}, "
+                f"missing at {(nan_r & ~nan_o).nonzero()[:5].tolist()}")
+    inf_r = torch.isinf(ref)
+    if not torch.equal(o[inf_r], ref[inf_r]):
+        return "infinities of the reference not reproduced"
+    # out of range (adversarial rows of huge values, whose per-token scales are huge too): a result beyond
+    # the output dtype's range by more than the bound must round to +-Inf; one within the bound of that
+    # limit, or whose fp32 product acc * xs (the spec's epilogue's first product, in its order) may pass
+    # fp32's, may round to +-Inf or stay within the bound
+    out_max, f32_max, inf = torch.finfo(out.dtype).max, torch.finfo(torch.float32).max, float("inf")
+    first = (dot * xs64).abs()
+    finite = torch.isfinite(ref)
+    must = finite & (ref.abs() - tol > out_max)
+    fp32_over = first * (1 + 2.0**-20) > f32_max
+    may = finite & ((ref.abs() + tol > out_max) | fp32_over)
+    if not torch.equal(o[must], ref[must].sign() * inf):
+        return f"results beyond {out.dtype}'s range not +-Inf"
+    err = (o - ref).abs()
+    # where acc * xs passes fp32's range the epilogue's product is +-Inf with the product's sign, which a finite
+    # bias added after it keeps, whatever the float64 sum with the bias says
+    inf_ok = torch.where(fp32_over, o == p.sign() * inf, o == ref.sign() * inf)
+    bad = finite & ~must & ~(err <= tol) & ~(may & inf_ok)
+    if bad.any():
+        return (f"{int(bad.sum())}/{o.numel()} elements outside the float64 bound; worst excess "
+                f"{float((err - tol)[bad].max()):.3e}")
+    return ""

@@ -7,9 +7,10 @@ format) or with ``reference.py`` on the same device: all 65,536 bf16 and fp16 pa
 through identity and relu2 for every key and several scales (some of which tell a division from
 a product with the rounded reciprocal), all gate patterns against a set of up values
 for silu_and_mul, and per-token rows with adversarial content, for both numerics
-profiles. FP8 checks are skipped, with the reason, where the backend has no FP8 on this
-node (an int8-only arch). The GEMMs are not checked here: the test suite compares them
-with float64.
+profiles. Then GEMMs through the checked entry (``quant_gemm``: the provider the
+backend's chain picks on this node) against float64, within the test suite's bound
+(``reference.gemm_outside_bound``). FP8 checks are skipped, with the reason, where the
+backend has no FP8 on this node (an int8-only arch).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import torch
 
 from fused_quant import keys as K
 from fused_quant import selection
-from fused_quant.reference import act_quant_ref
+from fused_quant.contract import QuantizedActivation
+from fused_quant.gemm import quant_gemm
+from fused_quant.reference import act_quant_ref, gemm_outside_bound, quantize_weight_ref
 from fused_quant.registry import fused_act_quant, platform_fp8_dtype, platform_has_fp8, platform_label
 from fused_quant.selftest_vectors import VECTORS, KnownAnswer
 
@@ -34,13 +37,16 @@ STATIC_SCALES = (1.0, 0.37, 0.3, 0.9, 1.0e-3, 3.0e4)
 SILU_STATIC_SCALE = 0.9
 UP_VALUES = (0.0, 1.0, -1.0, 3.140625, "max", "tiny", float("nan"), float("inf"))  # "max" / "tiny": of the dtype
 ROW = 256  # the 65,536 patterns as [256, 256] rows for per-token keys
-# the two kinds of check: against hand-written answers, against reference.py
-KNOWN_ANSWER, REFERENCE = "known answer", "reference"
+# the kinds of check: against hand-written answers, against reference.py, GEMMs against float64
+KNOWN_ANSWER, REFERENCE, FLOAT64 = "known answer", "reference", "float64"
+# the GEMM checks' problems: M tokens (one, a decode batch, past the small-M buckets) x N x K, with a bias and fp16 out
+# at 16 tokens
+GEMM_MS, GEMM_N, GEMM_K = (1, 16, 300), 256, 512
 
 
 class Check(NamedTuple):
     name: str
-    kind: str  # KNOWN_ANSWER or REFERENCE
+    kind: str  # KNOWN_ANSWER, REFERENCE or FLOAT64
     run: Callable[[], str]  # '' when it passes, else what differs
     skip: str = ""  # why this node cannot run it ('' where it runs)
 
@@ -143,6 +149,28 @@ def _known_answer(v: KnownAnswer, backend: str, device) -> str:
     return ""
 
 
+def _gemm(key, m: int, bias: bool, out_dtype: torch.dtype, backend: str, device) -> str:
+    """One GEMM through the checked entry (``quant_gemm``: the backend's provider chain picks, as a layer's call
+    would) on fresh random codes and scales, against float64 within the test suite's bound."""
+    fp8 = platform_fp8_dtype()
+    dtype = torch.int8 if not K.is_fp8(key) else fp8
+    g = torch.Generator().manual_seed(1000 * m + bias)
+    wq, ws = quantize_weight_ref(torch.randn(GEMM_N, GEMM_K, generator=g), dtype)
+    if dtype == torch.int8:
+        xq = torch.randint(-127, 128, (m, GEMM_K), generator=g, dtype=torch.int8)
+    else:
+        xq = (torch.randn(m, GEMM_K, generator=g) * 64).clamp(-K.fp8_max(fp8), K.fp8_max(fp8)).to(fp8)
+    xs = torch.rand(m, 1, generator=g) * 0.01 + 1e-3 if K.is_per_token(key) else torch.tensor([0.005])
+    b = (torch.randn(GEMM_N, generator=g) * 4).to(out_dtype) if bias else None
+    xq, xs, wq, ws = (t.to(device) for t in (xq, xs, wq, ws))
+    b = b.to(device) if b is not None else None
+    qa = QuantizedActivation(xq, xs, out_dtype, torch.Size((m, GEMM_K)), key)
+    out = quant_gemm(qa, wq, ws, b, out_dtype=out_dtype, backend=backend)
+    if out.shape != (m, GEMM_N) or out.dtype != out_dtype:
+        return f"out {out.dtype}{tuple(out.shape)}, expected {out_dtype}{(m, GEMM_N)}"
+    return gemm_outside_bound(out, xq, xs, wq, ws, b, exact_acc=dtype == torch.int8)
+
+
 def _for_this_node(v: KnownAnswer) -> bool:
     """Whether the node quantizes to the FP8 format ``v``'s codes are written in (int8 vectors: always)."""
     return not K.is_fp8(K.KEYS[v.key]) or getattr(torch, f"float8_{v.fp8}") == platform_fp8_dtype()
@@ -210,6 +238,12 @@ def all_checks(backend: str, device: torch.device, allocate: bool = True) -> Ite
                                 lambda rows=rows, key=key, act=act, numerics=numerics:
                                 _check_against_reference(act, rows, key, None, numerics, backend),
                                 _skip(key, backend))
+    for key_name, key in K.KEYS.items():
+        for m, bias, out_dtype in [(m, False, torch.bfloat16) for m in GEMM_MS] + [(16, True, torch.float16)]:
+            extra = ", bias" if bias else ""
+            yield Check(f"gemm {key_name} M={m} N={GEMM_N} K={GEMM_K}{extra} -> {str(out_dtype)[6:]}", FLOAT64,
+                        lambda key=key, m=m, bias=bias, out_dtype=out_dtype:
+                        _gemm(key, m, bias, out_dtype, backend, device), _skip(key, backend))
 
 
 def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 1234) -> torch.Tensor:
@@ -263,7 +297,9 @@ def summary(results: list[CheckResult], backend: str) -> dict[str, dict[str, obj
         vs_reference = f"{backend}'s producers bit for bit against fused_quant/reference.py on the same device"
     meanings = {KNOWN_ANSWER: "hand-written expected bytes and scale bits (fused_quant/selftest_vectors.py, "
                               "from docs/NUMERICS.md), independent of reference.py",
-                REFERENCE: vs_reference}
+                REFERENCE: vs_reference,
+                FLOAT64: f"{backend}'s GEMMs through the checked entry (the provider its chain picks on this node) "
+                         "against float64, within the test suite's bound"}
     left_out = [c for c in all_checks(backend, torch.device("cpu"), allocate=False) if c.skip]
     return {kind: {"passed": sum(r.ok for r in results if r.kind == kind),
                    "total": sum(r.kind == kind for r in results),

@@ -64,6 +64,8 @@ def test_a_line_per_check_as_it_finishes(monkeypatch):
                         lambda *a: seen.append(len(out.getvalue().splitlines())) or real_known(*a))
     monkeypatch.setattr(selftest, "_check_against_reference",
                         lambda *a: seen.append(len(out.getvalue().splitlines())) or real_ref(*a))
+    real_gemm = selftest._gemm
+    monkeypatch.setattr(selftest, "_gemm", lambda *a: seen.append(len(out.getvalue().splitlines())) or real_gemm(*a))
     assert cli.main(["selftest", "--backend", "torch"]) == 0
     lines = out.getvalue().splitlines()
     results = [line for line in lines if line.startswith("PASS")]
@@ -80,7 +82,7 @@ def test_a_terminal_also_shows_the_running_check(monkeypatch):
     assert cli.main(["selftest", "--backend", "torch"]) == 0
     text = out.getvalue()
     total = text.count("\r\x1b[KPASS")  # each result line replaces the status line
-    assert "\r\x1b[K[1/" in text and f"[{total}/{total}] adversarial rows" in text
+    assert "\r\x1b[K[1/" in text and f"[{total}/{total}] gemm " in text
     assert "known answer: relu2 fp8 static: RNE tie, NaN, saturation ...\r\x1b[KPASS" in text
 
 
@@ -111,18 +113,22 @@ def test_summary_tells_known_answers_from_reference_comparisons(capsys):
     report = json.loads(capsys.readouterr().out)
     kinds = {c["kind"] for c in report["checks"]}
     known = sum(c["kind"] == "known answer" for c in report["checks"])
-    assert kinds == {"known answer", "reference"}
+    gemms = sum(c["kind"] == "float64" for c in report["checks"])
+    assert kinds == {"known answer", "reference", "float64"} and gemms == 16
     assert report["summary"]["known answer"]["passed"] == report["summary"]["known answer"]["total"] == known
-    assert report["summary"]["reference"]["total"] == len(report["checks"]) - known
+    assert report["summary"]["reference"]["total"] == len(report["checks"]) - known - gemms
+    assert report["summary"]["float64"]["passed"] == report["summary"]["float64"]["total"] == gemms
+    assert "against float64" in report["summary"]["float64"]["meaning"]
     assert "independent of reference.py" in report["summary"]["known answer"]["meaning"]
     assert "compare the reference with itself" in report["summary"]["reference"]["meaning"]
 
     assert cli.main(["selftest"]) == 0
     out = capsys.readouterr().out.replace("\n" + " " * 18, " ")
     assert f"known answers : {known}/{known} passed; hand-written" in out
-    n = len(report["checks"]) - known
+    n = len(report["checks"]) - known - gemms
     assert (f"vs reference  : {n}/{n} passed; the torch backend's producers are reference.py, so these compare "
             "the reference with itself") in out
+    assert f"GEMMs         : {gemms}/{gemms} passed; torch's GEMMs through the checked entry" in out
 
 
 def test_summary_of_another_backend_is_a_real_comparison():

@@ -38,9 +38,13 @@ def _suite() -> list[selftest.Check]:
     return list(selftest.checks("torch", torch.device("cpu")))
 
 
-def test_a_wrong_code_fails_every_check(monkeypatch):
+def test_a_wrong_code_fails_every_producer_check(monkeypatch):
     results = _run_with(monkeypatch, _flip_last_code)
-    assert len(results) == len(_suite()) > 80 and not any(r.ok for r in results), [r.name for r in results if r.ok]
+    assert len(results) == len(_suite()) > 80
+    gemms = [r for r in results if r.kind == selftest.FLOAT64]
+    assert len(gemms) == 4 * len(K.KEYS) and all(r.ok for r in gemms)  # the GEMMs do not read a producer's output
+    results = [r for r in results if r.kind != selftest.FLOAT64]
+    assert not any(r.ok for r in results), [r.name for r in results if r.ok]
     for r in results:
         want = "q = " if r.kind == selftest.KNOWN_ANSWER else "q: 1/"
         assert r.detail.startswith(want) or "up=" in r.detail and "q: 1/" in r.detail, (r.name, r.detail)
@@ -60,7 +64,7 @@ def test_a_wrong_scale_bit_fails_the_checks_that_read_scales(monkeypatch):
             assert r.ok, (r.name, r.detail)
         else:
             assert not r.ok and r.detail.startswith("scale bits = "), (r.name, r.detail)
-    sweeps = [r for r in results if r.kind == selftest.REFERENCE]
+    sweeps = [r for r in results if r.kind == selftest.REFERENCE]  # (the GEMM checks read no producer's scale)
     assert len(sweeps) == sum(c.kind == selftest.REFERENCE for c in _suite())
     assert all(not r.ok and "scale: 1/" in r.detail for r in sweeps), [(r.name, r.detail) for r in sweeps if r.ok]
 
@@ -89,3 +93,14 @@ def test_a_check_that_raises_is_a_failure_with_its_error(monkeypatch):
     relu = [r for r in results if "relu2" in r.name]
     assert relu and all(not r.ok and r.detail == "raised ValueError: the kernel fell over" for r in relu)
     assert all(r.ok for r in results if "relu2" not in r.name)
+
+
+def test_a_gemm_off_by_a_little_fails_the_gemm_checks_only(monkeypatch):
+    """A GEMM whose output is off by 10% (a wrong scale or a dropped block of K is more): every GEMM check fails,
+    naming the bound, and no producer check does."""
+    real = selftest.quant_gemm
+    monkeypatch.setattr(selftest, "quant_gemm", lambda *a, **kw: real(*a, **kw) * 1.1)
+    results = selftest.run_selftest("torch", torch.device("cpu"))
+    gemms = [r for r in results if r.kind == selftest.FLOAT64]
+    assert gemms and all(not r.ok and "outside the float64 bound" in r.detail for r in gemms), gemms
+    assert all(r.ok for r in results if r.kind != selftest.FLOAT64)
