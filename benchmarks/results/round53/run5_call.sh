@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fifty-third round, run 5 (run 4 was taken back mid-call; 373 s of device time left): the selftest's new
-# checks on the GPU (a0d9007: static sweeps at 0.3 / 0.9, identity and fp16 sweeps, the new known answers; 112 checks), each backend as the matrix runs it; the quantizing-calls bench
-# test (its arch now from decode.table_arch, 10e72df); not run 3's retime (too little device time)
+# checks on the GPU (a0d9007: static sweeps at 0.3 / 0.9, identity and fp16 sweeps, the new known answers;
+# edc940d: GEMMs through the checked entry against float64; 128 checks), each backend as the matrix runs it; the
+# quantizing-calls bench test (its arch now from decode.table_arch, 10e72df); not run 3's retime (too little device time)
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 SECONDS=0
