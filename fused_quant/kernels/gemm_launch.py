@@ -521,6 +521,8 @@ def _read_table(path: Path) -> dict:
 
 # the warp counts a Triton launch takes
 NUM_WARPS = (1, 2, 4, 8, 16, 32)
+# tl.dot's smallest block on each side: a token block of 2-8 has no MMA (the kernel takes 1, or 16 and more)
+MMA_MIN_BLOCK = 16
 
 
 def check_rows(rows: list, where: str, timed: bool = True) -> None:
@@ -574,6 +576,10 @@ def _row_problem(row: object, timed: bool) -> str:
             return f"expected {field} a power of two, got {value}"
     if row["num_warps"] not in NUM_WARPS:
         return f"expected num_warps one of {NUM_WARPS}, got {row['num_warps']}"
+    small = [f for f in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if row[f] < MMA_MIN_BLOCK]
+    if row["BLOCK_M"] > 1 and small:  # a token block of more than one goes through tl.dot
+        return (f"expected BLOCK_M 1 (no MMA) or BLOCK_M, BLOCK_N and BLOCK_K each at least {MMA_MIN_BLOCK} (an MMA "
+                f"tile), got {', '.join(f'{f}={row[f]}' for f in small)}")
     if not _time(row.get("us")):
         return f"expected a finite positive time us, got {row.get('us')!r}"
     if timed:

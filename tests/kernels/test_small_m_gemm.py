@@ -2078,6 +2078,9 @@ _MALFORMED_ROWS = [
     (dict(BLOCK_N=48), "expected BLOCK_N a power of two, got 48"),
     (dict(BLOCK_K=24), "expected BLOCK_K a power of two, got 24"),
     (dict(BLOCK_M=0), "expected a positive integer BLOCK_M, got 0"),
+    (dict(BLOCK_M=4), "expected BLOCK_M 1 (no MMA) or BLOCK_M, BLOCK_N and BLOCK_K each at least 16 (an MMA tile), "
+                      "got BLOCK_M=4"),
+    (dict(BLOCK_N=8), "or BLOCK_M, BLOCK_N and BLOCK_K each at least 16 (an MMA tile), got BLOCK_N=8"),
     (dict(BLOCK_K="256"), "expected a positive integer BLOCK_K, got '256'"),
     (dict(splits=0), "expected a positive integer splits, got 0"),
     (dict(splits=True), "expected a positive integer splits, got True"),
