@@ -276,10 +276,10 @@ def run_selftest(backend: str, device: torch.device, *,
         t0 = time.perf_counter()
         try:
             detail = check.run()
+            if device.type == "cuda":  # a kernel's fault surfaces here: it is this check's
+                torch.cuda.synchronize(device)
         except Exception as exc:  # a crash is a failed check, reported with its type
             detail = f"raised {type(exc).__name__}: {exc}"
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
         results.append(CheckResult(check.name, not detail, detail, time.perf_counter() - t0, check.kind))
         if finished is not None:
             finished(i, len(suite), results[-1])

@@ -104,3 +104,20 @@ def test_a_gemm_off_by_a_little_fails_the_gemm_checks_only(monkeypatch):
     gemms = [r for r in results if r.kind == selftest.FLOAT64]
     assert gemms and all(not r.ok and "outside the float64 bound" in r.detail for r in gemms), gemms
     assert all(r.ok for r in results if r.kind != selftest.FLOAT64)
+
+
+def test_a_kernel_fault_seen_at_the_synchronize_fails_its_own_check(monkeypatch):
+    """A GPU kernel's fault shows at the next synchronize, after its check returned: it fails that check, named,
+    and the run goes on (it was a traceback that ended the run with no check named)."""
+    ran = []
+    suite = [selftest.Check(f"check {i}", selftest.REFERENCE, lambda i=i: ran.append(i) or "") for i in range(3)]
+    monkeypatch.setattr(selftest, "checks", lambda backend, device: iter(suite))
+
+    def synchronize(device=None):
+        if ran == [0, 1]:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
+    results = selftest.run_selftest("triton_fp8", torch.device("cuda"))
+    assert ran == [0, 1, 2] and [r.ok for r in results] == [True, False, True]
+    assert results[1].detail == "raised RuntimeError: CUDA error: an illegal memory access was encountered"
