@@ -215,18 +215,26 @@ def _small_m_table(info) -> dict[str, object]:
     elif info.device_name in own:
         meta = own[info.device_name]
         how = "the arch's configs timed again beside the torch providers here" if meta.get("retime") else "swept here"
-        out["line"] = f"{info.arch} rows of this GPU model's own ({meta.get('date', '?')}: {how})"
+        out["line"] = f"{info.arch} rows of this GPU model's own ({meta.get('date', '?')}: {how}{_since(info)})"
         if info.arch in metas:
             out["line"] += f"; the arch's rows ({swept[info.arch]}) where it has none"
     elif info.arch not in metas:
         out["line"] = (f"no rows for {info.arch}: the chain keeps torch._scaled_mm, torch._int_mm and the Triton int8 "
                        f"GEMM; {_SWEEP} measures them on this GPU")
     elif metas[info.arch].get("device") == info.device_name:
-        out["line"] = f"{info.arch} rows swept on this GPU model ({swept[info.arch]})"
+        out["line"] = f"{info.arch} rows swept on this GPU model ({swept[info.arch]}{_since(info, arch_rows=True)})"
     else:
         out["line"] = (f"{info.arch} rows swept on {swept[info.arch]}, not on this {info.device_name or 'GPU'}: "
                        f"the provider choices were measured there; {_SWEEP_OWN} measures this model's own")
     return out
+
+
+def _since(info, arch_rows: bool = False) -> str:
+    """'' or how many of the rows a line describes a later part-sweep installed (``gemm_launch.rows_since``)."""
+    from fused_quant.kernels.gemm_launch import rows_since
+
+    n = rows_since(info.arch, None if arch_rows else info.device_name)
+    return f"; {n} row{'s' if n > 1 else ''} since, each stamped (swept, retimed)" if n else ""
 
 
 def _measured_on(metas: dict[str, dict]) -> dict[str, str]:

@@ -292,6 +292,34 @@ def test_small_m_table_line_says_where_this_gpus_rows_were_swept(node, capsys, m
             in " ".join(_probe(capsys)[1].split()))
 
 
+def test_small_m_line_counts_the_rows_a_later_part_sweep_installed(node, capsys, monkeypatch, tmp_path):
+    """A part-sweep (one row retimed) leaves the meta of the rows it describes and stamps its own rows: the probe's
+    line counts those, for a GPU model's own rows and for the arch's, so that it does not call every row as the meta
+    says."""
+    from fused_quant.kernels import gemm_launch as g
+
+    data = json.loads(g.SMALL_M_CONFIG_FILE.read_text())
+    model = "NVIDIA H100 80GB HBM3"
+    own = [r for r in data["rows"] if r.get("device") == model]
+    arch = [r for r in data["rows"] if r.get("device") is None]
+    assert own and arch
+    meta = data["models"][model]
+    own[0]["swept"], own[0]["retimed"] = f"{model} 2027-01-02", True  # a later one-row retime
+    own[1]["swept"] = f"{meta['device']} {meta['date']}"  # stamped by the meta's own install: not counted
+    arch[0]["swept"] = f"{data['metas']['sm_90']['device']} 2027-01-03"
+    arch[1]["swept"], arch[2]["swept"] = arch[0]["swept"], arch[0]["swept"]
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(data))
+    monkeypatch.setattr(g, "SMALL_M_CONFIG_FILE", table)
+    assert g.rows_since("sm_90", model) == 1 and g.rows_since("sm_90", None) == 3
+    node(dataclasses.replace(H200, device_name=model))
+    line = json.loads(_probe(capsys, "--json")[1])["small_m_table"]["line"]
+    assert f"({meta['date']}: swept here; 1 row since, each stamped (swept, retimed))" in line, line
+    node(dataclasses.replace(H200, device_name=data["metas"]["sm_90"]["device"]))
+    line = json.loads(_probe(capsys, "--json")[1])["small_m_table"]["line"]
+    assert line.endswith("; 3 rows since, each stamped (swept, retimed))"), line
+
+
 def test_small_m_section_says_where_the_quantizing_configs_were_measured(node, capsys):
     """The int8 per-token quantizing calls' committed configs (``SMALL_M_QUANTIZING_FILE``): measured on which GPU for
     this node's arch, or none for it (the table's rows then) and how to measure them."""

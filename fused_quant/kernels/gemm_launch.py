@@ -494,6 +494,18 @@ def model_metas(path: Path | None = None) -> dict[str, dict]:
     return config_table(SMALL_M_CONFIG_FILE if path is None else path).get("models", {})
 
 
+def rows_since(arch: str, model: str | None, path: Path | None = None) -> int:
+    """How many of ``arch``'s rows (``model``'s own, or the arch's where None) a later part-sweep installed after the
+    meta that describes them (``table_metas`` / ``model_metas``): rows stamped (``"swept"``, ``"retimed"``) otherwise
+    than that meta's own install would stamp them."""
+    table = config_table(SMALL_M_CONFIG_FILE if path is None else path)
+    meta = (table.get("metas", {}) if model is None else table.get("models", {})).get(model or arch, {})
+    own_stamp = f"{meta.get('device')} {meta.get('date')}"
+    return sum("swept" in row and (row["swept"] != own_stamp or bool(row.get("retimed")) != bool(meta.get("retime")))
+               for key, shapes in table.items() if isinstance(key, tuple) and key[0] == arch and key[2] == model
+               for by_m in shapes.values() for row in by_m.values())
+
+
 def _read_table(path: Path) -> dict:
     """``config_table``'s reading of ``path``, each row checked (``check_rows``): a malformed table is a ValueError
     naming the file and the row, never a config that fails inside a kernel or a row read another way."""
