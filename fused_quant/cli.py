@@ -379,7 +379,9 @@ def _selftest_node(info, device) -> dict[str, str]:
     import fused_quant
     from fused_quant.registry import platform_fp8_dtype
 
-    gpu = f"{info.device_name or 'GPU'} ({info.arch or 'arch not read'})" if device.type == "cuda" else "cpu"
+    # the card the checks run on (--device cuda:N), not the probe's first
+    name = torch.cuda.get_device_name(device) if torch.cuda.is_available() else info.device_name
+    gpu = f"{name or 'GPU'} ({info.arch or 'arch not read'})" if device.type == "cuda" else "cpu"
     fp8 = str(platform_fp8_dtype()).removeprefix("torch.float8_")
     return {"ran on": gpu, "fp8": fp8 if info.has_fp8 else f"none on this arch ({fp8} emulated by the torch backend)",
             "fused-quant": fused_quant.__version__, "torch": torch.__version__,

@@ -25,14 +25,16 @@ import torch
 from fused_quant import keys as K
 from fused_quant import selection
 from fused_quant.contract import QuantizedActivation
+from fused_quant.errors import BackendUnavailableError
 from fused_quant.gemm import quant_gemm
 from fused_quant.reference import act_quant_ref, gemm_outside_bound, quantize_weight_ref
 from fused_quant.registry import fused_act_quant, platform_fp8_dtype, platform_has_fp8, platform_label
 from fused_quant.selftest_vectors import VECTORS, KnownAnswer
 
 # 0.3 and 0.9: scales at which a quotient and a product with the rounded reciprocal give other codes for some
-# of the 65,536 inputs (int8: 4-13 of them, FP8: 1-30, identity and relu2), so the sweeps see which one a
-# producer computes; the others span the exponent range
+# of the 65,536 inputs (bf16: int8 4-13 of them, FP8 1-30; fp16: int8 3-20, FP8 0-30; each pair of input dtype and
+# activation has one of the two where they differ), so the sweeps see which one a producer computes; the others
+# span the exponent range
 STATIC_SCALES = (1.0, 0.37, 0.3, 0.9, 1.0e-3, 3.0e4)
 SILU_STATIC_SCALE = 0.9
 UP_VALUES = (0.0, 1.0, -1.0, 3.140625, "max", "tiny", float("nan"), float("inf"))  # "max" / "tiny": of the dtype
@@ -149,9 +151,31 @@ def _known_answer(v: KnownAnswer, backend: str, device) -> str:
     return ""
 
 
+def _node_gemm(qa, wq, ws, b, out_dtype: torch.dtype, backend: str) -> torch.Tensor:
+    """``quant_gemm`` as a layer's call runs it on a node whose backend is ``backend``: its providers, then the torch
+    backend's where they all refuse (``gemm.select_gemm_provider``). The node's own backend is asked as its calls ask
+    (no backend named); another one, that a ``--backend`` flag tests, as it would be with it selected."""
+    try:
+        node = selection.current_backend_name()
+    except BackendUnavailableError:  # the variable names a backend this node cannot run (--backend tests another)
+        node = None
+    if backend == node:
+        return quant_gemm(qa, wq, ws, b, out_dtype=out_dtype)
+    try:
+        return quant_gemm(qa, wq, ws, b, out_dtype=out_dtype, backend=backend)
+    except BackendUnavailableError as own:
+        if backend == selection.FALLBACK:
+            raise
+        try:
+            return quant_gemm(qa, wq, ws, b, out_dtype=out_dtype, backend=selection.FALLBACK)
+        except BackendUnavailableError as fallback:
+            raise BackendUnavailableError(f"{own}; then {selection.FALLBACK}: {fallback}") from None
+
+
 def _gemm(key, m: int, bias: bool, out_dtype: torch.dtype, backend: str, device) -> str:
-    """One GEMM through the checked entry (``quant_gemm``: the backend's provider chain picks, as a layer's call
-    would) on fresh random codes and scales, against float64 within the test suite's bound."""
+    """One GEMM through the checked entry (``quant_gemm``: the provider ``backend``'s chain picks on this node, as a
+    layer's call would, ``_node_gemm``) on fresh random codes and scales, against float64 within the test suite's
+    bound."""
     fp8 = platform_fp8_dtype()
     dtype = torch.int8 if not K.is_fp8(key) else fp8
     g = torch.Generator().manual_seed(1000 * m + bias)
@@ -165,7 +189,7 @@ def _gemm(key, m: int, bias: bool, out_dtype: torch.dtype, backend: str, device)
     xq, xs, wq, ws = (t.to(device) for t in (xq, xs, wq, ws))
     b = b.to(device) if b is not None else None
     qa = QuantizedActivation(xq, xs, out_dtype, torch.Size((m, GEMM_K)), key)
-    out = quant_gemm(qa, wq, ws, b, out_dtype=out_dtype, backend=backend)
+    out = _node_gemm(qa, wq, ws, b, out_dtype, backend)
     if out.shape != (m, GEMM_N) or out.dtype != out_dtype:
         return f"out {out.dtype}{tuple(out.shape)}, expected {out_dtype}{(m, GEMM_N)}"
     return gemm_outside_bound(out, xq, xs, wq, ws, b, exact_acc=dtype == torch.int8)

@@ -98,10 +98,12 @@ VECTORS: tuple[KnownAnswer, ...] = (
     KnownAnswer("identity fp8 per-token: a quotient, not a reciprocal's product", "identity", "fp8_dynamic_token",
                 "default", ((13.0, -0.00238037109375, 1.0),), None, ((0x7E, 0x9A, 0x61),), (0x3CEDB6DB,)),
     # int8 per-token multiplies by inv = fp32(127 / 9) = 14.111111: 4.5 * inv = 63.5 in fp32, a tie -> 64 (the
-    # quotient 4.5 / (9 / 127) gives 63.499996 -> 63); 9 * inv = 126.999996 -> 127. The scale is 9 / 127 =
-    # 0x3d912245 (1 / inv would be 0x3d912244).
+    # quotient 4.5 / (9 / 127) gives 63.499996 -> 63); 9 * inv = 126.999996 -> 127; scale 9 / 127 = 0x3d912245.
+    # Second row: the scale is fp32(13 / 127) = 0x3dd1a347, where 1 / fp32(127 / 13) would be 0x3dd1a346;
+    # inv = 9.769231: 6.5 * inv = 63.5 -> 64, -3.25 * inv = -31.75 -> -32.
     KnownAnswer("identity int8 per-token: the reciprocal's product", "identity", "int8_dynamic_token", "default",
-                ((9.0, 4.5, -4.5, 0.0),), None, ((127, 64, -64, 0),), (0x3D912245,)),
+                ((9.0, 4.5, -4.5, 0.0), (13.0, 6.5, -3.25, 0.0)), None, ((127, 64, -64, 0), (127, 64, -32, 0)),
+                (0x3D912245, 0x3DD1A347)),
     # a NaN anywhere in a row: scale is the canonical NaN 0x7fc00000; fp8 codes all NaN (0x7f),
     # int8 values all 0. An Inf row: int8 s = Inf, inv = 0 -> q = [NaN -> 0, 0, 0].
     KnownAnswer("identity fp8 per-token, NaN row", "identity", "fp8_dynamic_token", "default",

@@ -3,6 +3,9 @@ producers are the reference, so a correct node passes every check; these show ea
 
 from __future__ import annotations
 
+import types
+
+import pytest
 import torch
 
 from fused_quant import keys as K
@@ -121,3 +124,30 @@ def test_a_kernel_fault_seen_at_the_synchronize_fails_its_own_check(monkeypatch)
     results = selftest.run_selftest("triton_fp8", torch.device("cuda"))
     assert ran == [0, 1, 2] and [r.ok for r in results] == [True, False, True]
     assert results[1].detail == "raised RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_gemm_checks_ask_the_providers_a_layer_would(monkeypatch):
+    """The node's own backend is asked as a layer's call asks (no backend named: its providers, then torch's); another
+    backend, under ``--backend``, its own providers and then torch's, as if it were selected; where every one
+    refuses, the check fails with both refusals."""
+    from fused_quant.errors import BackendUnavailableError
+
+    asked = []
+
+    def quant_gemm(qa, w, ws, b, *, out_dtype, backend=None):
+        asked.append(backend)
+        if backend == "triton_fp8" or refuse_torch and backend == "torch":
+            raise BackendUnavailableError(f"no provider in {backend}")
+        return torch.zeros(qa.data.shape[0], w.shape[0], dtype=out_dtype)
+
+    monkeypatch.setattr(selftest, "quant_gemm", quant_gemm)
+    refuse_torch = False
+    qa, w = types.SimpleNamespace(data=torch.zeros(2, 8)), torch.zeros(4, 8)
+    selftest._node_gemm(qa, w, None, None, torch.bfloat16, "torch")  # the node's backend (torch on this CPU)
+    assert asked == [None]
+    asked.clear()
+    assert selftest._node_gemm(qa, w, None, None, torch.bfloat16, "triton_fp8").shape == (2, 4)
+    assert asked == ["triton_fp8", "torch"]
+    refuse_torch = True
+    with pytest.raises(BackendUnavailableError, match="^no provider in triton_fp8; then torch: no provider in torch$"):
+        selftest._node_gemm(qa, w, None, None, torch.bfloat16, "triton_fp8")
