@@ -100,12 +100,17 @@ def errors() -> dict[str, str]:
     return found
 
 
+# how a FUSED_QUANT_DISABLED_GEMMS entry that names no provider is told (the start of the message; the CLI, which
+# says it in its own warning line, filters the library's warning by it)
+UNKNOWN_DISABLED_GEMMS = "FUSED_QUANT_DISABLED_GEMMS names no GEMM provider"
+
+
 def unknown_disabled_gemms(known: Collection[str]) -> str:
     """'' or a message naming the FUSED_QUANT_DISABLED_GEMMS entries that are not in ``known``."""
     unknown = sorted(disabled_gemms().difference(known))
     if not unknown:
         return ""
-    return (f"FUSED_QUANT_DISABLED_GEMMS names no GEMM provider called {', '.join(map(repr, unknown))}; "
+    return (f"{UNKNOWN_DISABLED_GEMMS} called {', '.join(map(repr, unknown))}; "
             f"known providers: {', '.join(sorted(known))}")
 
 

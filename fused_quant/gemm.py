@@ -27,6 +27,7 @@ the same metadata (a layer's fast path).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -167,7 +168,16 @@ def _chain(backend: str) -> tuple[GemmProvider, ...]:
 @graph_constant
 def _disabled_gemms() -> frozenset[str]:
     """FUSED_QUANT_DISABLED_GEMMS, read once per runtime generation (``fused_quant.reset()`` reads it again)."""
-    return runtime.once("disabled_gemms", envs.disabled_gemms)
+    return runtime.once("disabled_gemms", _read_disabled_gemms)
+
+
+def _read_disabled_gemms() -> frozenset[str]:
+    """The variable's names, with a warning where one names no registered provider: a misspelt name disables
+    nothing, and the provider it meant keeps serving (``fused-quant probe`` says so too)."""
+    unknown = envs.unknown_disabled_gemms(provider_names())
+    if unknown:
+        warnings.warn(f"{unknown}: it disables nothing", RuntimeWarning, stacklevel=2)
+    return envs.disabled_gemms()
 
 
 def provider_names() -> set[str]:

@@ -483,6 +483,15 @@ class QuantLinear(nn.Module):
                                            "load_state_dict(assign=True) would make it the layer's own tensor; "
                                            "QuantLinear is inference only and holds fixed tensors: load plain "
                                            "tensors (t.detach()), or nn.Parameter(t, requires_grad=False)")
+            # checked before any is installed: torch assigns them one by one, and a refusal after the weight would
+            # leave the layer half loaded
+            after = {name: (t if isinstance(t := state_dict.get(f"{prefix}{name}"), torch.Tensor) else held).device
+                     for name in _TENSORS if (held := self._buffers.get(name)) is not None}
+            if len(set(after.values())) > 1:
+                raise DeviceMismatchError(f"{self.name}: load_state_dict(assign=True) would leave the layer's tensors "
+                                          f"on several devices: {', '.join(f'{n} on {d}' for n, d in after.items())}; "
+                                          "load a state dict whose tensors share one device, or load without "
+                                          "assign=True (a copy into the layer's own)")
         w, ws = state_dict.get(f"{prefix}weight"), state_dict.get(f"{prefix}weight_scale")
         if isinstance(w, torch.Tensor) and w.dtype != self.weight.dtype:
             raise QuantDTypeError(f"{self.name}: the state dict's {prefix}weight is {w.dtype}; this layer holds "
@@ -583,7 +592,15 @@ class QuantLinear(nn.Module):
             scales = [_scale_tensor(s, f"input_scale[{i}]", where) for i, s in enumerate(input_scale)]
             for i, s in enumerate(scales):
                 check_static_scale_value(s, what=f"input_scale[{i}]", layer=where)
-            input_scale = max(float(s) for s in scales)
+            on_meta = [s.device.type == "meta" for s in scales]
+            if all(on_meta):  # deferred initialization: no values yet, the layer's scale comes with its state dict
+                input_scale = scales[0]
+            elif any(on_meta):
+                raise DeviceMismatchError(f"{where}: the input scales are on meta (no value to take the largest of) "
+                                          f"and on other devices, got {[str(s.device) for s in scales]}; pass them "
+                                          "all on one kind of device, or one scale")
+            else:
+                input_scale = max(float(s) for s in scales)
         dtypes, devices = {m.weight.dtype for m in linears}, {m.weight.device for m in linears}
         if len(dtypes) != 1 or len(devices) != 1:  # the merged layer's output dtype and device would be a guess
             raise (QuantDTypeError if len(dtypes) != 1 else DeviceMismatchError)(

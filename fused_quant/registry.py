@@ -442,6 +442,8 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     take is computed by the ``torch`` backend instead (same bits); a named
     ``backend`` never falls back and raises ``BackendUnavailableError``.
 
+    A module with forward hooks or a ``forward`` of its own is refused (a producer would skip them).
+
     A static ``scale``'s metadata is checked (float32, one element, x's device) but its value is
     trusted: reading it would cost a host-device sync per call. It must be finite and
     >= ``validation.MIN_STATIC_SCALE`` (0, NaN, Inf or a smaller value give saturated or NaN codes);
@@ -449,6 +451,10 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     """
     # a name by its value (type str exactly: a str subclass may compare or hash otherwise), a module by its type
     act_id = act if type(act) is str else type(act) if isinstance(act, torch.nn.Module) else None
+    if act_id is not None and type(act_id) is type and activations.hooked(act):
+        raise UnsupportedError(f"fused_act_quant: act {type(act).__name__} has forward hooks or a forward of its own, "
+                               "which a producer standing in for it would skip; pass the activation's name, or call "
+                               "maybe_fused_act_quant, which runs such a module as it is called")
     sig, call = _checked_call("fused", act_id, key, numerics, backend, x, scale)
     if call is not None:
         return call(x, scale)

@@ -457,6 +457,24 @@ def test_a_tensor_that_requires_grad_is_refused_by_load_state_dict_assign_by_nam
     assert torch.equal(layer(x), want) and not getattr(layer, name).requires_grad
 
 
+@pytest.mark.parametrize("moved", ["weight", "weight_scale", "bias", "input_scale"])
+def test_assign_of_tensors_on_two_devices_is_refused_before_any_is_installed(moved):
+    """``load_state_dict(assign=True)`` whose tensors would leave the layer on two devices (one moved to meta) is
+    refused naming each tensor's device, before torch installs any: the layer keeps every tensor it had. (A meta
+    weight was installed, then the input scale refused with a message that named it.)"""
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8), K.kInt8StaticTensorSym, 0.05, name="L")
+    before = {n: t for n, t in layer.state_dict().items()}
+    sd = dict(before)
+    sd[moved] = sd[moved].to("meta")
+    with pytest.raises(fq.DeviceMismatchError, match=f"L: load_state_dict\\(assign=True\\) would leave the layer's "
+                                                     f"tensors on several devices: .*{moved} on meta"):
+        layer.load_state_dict(sd, assign=True)
+    assert all(t.device.type == "cpu" and torch.equal(t, before[n]) for n, t in layer.state_dict().items())
+    sd = {n: t.to("meta") for n, t in before.items()}  # all on one device: installed
+    layer.load_state_dict(sd, assign=True)
+    assert layer.weight.device.type == "meta"
+
+
 def test_assign_leaves_a_tensor_the_layer_does_not_hold_to_torch():
     """A bias-less layer given a bias that requires grad: torch's unexpected key, not a requires-grad refusal."""
     layer = fq.QuantLinear.from_float(nn.Linear(16, 8, bias=False), K.kInt8DynamicTokenSym, name="p")
@@ -674,6 +692,20 @@ def test_a_weight_is_contiguous_on_every_way_in():
         layer.weight = strided
     layer.load_state_dict({**layer.state_dict(), "weight": strided})  # copied in: the layer's layout stays
     assert layer.weight.is_contiguous() and torch.equal(layer.weight, strided)
+
+
+def test_from_linears_on_meta_takes_per_linear_scales_on_meta():
+    """Linears built on meta (deferred initialization) with one meta scale per linear give a meta layer, as one meta
+    scale does (the values come with the state dict); it failed inside torch taking the largest of no values. Meta
+    scales mixed with real ones are refused by name."""
+    a, b = nn.Linear(16, 8, device="meta"), nn.Linear(16, 8, device="meta")
+    metas = [torch.tensor([0.1], device="meta"), torch.tensor([0.2], device="meta")]
+    merged = fq.QuantLinear.from_linears([a, b], K.kInt8StaticTensorSym, metas)
+    assert merged.input_scale.device.type == "meta" and merged.weight.device.type == "meta"
+    assert merged.weight.shape == (16, 16)
+    with pytest.raises(fq.DeviceMismatchError, match=r"gu: the input scales are on meta \(no value to take the "
+                                                     r"largest of\) and on other devices, got \['meta', 'cpu'\]"):
+        fq.QuantLinear.from_linears([a, b], K.kInt8StaticTensorSym, [metas[0], torch.tensor([0.2])], name="gu")
 
 
 def test_from_linears_refuses_linears_of_other_dtypes_or_devices():
@@ -1361,6 +1393,31 @@ def test_an_activation_with_hooks_or_its_own_forward_runs_as_called():
         assert type(fq.maybe_fused_act_quant(plain, torch.randn(3, 16), layer)) is torch.Tensor
     finally:
         handle.remove()
+
+
+def test_fused_act_quant_refuses_a_module_with_hooks_or_its_own_forward():
+    """``fused_act_quant`` takes a module for its type: one whose call runs more than its class's forward (a hook, a
+    pre-hook, a forward set on the instance, a global hook) is refused by name; it gave the plain activation's codes,
+    the hook skipped. Its name, or ``maybe_fused_act_quant``, is the way."""
+    x = torch.ones(1, 4)
+    assert fq.fused_act_quant(fq.SiluAndMul(), x, K.kInt8DynamicTokenSym).data.tolist() == [[127, 127]]
+    hooked = [fq.SiluAndMul() for _ in range(3)]
+    hooked[0].register_forward_hook(lambda m, i, o: o * 0)
+    hooked[1].register_forward_pre_hook(lambda m, i: (i[0] / 2,))
+    hooked[2].forward = lambda h: h[..., :2] * 0
+    for act in hooked:
+        for _ in range(2):  # also once a call of the type is bound
+            with pytest.raises(fq.UnsupportedError, match="fused_act_quant: act SiluAndMul has forward hooks or a "
+                                                          "forward of its own, which a producer standing in for it "
+                                                          "would skip"):
+                fq.fused_act_quant(act, x, K.kInt8DynamicTokenSym)
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
+    try:
+        with pytest.raises(fq.UnsupportedError, match="has forward hooks"):
+            fq.fused_act_quant(fq.SiluAndMul(), x, K.kInt8DynamicTokenSym)
+    finally:
+        handle.remove()
+    assert fq.fused_act_quant("silu_and_mul", x, K.kInt8DynamicTokenSym).data.tolist() == [[127, 127]]
 
 
 def test_a_kernel_that_quantizes_its_own_input_takes_the_key_away():

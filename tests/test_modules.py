@@ -283,7 +283,10 @@ def test_disabled_gemm_provider_is_skipped(monkeypatch):
         layer(x)
         assert len(calls) == 2, "the variable is read once per runtime generation, not per call"
         fused_quant.reset()
-        out = layer(x)
+        # a name that is no provider's (a misspelling) disables nothing: a warning says so where the variable is read
+        with pytest.warns(RuntimeWarning, match="FUSED_QUANT_DISABLED_GEMMS names no GEMM provider called 'other'; "
+                                                "known providers: .*test_disabled_gemm.*: it disables nothing"):
+            out = layer(x)
         assert len(calls) == 2, "a disabled provider was called"
         monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
         fused_quant.reset()

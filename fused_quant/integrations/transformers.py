@@ -153,6 +153,17 @@ def _merge(gate, up, key, name: str, fp8_dtype) -> QuantLinear:
 class _QuantMLPBase(nn.Module):
     def __init__(self, first: tuple[str, QuantLinear], down_proj: QuantLinear, act_fn: nn.Module, fuse: bool,
                  numerics: str | None):
+        what = type(self).__name__
+        for attr, layer in (first, ("down_proj", down_proj)):  # a wrong part fails here, not at the first forward
+            if not isinstance(layer, QuantLinear):
+                raise TypeError(f"{what}: {attr} must be a fused_quant.QuantLinear, got {type(layer).__name__}")
+        if not callable(act_fn) or isinstance(act_fn, (str, type)):
+            raise TypeError(f"{what}: act_fn must be the activation module (e.g. fused_quant.SiluAndMul()), got "
+                            f"{type(act_fn).__name__} {act_fn!r}")
+        if not isinstance(fuse, bool):
+            raise TypeError(f"{what}: fuse must be True or False, got {type(fuse).__name__} {fuse!r}")
+        if numerics is not None:
+            get_profile(numerics)
         super().__init__()
         setattr(self, *first)  # gate_up_proj or up_proj, registered first (the checkpoint's order)
         self.down_proj, self.act_fn = down_proj, act_fn

@@ -612,3 +612,23 @@ def test_copied_or_loaded_projections_merge_by_their_scheme():
     merged = fqt.QuantGatedMLP.from_hf(mlp, key, "mlp")
     x = torch.randn(3, 32, dtype=torch.bfloat16)
     assert torch.equal(merged.gate_up_proj(x), torch.cat([gate(x), up(x)], dim=-1))
+
+
+def test_mlp_modules_check_their_parts_where_they_are_built():
+    """``QuantGatedMLP`` / ``QuantMLP`` refuse a part that is no QuantLinear, an activation that is no module, a
+    ``fuse`` that is no bool and an unknown numerics profile where they are built (a ``None`` down_proj failed at the
+    first forward with "'NoneType' object is not callable", a bad profile there too)."""
+    lin = fq.QuantLinear.from_float(nn.Linear(16, 32), fq.kInt8DynamicTokenSym)
+    down = fq.QuantLinear.from_float(nn.Linear(16, 16), fq.kInt8DynamicTokenSym)
+    with pytest.raises(TypeError, match="QuantGatedMLP: down_proj must be a fused_quant.QuantLinear, got NoneType"):
+        fqt.QuantGatedMLP(lin, None, fq.SiluAndMul())
+    with pytest.raises(TypeError, match="QuantMLP: up_proj must be a fused_quant.QuantLinear, got Linear"):
+        fqt.QuantMLP(nn.Linear(16, 16), down, fq.ReLUSquared())
+    with pytest.raises(TypeError, match="QuantGatedMLP: act_fn must be the activation module .* got str 'silu'"):
+        fqt.QuantGatedMLP(lin, down, "silu")
+    with pytest.raises(TypeError, match="QuantGatedMLP: fuse must be True or False, got int 1"):
+        fqt.QuantGatedMLP(lin, down, fq.SiluAndMul(), fuse=1)
+    with pytest.raises(ValueError, match="fast"):
+        fqt.QuantGatedMLP(lin, down, fq.SiluAndMul(), numerics="fast")
+    mlp = fqt.QuantGatedMLP(lin, down, fq.SiluAndMul(), numerics="hcu")
+    assert mlp(torch.randn(2, 16)).shape == (2, 16)
