@@ -160,6 +160,9 @@ def load_tensors(path: Path, steps: Callable[[list], Iterable] = list) -> dict[s
     from safetensors.torch import load_file
 
     index = path / INDEX
+    if index.exists() and (path / "model.safetensors").exists():  # transformers reads the single file, we the shards
+        raise UnsupportedError(f"{path}: holds both model.safetensors and {INDEX}; which one is the checkpoint is not "
+                               "said (transformers reads model.safetensors, the index names its shards): remove one")
     if index.exists():
         files = index_shards(index)
     elif (path / "model.safetensors").exists():
@@ -237,9 +240,13 @@ def layer_from_tensors(name: str, linear: nn.Linear, tensors: dict, group: Group
     w = _pop(tensors, name, "weight", group)
     want = K.FP8_DTYPE if K.is_fp8(group.key) else torch.int8
     if w.dtype != want:  # before its scale: a float layer the config targets has none, and this says why
-        raise QuantDTypeError(f"{name}.weight: config group {group.name} stores {want} weights, got {w.dtype}"
-                              + (" (a float layer: should the config's ignore name it?)" if w.is_floating_point()
-                                 else ""))
+        if w.dtype == K.FP8_FNUZ_DTYPE:
+            why = " (compressed-tensors stores FP8 as e4m3fn; e4m3fnuz codes are not this format)"
+        elif w.dtype in K.FP8_DTYPES or not w.is_floating_point():
+            why = f" (codes of another type: the config's {group.name} says {want})"
+        else:
+            why = " (a float layer: should the config's ignore name it?)"
+        raise QuantDTypeError(f"{name}.weight: config group {group.name} stores {want} weights, got {w.dtype}{why}")
     ws = _pop(tensors, name, "weight_scale", group)
     if tuple(w.shape) != (linear.out_features, linear.in_features):
         raise ShapeMismatchError(f"{name}.weight: the model expects [N, K] = [{linear.out_features}, "

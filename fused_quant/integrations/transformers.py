@@ -145,6 +145,11 @@ def _merge(gate, up, key, name: str, fp8_dtype) -> QuantLinear:
     if (gate.bias is None) != (up.bias is None):
         raise ShapeMismatchError(f"{name}: either both gate_proj and up_proj have a bias or neither has")
     scale = None if gate.input_scale is None else torch.maximum(gate.input_scale, up.input_scale)  # as vLLM
+    if scale is not None and not torch.equal(gate.input_scale, up.input_scale):  # one input, one quantizer
+        g, u = float(gate.input_scale), float(up.input_scale)
+        warnings.warn(f"{name}: gate_proj and up_proj have different static input scales ({g:.6g} and {u:.6g}); the "
+                      f"merged layer quantizes their one input with the larger, {max(g, u):.6g}, as vLLM does, so the "
+                      "other's outputs differ from a model that keeps them apart", RuntimeWarning, stacklevel=2)
     bias = None if gate.bias is None else torch.cat([gate.bias, up.bias])
     return QuantLinear(torch.cat([gate.weight, up.weight]), torch.cat([gate.weight_scale, up.weight_scale]),
                        gate.input_key, bias=bias, input_scale=scale, out_dtype=gate.out_dtype, name=name)
@@ -759,6 +764,16 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
     unexpected = sorted(k for k in tensors if k not in expected)
     quantized = sorted({k.rpartition(".")[0] for k in unexpected if k.endswith((".weight_scale", ".input_scale"))
                         and k.rpartition(".")[0] + ".weight" in expected})
+    others = [(m, type(model.get_submodule(m)).__name__) for m in quantized
+              if not isinstance(model.get_submodule(m), (nn.Linear, QuantLinear))]
+    if others:  # an embedding or another module type quantized in the checkpoint
+        raise UnsupportedError(f"{where}: {len(others)} modules that are not nn.Linear are quantized in the checkpoint "
+                               f"(they have scales), e.g. {others[:4]}; fused-quant quantizes nn.Linear layers only")
+    static = [m for m in quantized if m + ".weight_scale" not in unexpected]
+    if static:  # quantized layers of a dynamic group, with a static scale of their own
+        raise UnsupportedError(f"{where}: the checkpoint holds a static input_scale for {len(static)} layers whose config "
+                               f"group quantizes its input dynamically, e.g. {static[:4]}: is the group's "
+                               "input_activations.dynamic wrong?")
     if quantized:  # the layers are there, and quantized in the checkpoint: the config's groups miss them
         raise UnsupportedError(f"{where}: {len(quantized)} linears are quantized in the checkpoint (they have "
                                f"weight scales) but no config group of quantization_config targets them (or ignore "
@@ -769,7 +784,7 @@ def _load_float_tensors(model: nn.Module, tensors: dict, where: str) -> None:
     # a cast would turn integer codes into "float" values and a wrong shape fails deep in load_state_dict
     for k, v in tensors.items():
         want = expected[k]
-        if want.is_floating_point() and not v.is_floating_point():
+        if want.is_floating_point() and (not v.is_floating_point() or v.dtype in K.FP8_DTYPES):
             raise QuantDTypeError(f"{where}: {k} is {v.dtype}; the model's {k} is float ({want.dtype}), and only "
                                   "the config's quantized linears hold integer or FP8 codes")
         if tuple(v.shape) != tuple(want.shape):

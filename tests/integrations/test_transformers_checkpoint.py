@@ -150,14 +150,21 @@ def test_static_int8_scheme_round_trips_and_needs_its_input_scales(tiny, tmp_pat
             tensors[name + ".input_scale"] = torch.tensor([0.02 + 0.001 * len(name)])
 
     path = edit_config(copy_checkpoint(tiny, tmp_path / "static", add_scales), static)
-    model = fqt.from_pretrained(path)
+    gate, up = (0.02 + 0.001 * len(f"model.layers.0.mlp.{n}_proj") for n in ("gate", "up"))
+    # gate and up run merged with the larger of their scales, as vLLM does: the one they differ in is named
+    with pytest.warns(RuntimeWarning, match="different static input scales") as said:
+        model = fqt.from_pretrained(path)
+    assert len(said) == LAYERS and str(said[0].message).startswith(
+        f"model.layers.0.mlp.gate_up_proj: gate_proj and up_proj have different static input scales ({gate:.6g} and "
+        f"{up:.6g}); the merged layer quantizes their one input with the larger, {gate:.6g}, as vLLM does")
     gate_up = model.model.layers[0].mlp.gate_up_proj
     assert gate_up.input_key is fq.kInt8StaticTensorSym
     assert gate_up.input_scale.dtype == torch.float32
     assert float(gate_up.input_scale) == float(torch.tensor(0.02 + 0.001 * len("model.layers.0.mlp.gate_proj")))  # the max
     fq.reset_fusion_counts()
     fqt.save_pretrained(model, tmp_path / "again")
-    again = fqt.from_pretrained(tmp_path / "again")
+    with pytest.warns(RuntimeWarning, match="different static input scales"):  # written back as they were
+        again = fqt.from_pretrained(tmp_path / "again")
     ids = token_ids(2, 9)
     with torch.no_grad():
         assert torch.equal(model(ids).logits, again(ids).logits)
@@ -344,7 +351,13 @@ def test_wrong_tensor_shape_dtype_and_leftovers_name_the_tensor(tiny, tmp_path):
                          r"float"),
     (lambda t, n: t.__setitem__("model.norm.weight", t["model.norm.weight"][:3].clone()), fq.ShapeMismatchError,
      r"model\.norm\.weight has shape \[3\], the model expects \[128\]"),
-], ids=["int scale", "negative scale", "nan scale", "grid scale", "int embedding", "short norm"])
+    (lambda t, n: t.__setitem__("model.norm.weight", t["model.norm.weight"].to(torch.float8_e4m3fn)),
+     fq.QuantDTypeError, r"model\.norm\.weight is torch\.float8_e4m3fn; the model's model\.norm\.weight is float"),
+    (lambda t, n: t.__setitem__(n + ".weight", t[n + ".weight"].float().to(torch.float8_e4m3fn)), fq.QuantDTypeError,
+     r"o_proj\.weight: config group group_0 stores torch\.int8 weights, got torch\.float8_e4m3fn \(codes of "
+     r"another type: the config's group_0 says torch\.int8\)"),
+], ids=["int scale", "negative scale", "nan scale", "grid scale", "int embedding", "short norm", "fp8 norm",
+        "fp8 codes for int8"])
 def test_tensors_that_would_load_as_garbage_are_refused_by_name(tiny, tmp_path, edit, error, message):
     """Before, an integer weight scale or embedding was cast to float (zeros: a model that generates token 0), a
     negative or NaN scale was kept, a grid of N scales was flattened (a guess at their order), and a float tensor of
@@ -637,6 +650,31 @@ def test_a_head_of_its_own_under_a_tying_config_is_kept_as_the_checkpoint_has_it
         assert torch.equal(loaded(ids).logits, model(ids).logits)
 
 
+def test_scales_the_config_does_not_explain_are_named_for_what_they_are(tiny, tmp_path):
+    """A static input scale in a dynamic group's layer, and a quantized module that is not a linear (an embedding a
+    group targets), are named as such; both read "no config group targets them", which the group did."""
+    name = "model.layers.0.self_attn.o_proj"
+    static = copy_checkpoint(tiny, tmp_path / "static",
+                             lambda t: t.__setitem__(name + ".input_scale", torch.tensor([0.02])))
+    with pytest.raises(fq.UnsupportedError, match=f"the checkpoint holds a static input_scale for 1 layers whose "
+                                                  f"config group quantizes its input dynamically, e.g. \\['{name}'\\]: "
+                                                  "is the group's input_activations.dynamic wrong\\?"):
+        fqt.from_pretrained(static)
+
+    def quantized_embedding(t):
+        w = t["model.embed_tokens.weight"].float()
+        ws = w.abs().amax(dim=1, keepdim=True) / 127
+        t["model.embed_tokens.weight"] = torch.round(w / ws).to(torch.int8)
+        t["model.embed_tokens.weight_scale"] = ws
+
+    embedding = edit_config(copy_checkpoint(tiny, tmp_path / "embedding", quantized_embedding),
+                            lambda qc: qc["config_groups"]["group_0"].update(targets=["Linear", "Embedding"]))
+    with pytest.raises(fq.UnsupportedError, match="1 modules that are not nn.Linear are quantized in the checkpoint "
+                                                  "\\(they have scales\\), e.g. \\[\\('model.embed_tokens', 'Embedding'\\)\\]; "
+                                                  "fused-quant quantizes nn.Linear layers only"):
+        fqt.from_pretrained(embedding)
+
+
 def test_a_corrupt_config_or_index_is_refused_naming_the_file(tiny, tmp_path):
     bad = copy_checkpoint(tiny, tmp_path / "config")
     (bad / "config.json").write_text('{"model_type": "llama", ')
@@ -653,6 +691,11 @@ def test_a_corrupt_config_or_index_is_refused_naming_the_file(tiny, tmp_path):
     index.write_text(json.dumps({"weight_map": {"a": "part-1.safetensors", "b": "part-2.safetensors"}}))
     with pytest.raises(FileNotFoundError, match="lists shard files that are not there: \\['part-2.safetensors'\\]"):
         fqt.from_pretrained(sharded)
+    both = copy_checkpoint(tiny, tmp_path / "both")  # a single file beside an index: transformers reads the file
+    (both / ckpt.INDEX).write_text(json.dumps({"weight_map": {"a": "model.safetensors"}}))
+    with pytest.raises(fq.UnsupportedError, match=f"holds both model.safetensors and {ckpt.INDEX}; which one is the "
+                                                  "checkpoint is not said .*: remove one"):
+        fqt.from_pretrained(both)
 
 
 def test_a_tensor_in_two_shards_or_an_unreadable_shard_is_refused_naming_the_files(tiny, tmp_path):
