@@ -98,6 +98,22 @@ def test_a_check_that_raises_is_a_failure_with_its_error(monkeypatch):
     assert all(r.ok for r in results if "relu2" not in r.name)
 
 
+def test_a_gemm_that_drops_the_last_blocks_tail_fails_the_gemm_checks(monkeypatch):
+    """The GEMM checks' N is no multiple of a kernel's 64- or 128-row blocks: a kernel that left the last block's rows
+    past a multiple of 64 unwritten (a wrong N mask) fails every one."""
+    assert selftest.GEMM_N % 64 and not selftest.GEMM_N % 16
+    real = selftest.quant_gemm
+
+    def tail_dropped(*a, **kw):
+        out = real(*a, **kw)
+        out[..., selftest.GEMM_N // 64 * 64:] = 0
+        return out
+
+    monkeypatch.setattr(selftest, "quant_gemm", tail_dropped)
+    gemms = [r for r in selftest.run_selftest("torch", torch.device("cpu")) if r.kind == selftest.FLOAT64]
+    assert gemms and all(not r.ok and "outside the float64 bound" in r.detail for r in gemms), gemms
+
+
 def test_a_gemm_off_by_a_little_fails_the_gemm_checks_only(monkeypatch):
     """A GEMM whose output is off by 10% (a wrong scale or a dropped block of K is more): every GEMM check fails,
     naming the bound, and no producer check does."""
