@@ -11,10 +11,8 @@ import argparse
 import json
 import sys
 import textwrap
-import warnings
 
 from fused_quant import envs
-from fused_quant.envs import UNKNOWN_DISABLED_GEMMS
 from fused_quant.flags import BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED, gpu_count, run_guarded, whole_numbers  # noqa: F401
 
 WIDTH = 100  # columns of the text output
@@ -605,8 +603,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             raise
         command = args.command
-        with warnings.catch_warnings():  # probe and selftest name a misspelt entry in their own warning line
-            warnings.filterwarnings("ignore", UNKNOWN_DISABLED_GEMMS, RuntimeWarning)
+        from fused_quant.gemm import unknown_disabled_gemms_told_elsewhere
+
+        with unknown_disabled_gemms_told_elsewhere():  # probe and selftest name it in their own warning line
             return args.func(args)
 
     return run_guarded(body, lambda: command)

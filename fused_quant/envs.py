@@ -100,8 +100,8 @@ def errors() -> dict[str, str]:
     return found
 
 
-# how a FUSED_QUANT_DISABLED_GEMMS entry that names no provider is told (the start of the message; the CLI, which
-# says it in its own warning line, filters the library's warning by it)
+# how a FUSED_QUANT_DISABLED_GEMMS entry that names no provider is told (the start of the message, by which
+# ``gemm.unknown_disabled_gemms_told_elsewhere`` filters the library's warning where a caller says it itself)
 UNKNOWN_DISABLED_GEMMS = "FUSED_QUANT_DISABLED_GEMMS names no GEMM provider"
 
 

@@ -27,6 +27,7 @@ the same metadata (a layer's fast path).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -169,6 +170,15 @@ def _chain(backend: str) -> tuple[GemmProvider, ...]:
 def _disabled_gemms() -> frozenset[str]:
     """FUSED_QUANT_DISABLED_GEMMS, read once per runtime generation (``fused_quant.reset()`` reads it again)."""
     return runtime.once("disabled_gemms", _read_disabled_gemms)
+
+
+@contextlib.contextmanager
+def unknown_disabled_gemms_told_elsewhere():
+    """Within it, ``_read_disabled_gemms``' warning is not given: for a caller that names a misspelt
+    ``FUSED_QUANT_DISABLED_GEMMS`` entry in its own words (the CLI's warning line, the vLLM plugin's log line)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", envs.UNKNOWN_DISABLED_GEMMS, RuntimeWarning)
+        yield
 
 
 def _read_disabled_gemms() -> frozenset[str]:

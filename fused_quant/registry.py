@@ -451,7 +451,7 @@ def fused_act_quant(act: str | torch.nn.Module, x: torch.Tensor, key: K.QuantKey
     """
     # a name by its value (type str exactly: a str subclass may compare or hash otherwise), a module by its type
     act_id = act if type(act) is str else type(act) if isinstance(act, torch.nn.Module) else None
-    if act_id is not None and type(act_id) is type and activations.hooked(act):
+    if type(act) is not str and activations.hooked(act):  # (False for what is not a module)
         raise UnsupportedError(f"fused_act_quant: act {type(act).__name__} has forward hooks or a forward of its own, "
                                "which a producer standing in for it would skip; pass the activation's name, or call "
                                "maybe_fused_act_quant, which runs such a module as it is called")

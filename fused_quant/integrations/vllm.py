@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import warnings
 
 import torch
 
 from fused_quant import envs, runtime
-from fused_quant.envs import UNKNOWN_DISABLED_GEMMS
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
 from fused_quant.validation import (
@@ -314,7 +312,7 @@ def _settings() -> tuple[str, bool, str]:
     ``FUSED_QUANT_DISABLED_GEMMS`` that leaves it no int8 GEMM would otherwise fail the engine's first request.
     The platform probe reads no CUDA state. The warning names ``FUSED_QUANT_DISABLED_GEMMS`` entries that are no
     provider's name (a misspelt one disables nothing), as ``fused-quant probe`` does."""
-    from fused_quant.gemm import kinds_without_gemms, provider_names
+    from fused_quant.gemm import kinds_without_gemms, provider_names, unknown_disabled_gemms_told_elsewhere
     from fused_quant.selection import current_backend
 
     placement, fusion = envs.vllm_kernel(), envs.vllm_fusion()
@@ -322,8 +320,7 @@ def _settings() -> tuple[str, bool, str]:
     if bad:
         raise ValueError("; ".join(bad.values()))
     backend = current_backend().name
-    with warnings.catch_warnings():  # the plugin's log line names a misspelt entry (below), as the library would
-        warnings.filterwarnings("ignore", UNKNOWN_DISABLED_GEMMS, RuntimeWarning)
+    with unknown_disabled_gemms_told_elsewhere():  # the plugin's log line names a misspelt entry (below)
         empty = kinds_without_gemms(backend)
     if placement != "off" and "int8" in empty:
         raise ValueError(f"FUSED_QUANT_DISABLED_GEMMS leaves the int8 kernel no int8 GEMM provider on backend "
