@@ -15,6 +15,7 @@ backend has no FP8 on this node (an int8-only arch).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -214,34 +215,36 @@ def checks(backend: str, device: torch.device) -> Iterator[Check]:
     return (c for c in all_checks(backend, device) if not c.skip)
 
 
-def all_checks(backend: str, device: torch.device, allocate: bool = True) -> Iterator[Check]:
-    """Every check of the suite for this node's FP8 format, skipped ones included (``Check.skip``); ``allocate``
-    False makes no input tensor (the names and skips alone)."""
+def all_checks(backend: str, device: torch.device) -> Iterator[Check]:
+    """Every check of the suite for this node's FP8 format, skipped ones included (``Check.skip``). Listing them makes
+    no tensor: a check makes its inputs when it runs (the patterns and rows once, for every check that reads them)."""
     for v in VECTORS:
         if _for_this_node(v):
             yield Check(f"known answer: {v.name}", KNOWN_ANSWER, lambda v=v: _known_answer(v, backend, device),
                         _skip(K.KEYS[v.key], backend))
-    patterns = all_bf16_patterns(device) if allocate else torch.zeros(ROW * ROW, dtype=torch.bfloat16)
+    patterns = functools.cache(lambda: all_bf16_patterns(device))
+    rows = functools.cache(lambda dtype: adversarial_rows(1024, dtype, device))
+
+    def scale_of(value: float | None) -> torch.Tensor | None:
+        return None if value is None else torch.tensor([value], dtype=torch.float32, device=device)
+
     for dtype in (torch.bfloat16, torch.float16):  # every pattern of each 16-bit type
         for act in ("identity", "relu2"):
             for key_name, key in K.KEYS.items():
-                scales = STATIC_SCALES if K.is_static(key) else (None,)
-                x = patterns.view(dtype) if K.is_static(key) else patterns.view(dtype).reshape(ROW, -1)
-                for sc in scales:
-                    scale = (torch.tensor([sc], dtype=torch.float32, device=device) if sc is not None and allocate
-                             else None)
+                for sc in STATIC_SCALES if K.is_static(key) else (None,):
                     label = f" scale={sc}" if sc is not None else ""
+
+                    def sweep(act=act, dtype=dtype, key=key, sc=sc) -> str:
+                        x = patterns().view(dtype) if K.is_static(key) else patterns().view(dtype).reshape(ROW, -1)
+                        return _check_against_reference(act, x, key, scale_of(sc), "default", backend)
                     yield Check(f"sweep {act} -> {key_name}{label}: 65,536 {str(dtype)[6:]} patterns", REFERENCE,
-                                lambda act=act, x=x, key=key, scale=scale:
-                                _check_against_reference(act, x, key, scale, "default", backend),
-                                _skip(key, backend))
+                                sweep, _skip(key, backend))
     for dtype in (torch.bfloat16, torch.float16):  # every gate pattern of each 16-bit type
-        gates = patterns.view(dtype).reshape(ROW, ROW) if allocate else None
         for key_name, key in K.KEYS.items():
-            scale = (torch.tensor([SILU_STATIC_SCALE], dtype=torch.float32, device=device)
-                     if K.is_static(key) and allocate else None)
             for numerics in ("default", "hcu"):
-                def silu_sweep(gates=gates, key=key, scale=scale, numerics=numerics) -> str:
+                def silu_sweep(dtype=dtype, key=key, numerics=numerics) -> str:
+                    gates = patterns().view(dtype).reshape(ROW, ROW)
+                    scale = scale_of(SILU_STATIC_SCALE if K.is_static(key) else None)
                     for up in UP_VALUES:
                         if isinstance(up, str):
                             up = getattr(torch.finfo(gates.dtype), up)
@@ -253,15 +256,14 @@ def all_checks(backend: str, device: torch.device, allocate: bool = True) -> Ite
                 yield Check(f"sweep silu_and_mul -> {key_name} [{numerics}]: 65,536 {str(dtype)[6:]} gates x "
                             f"{len(UP_VALUES)} ups", REFERENCE, silu_sweep, _skip(key, backend))
     for dtype in (torch.bfloat16, torch.float16):
-        rows = adversarial_rows(1024, dtype, device) if allocate else None
         for key_name, key in K.KEYS.items():
             if K.is_static(key):
                 continue
             for act in ("identity", "relu2", "silu_and_mul"):
                 for numerics in ("default", "hcu"):
                     yield Check(f"adversarial rows {act} -> {key_name} {str(dtype)[6:]} [{numerics}]", REFERENCE,
-                                lambda rows=rows, key=key, act=act, numerics=numerics:
-                                _check_against_reference(act, rows, key, None, numerics, backend),
+                                lambda dtype=dtype, key=key, act=act, numerics=numerics:
+                                _check_against_reference(act, rows(dtype), key, None, numerics, backend),
                                 _skip(key, backend))
     for key_name, key in K.KEYS.items():
         for m, bias, out_dtype in [(m, False, torch.bfloat16) for m in GEMM_MS] + [(16, True, torch.float16)]:
@@ -325,7 +327,7 @@ def summary(results: list[CheckResult], backend: str) -> dict[str, dict[str, obj
                 REFERENCE: vs_reference,
                 FLOAT64: f"{backend}'s GEMMs through the checked entry (the provider its chain picks on this node) "
                          "against float64, within the test suite's bound"}
-    left_out = [c for c in all_checks(backend, torch.device("cpu"), allocate=False) if c.skip]
+    left_out = [c for c in all_checks(backend, torch.device("cpu")) if c.skip]
     return {kind: {"passed": sum(r.ok for r in results if r.kind == kind),
                    "total": sum(r.kind == kind for r in results),
                    "skipped": sum(c.kind == kind for c in left_out),

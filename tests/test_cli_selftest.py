@@ -253,14 +253,14 @@ def test_a_node_without_fp8_skips_the_fp8_checks_of_a_backend_that_refuses_them(
     counted as skipped (not failed: a healthy node), in text and JSON; the torch backend emulates FP8 and runs
     them all."""
     node(HYGON, gpus=0)
-    every = list(selftest.all_checks("hip_w8a8", torch.device("cpu"), allocate=False))
+    every = list(selftest.all_checks("hip_w8a8", torch.device("cpu")))
     skipped = [c for c in every if c.skip]
     fp8 = [c for c in every if "fp8" in c.name]
     assert skipped == fp8 and len(fp8) > 20
     assert {c.skip for c in skipped} == {"gfx928 has no FP8: hip_w8a8 runs int8 keys only here"}
     ran = [c.name for c in selftest.checks("hip_w8a8", torch.device("cpu"))]
     assert ran == [c.name for c in every if not c.skip]
-    assert not [c for c in selftest.all_checks("torch", torch.device("cpu"), allocate=False) if c.skip]
+    assert not [c for c in selftest.all_checks("torch", torch.device("cpu")) if c.skip]
     kind_of = {c.name: c.kind for c in every}
     results = [selftest.CheckResult(name, True, "", 0.0, kind_of[name]) for name in ran]
     kinds = selftest.summary(results, "hip_w8a8")
