@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import stat
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -169,6 +170,18 @@ def out_problem(out: Path, force: bool) -> str:
     return ""
 
 
+def save_json(result: dict, path: Path) -> bool:
+    """Writes ``result`` to ``path``; where it cannot (a full disk, a folder of that name), one line on stderr and
+    the JSON on stdout, so that a run's measurements outlive it. False then."""
+    try:
+        path.write_text(json.dumps(result, indent=1))
+        return True
+    except OSError as exc:
+        print(f"bench: cannot write {path}: {exc.strerror or exc}; its JSON follows on stdout", file=sys.stderr)
+        print(json.dumps(result, indent=1), flush=True)
+        return False
+
+
 def _act_quant_unavailable() -> str:
     """'' where ``bench act_quant`` can run here, else why not: it times the ``triton_fp8`` backend's producers
     (FP8 e4m3fn on NVIDIA SM90+) against their peers."""
@@ -187,7 +200,7 @@ def main(args) -> int:
     """``fused-quant bench``: ``args.which`` in act_quant / gemm / host / mlp / all, ``args.quick``, ``args.out`` (None: a
     fresh ``default_out()``), ``args.force``, ``args.m`` (None: each benchmark's own token counts), ``args.model`` /
     ``args.tp`` (``benchmarks.models``: another decoder's shapes, one GPU's share). Returns 2, with one line on stderr,
-    when it cannot run."""
+    when it cannot run, or when a JSON file could not be written (``save_json``)."""
     if args.m and args.which == "host":
         print("bench: --m names the token counts of act_quant, gemm and mlp; host times M = 1 only "
               "(python -m benchmarks.profile_host --m M profiles the same calls at M tokens)", file=sys.stderr)
@@ -227,6 +240,12 @@ def main(args) -> int:
     except OSError as exc:
         print(f"bench: --out {out} cannot be made: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    try:
+        with tempfile.TemporaryFile(dir=out):  # a folder this user may not write to: said now, not after the run
+            pass
+    except OSError as exc:
+        print(f"bench: --out {out} cannot be written to: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     shaped = {} if model == decode.LLAMA_3_8B else {"model": model}  # the benchmarks' own default otherwise
     print(f"bench: writing to {out}" + (f" ({model.name}: {_shapes_line(model)})" if shaped else ""), flush=True)
     print(f"bench: backend {selected.name} ({selected.reason})", flush=True)
@@ -234,27 +253,24 @@ def main(args) -> int:
         print("bench: matplotlib is not installed: JSON and tables only, no PNG (pip install -e \".[bench]\")",
               flush=True)
     ms = {"ms": args.m} if args.m else {}
+    failed = False  # a JSON file that could not be written (its results then went to stdout)
     if args.which == "all" and act_quant_why:
         print(f"bench: act_quant left out: {act_quant_why}", flush=True)
     if args.which in ("act_quant", "all") and not act_quant_why:
         res = bench_act_quant(args.quick, **ms, **({"h": model.h} if shaped else {}))
-        with open(out / "act_quant.json", "w") as f:
-            json.dump(res, f, indent=1)
+        failed |= not save_json(res, out / "act_quant.json")
         plot_act_quant(res, str(out / "act_quant.png"))
     runs = {}  # the decode runs' results, for the targets table printed last
     if args.which in ("gemm", "all"):
         res = runs["gemm"] = decode.bench_gemm(args.quick, **ms, **shaped)
-        with open(out / "gemm.json", "w") as f:
-            json.dump(res, f, indent=1)
+        failed |= not save_json(res, out / "gemm.json")
         decode.plot_gemm(res, str(out / "gemm.png"))
     if args.which in ("host", "all"):
         res = runs["host"] = decode.bench_host(args.quick, **shaped)
-        with open(out / "host.json", "w") as f:
-            json.dump(res, f, indent=1)
+        failed |= not save_json(res, out / "host.json")
     if args.which in ("mlp", "all"):
         res = runs["mlp"] = decode.bench_mlp(args.quick, **ms, **shaped)
-        with open(out / "mlp.json", "w") as f:
-            json.dump(res, f, indent=1)
+        failed |= not save_json(res, out / "mlp.json")
         decode.plot_mlp(res, str(out / "mlp.png"))
     if runs:
         from benchmarks import report
@@ -262,4 +278,4 @@ def main(args) -> int:
         hosts = (runs["host"],) if "host" in runs else ()
         print("\ndecode targets (python -m benchmarks.report renders these files' tables):\n"
               + "\n".join(report.decode_targets(runs.get("gemm"), runs.get("mlp"), hosts)), flush=True)
-    return 0
+    return 2 if failed else 0

@@ -350,8 +350,8 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
         graph = graph_turns({name: [lambda f=f: f(x) for f in fns] for name, fns in peers.items()},
                             calls=mlp_graph_calls(m))
         row = {"M": m, "eager_us": eager, "graph_us": graph, "sqnr_db": sqnr[m],
-               "eager_vs_bf16": {k_: eager["bf16"] / v for k_, v in eager.items() if k_ != "bf16"},
-               "graph_vs_bf16": {k_: graph["bf16"] / v for k_, v in graph.items() if k_ != "bf16"}}
+               "eager_vs_bf16": vs_bf16(eager),
+               "graph_vs_bf16": vs_bf16(graph)}
         rows.append(row)
         inputs[m] = x
         print(f"mlp M={m:6d} " + "  ".join(f"{k_} eager {eager[k_]:8.1f} graph {graph[k_]:8.1f}" for k_ in peers)
@@ -360,6 +360,11 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
               + "  SQNR dB " + "/".join(f"{v:.2f}" for v in sqnr[m].values()), flush=True)
     sustained_rows(rows, peers, inputs, sustained_s)
     return {"versions": versions(), "model": model.name, "d": d, "h": h, "rows": rows}
+
+
+def vs_bf16(us: dict[str, float]) -> dict[str, float]:
+    """Each key's speed-up over bf16 from its time in ``us`` (``report.ratio``: a failed timing is no number)."""
+    return {key: report.ratio(us["bf16"], v) for key, v in us.items() if key != "bf16"}
 
 
 def sustained_rows(rows: list[dict], peers: dict, inputs: dict, seconds: float) -> None:
@@ -374,7 +379,7 @@ def sustained_rows(rows: list[dict], peers: dict, inputs: dict, seconds: float) 
         sus = sustained_turns({name: [lambda f=f, x=x: f(x) for f in fns] for name, fns in peers.items()},
                               calls=mlp_graph_calls(m), seconds=seconds)
         row.update(sustained_us=sus, sustained_s=seconds,
-                   sustained_vs_bf16={k_: sus["bf16"] / v for k_, v in sus.items() if k_ != "bf16"})
+                   sustained_vs_bf16=vs_bf16(sus))
         print(f"mlp M={m:6d} sustained " + "  ".join(f"{k_} {v:8.1f}" for k_, v in sus.items())
               + "  | sustained x" + "/".join(f"{v:.2f}" for v in row["sustained_vs_bf16"].values()), flush=True)
 

@@ -4,9 +4,10 @@
 
 - ``act_quant.json``: the producer table, the targets table (M = 8192 / 32768) and the small-M table (host work
   included);
-- ``gemm.json``, ``mlp.json``, ``host.json`` (several host files: each call's quickest of them): their tables and
-  the decode targets (``decode_targets``: each target, the measured range, the worst case and by how much it is
-  met or missed); ``--sqnr-baseline`` an earlier ``mlp.json`` whose SQNR the run's must stay within 0.1 dB of;
+- ``gemm.json``, ``mlp.json``, ``host.json`` (several host files: each call's quickest of them), of one device,
+  tree and setup (``mixed_runs``; files that differ are refused): their tables and the decode targets
+  (``decode_targets``: each target, the measured range, the worst case and by how much it is met or missed);
+  ``--sqnr-baseline`` an earlier ``mlp.json`` whose SQNR the run's must stay within 0.1 dB of;
 - an MLP file of the first ``bench`` version (``us``: bf16 / fused / compiled_chain): its rows, ``--label``
   naming the backend column.
 """
@@ -25,9 +26,12 @@ def _f(v: float | None, digits: int = 1) -> str:
     return "—" if v is None else f"{v:.{digits}f}"
 
 
-def _ratio(a: float, b: float) -> float:
-    """a / b; inf for a zero time b (a timing that failed, which the verdicts tell as not measured)."""
-    return a / b if b else (math.nan if math.isnan(a) else math.inf)
+def ratio(a: float, b: float) -> float:
+    """a / b over two times: NaN where either is NaN, inf where either is zero or less (a timing that failed), which
+    the verdicts tell as not measured, whichever side it is on."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return a / b if a > 0 and b > 0 else math.inf
 
 
 def _quickest(times: dict[str, float]) -> str:
@@ -77,7 +81,7 @@ def small_m_table(rows: list[dict]) -> list[str]:
         us = r["us"]
         if r["M"] not in SMALL_M or "ours_loop" not in us:
             continue
-        vs = _f(_ratio(us["compiled_loop"], us["ours_loop"]), 2) + "x" if "compiled_loop" in us else "—"
+        vs = _f(ratio(us["compiled_loop"], us["ours_loop"]), 2) + "x" if "compiled_loop" in us else "—"
         out.append(f"| {r['op']} | {r['M']} | {_f(us['ours_loop'])} | {_f(us.get('ours_op_loop'))} | "
                    f"{_f(us.get('bare_triton_loop'))} | {_f(us.get('compiled_loop'))} | {vs} | "
                    f"{_f(us.get('ours_graph'))} | {_f(us.get('compiled_graph'))} |")
@@ -141,7 +145,7 @@ def best_other(row: dict) -> tuple[str, float] | None:
 def speedup_vs_best_other(row: dict) -> float | None:
     """``best_other``'s time / the chain's: over 1 where the chain's pick is the quicker."""
     best = best_other(row)
-    return None if best is None else _ratio(best[1], row["us"]["ours"])
+    return None if best is None else ratio(best[1], row["us"]["ours"])
 
 
 def _ms(ms: tuple[int, ...]) -> str:
@@ -193,7 +197,7 @@ def gemm_targets(gemm: dict) -> list[list[str]]:
             forms = {name: r["us"][name] for name in ways if name in r["us"]}
             if forms:
                 name = _quickest(forms)
-                cases.append((f"vs {name}", _ratio(forms[name], r["us"]["ours"]), DOWN_VS_SCALED_MM))
+                cases.append((f"vs {name}", ratio(forms[name], r["us"]["ours"]), DOWN_VS_SCALED_MM))
         out.append(verdict(f"FP8 down at M = 16 >= {DOWN_VS_SCALED_MM}x torch._scaled_mm {label}", cases, "x"))
     # where the chain picks another provider itself, "ours" is that provider timed a second time (through the layer),
     # and the peers are every other one, its small-M kernel included
@@ -203,7 +207,7 @@ def gemm_targets(gemm: dict) -> list[list[str]]:
             best = best_other(r)
             if best is not None and r["picked"].startswith("small_m") == own:
                 cases.append((f"{r['shape']} {r['kind']} M={r['M']} (picked {r['picked']}, best other {best[0]})",
-                              _ratio(best[1], r["us"]["ours"]), 1.0))
+                              ratio(best[1], r["us"]["ours"]), 1.0))
         out.append(verdict(f"GEMM never slower than the best other provider, where the chain picks {label}",
                            cases, "x", digits=3))
     return out
@@ -280,6 +284,26 @@ def host_targets(hosts: list[dict]) -> list[list[str]]:
     return out
 
 
+# what the files of one decode table must agree on where each of them records it (besides the model's shapes): a
+# table over two devices, trees or setups would be no one run's measurement
+SAME_RUN = ("device", "fused_quant", "tree", "torch", "triton", "cuda", "python", "backend", "env")
+
+
+def mixed_runs(named: list[tuple[str, dict]]) -> str:
+    """'' where the (path, file) pairs agree on the model and on each of ``SAME_RUN`` (a field a file does not
+    record, an older bench's, is not compared), else the first field that differs and which file has which."""
+    for field in ("model", *SAME_RUN):
+        seen: dict[str, list[str]] = {}
+        for path, doc in named:
+            value = doc.get("model", TARGET_MODEL) if field == "model" else doc.get("versions", {}).get(field)
+            if value is not None:
+                seen.setdefault(json.dumps(value, sort_keys=True), []).append(path)
+        if len(seen) > 1:
+            return f"the files differ in {field}: " + "; ".join(f"{value} in {', '.join(paths)}"
+                                                               for value, paths in seen.items())
+    return ""
+
+
 def decode_targets(gemm: dict | None = None, mlp: dict | None = None, hosts: tuple[dict, ...] = (),
                    baseline: dict | None = None) -> list[str]:
     """The decode targets table for the runs given (each target: the measured range, the worst case, met or
@@ -287,12 +311,11 @@ def decode_targets(gemm: dict | None = None, mlp: dict | None = None, hosts: tup
     for."""
     runs = [r for r in (gemm, mlp, *hosts) if r is not None]
     out = []
-    for run in runs:
+    for run in runs[:1]:  # one run's files (``mixed_runs``)
         device, model = run.get("versions", {}).get("device", "?"), run.get("model", TARGET_MODEL)
         if (device, model) != (TARGET_DEVICE, TARGET_MODEL):
             out.append(f"(measured on {device} with {model}'s shapes; the targets are set for {TARGET_MODEL} "
                        f"on an {TARGET_DEVICE})\n")
-            break
     table = (gemm_targets(gemm) if gemm else []) + (mlp_targets(mlp, baseline) if mlp else []) \
         + (host_targets(list(hosts)) if hosts else [])
     out += ["| target | measured | worst | status |", "|---|---|---|---|"]
@@ -489,6 +512,7 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("--sqnr-baseline", help="an earlier mlp.json: the SQNR target compares against it")
     args = parser.parse_args(argv)
     docs: dict[str, list[dict]] = {}
+    decode_files: list[tuple[str, dict]] = []  # the files one decode targets table is read from
     baseline = None
     for path, wanted in [(f, None) for f in args.files] + ([(args.sqnr_baseline, "mlp")] if args.sqnr_baseline else []):
         try:
@@ -509,6 +533,8 @@ def _report(argv: list[str]) -> int:
             baseline = doc
         else:
             docs.setdefault(kind, []).append(doc)
+            if kind in ("gemm", "mlp", "host"):
+                decode_files.append((path, doc))
     if baseline is not None and "mlp" not in docs:
         print("report: --sqnr-baseline compares an mlp file's SQNR with its own: give the mlp file among FILE",
               file=sys.stderr)
@@ -518,6 +544,10 @@ def _report(argv: list[str]) -> int:
             print(f"report: {len(docs[kind])} {kind} files given; one at a time (several host files are one "
                   "set: each call's quickest)", file=sys.stderr)
             return 2
+    mixed = mixed_runs(decode_files)
+    if mixed:
+        print(f"report: one decode table is one run's files; {mixed}", file=sys.stderr)
+        return 2
     for act in docs.get("act_quant", ()):
         print(f"ceiling {act['ceiling_GBps']:.0f} GB/s; {act['versions']}\n")
         for table in (producer_table, targets_table, small_m_table):

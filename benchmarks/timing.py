@@ -9,11 +9,14 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import torch
 
+import fused_quant
 from fused_quant.flags import whole_numbers
 
 
@@ -116,18 +119,40 @@ def pyplot():
 
 def save_figure(fig, ax, path, ylabel: str | None = None, legend_size: int | None = None, dpi: int = 100) -> bool:
     """The end of a plot function: the first panel ``ax``'s y label and legend, the panels laid out, the picture
-    written to ``path``; True, what the plot functions return once drawn."""
+    written to ``path``; True, what the plot functions return once drawn (False, said on stderr, where the file
+    cannot be written: a full disk)."""
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     ax.legend(fontsize=legend_size)
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    try:
+        fig.savefig(path, dpi=dpi)
+    except OSError as exc:
+        print(f"cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return False
     return True
 
 
+def tree() -> str | None:
+    """The commit of the checkout the package runs from (``+changes`` where tracked files differ from it), or None
+    outside a git checkout: two runs of one table must come from one tree."""
+    root = Path(fused_quant.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):  # no git on the node
+        return None
+    if head.returncode or dirty.returncode:  # not a checkout (an installed wheel)
+        return None
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
 def versions() -> dict[str, object]:
-    """What a result was measured with: versions, the GPU, the date, the backend that ran "ours" and every
-    FUSED_QUANT_* variable (a forced backend, a disabled GEMM or PDL off change the numbers)."""
+    """What a result was measured with: the package's version and tree, versions, the GPU, the date, the backend
+    that ran "ours" and every FUSED_QUANT_* variable (a forced backend, a disabled GEMM or PDL off change the
+    numbers)."""
     import triton
 
     from fused_quant import envs
@@ -138,7 +163,8 @@ def versions() -> dict[str, object]:
         backend = current_backend_name()
     except BackendUnavailableError as exc:  # a sweep times its kernels directly: recorded, not refused
         backend = f"none ({exc})"
-    return {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+    return {"fused_quant": fused_quant.__version__, "tree": tree(), "torch": torch.__version__,
+            "triton": triton.__version__, "python": platform.python_version(),
             "device": torch.cuda.get_device_name(), "cuda": str(torch.version.cuda),
             "date": time.strftime("%Y-%m-%d"), "backend": backend,
             "env": {name: value for name, value in envs.snapshot().items() if value is not None}}

@@ -737,3 +737,52 @@ def test_quantizing_calls_keeps_the_rows_it_timed_when_a_run_stops(tmp_path, mon
     kept = json.loads((tmp_path / "quantizing_calls.partial.json").read_text())
     assert kept == {"versions": {"device": "a GPU"}, "rows": [{"kind": "int8", "shape": "o", "m": 1}]}
     assert not (tmp_path / "quantizing_calls.json").exists()
+
+
+def test_an_out_folder_that_cannot_be_written_to_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    """A read-only folder (or one of another user) took the benchmarks' minutes, then lost their results to a
+    traceback at the first JSON file: it is refused before anything runs."""
+    from benchmarks import bench, decode
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(decode, "bench_mlp", lambda quick: pytest.fail("ran into a folder it cannot write to"))
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(bench.tempfile, "TemporaryFile", read_only)  # a root test process may write anywhere
+    out = tmp_path / "ro"
+    out.mkdir()
+    assert cli.main(["bench", "mlp", "--quick", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"bench: --out {out} cannot be written to: Permission denied"]
+
+
+def test_a_json_file_that_cannot_be_written_goes_to_stdout_and_the_run_exits_2(tmp_path, capsys, monkeypatch):
+    """A folder named gemm.json under --force (or a full disk) failed with a traceback after the run, its results
+    lost: the JSON goes to stdout, one line says why, the other files are still written."""
+    from benchmarks import decode
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(decode, "bench_gemm", lambda quick: {"versions": {"device": "test"}, "rows": [], "mark": 7})
+    monkeypatch.setattr(decode, "bench_mlp", lambda quick: {"versions": {"device": "test"}, "rows": [], "mark": 8})
+    monkeypatch.setattr(decode, "bench_host", lambda quick: {"versions": {"device": "test"}, "us_per_call": {}})
+    for plot in ("plot_gemm", "plot_mlp"):
+        monkeypatch.setattr(decode, plot, lambda result, path: False)
+    (tmp_path / "gemm.json").mkdir()
+    monkeypatch.setattr("benchmarks.bench._act_quant_unavailable", lambda: "not here")
+    assert cli.main(["bench", "all", "--quick", "--out", str(tmp_path), "--force"]) == 2
+    captured = capsys.readouterr()
+    assert f"bench: cannot write {tmp_path / 'gemm.json'}: Is a directory; its JSON follows on stdout" in captured.err
+    assert '"mark": 7' in captured.out
+    assert json.loads((tmp_path / "mlp.json").read_text())["mark"] == 8 and (tmp_path / "host.json").is_file()
+
+
+def test_tree_names_the_checkouts_commit_and_nothing_outside_one(tmp_path, monkeypatch):
+    """versions() records the tree a result came from, so that the report can refuse a table over two trees."""
+    head = subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True)
+    if head.returncode:
+        pytest.skip(f"the package does not run from a git checkout here: {head.stderr.strip()}")
+    assert timing.tree() in (head.stdout.strip(), head.stdout.strip() + "+changes")
+    monkeypatch.setattr(fused_quant, "__file__", str(tmp_path / "site-packages" / "fused_quant" / "__init__.py"))
+    assert timing.tree() is None

@@ -445,3 +445,43 @@ def test_a_zero_host_time_is_not_measured():
     runs[0]["us_per_call"]["fp8_static"]["QuantLinear(qa) down"] = 0.0
     assert _row(_targets(None, None, tuple(runs)), "host <= 12 us per QuantLinear")[3] == \
         "not measured: a value is NaN, infinite or a zero time"
+
+
+@pytest.mark.parametrize("field, value", [("device", "NVIDIA H100 80GB HBM3"), ("tree", "0123456789ab+changes"),
+                                          ("torch", "2.9.0"), ("env", {"FUSED_QUANT_DISABLED_GEMMS": "small_m_fp8"})])
+def test_files_of_two_runs_that_differ_are_not_one_table(tmp_path, capsys, field, value):
+    """An H100's gemm.json read with an H200's mlp.json and host files printed one "measured on" line, the first
+    file's, over every row, and took host minimums across both devices; other versions, trees or variables went
+    unsaid. The files of one table must agree on each thing both record."""
+    gemm, mlp, host = _doc("run2_gemm.json"), _doc("run2_mlp.json"), _doc("run2_host2.json")
+    for doc in (gemm, mlp, host):  # what today's bench records and these files, of an older one, do not
+        doc["versions"].update(tree="fedcba987654", env={})
+    host["versions"][field] = value
+    files = [_written(tmp_path, doc, f"{name}.json") for name, doc in (("gemm", gemm), ("mlp", mlp), ("host", host))]
+    assert report.main(files) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"report: one decode table is one run's files; the files differ in {field}: ")
+    assert files[2] in err and f"{files[0]}, {files[1]}" in err
+    del host["versions"][field]  # a field one file does not record (an older bench's) is not compared
+    assert report.main([files[0], files[1], _written(tmp_path, host, "host.json")]) == 0
+
+
+def test_another_model_is_not_one_table_with_llama():
+    a, b = _doc("run2_gemm.json"), _doc("run2_mlp.json")
+    b["model"] = "Qwen2.5-7B"
+    assert report.mixed_runs([("a", a), ("b", b)]).startswith("the files differ in model: ")
+    assert report.mixed_runs([("a", a), ("b", _doc("run2_mlp.json"))]) == ""
+
+
+@pytest.mark.parametrize("peer", [0.0, -1.0])
+def test_a_zero_time_of_a_peer_is_not_measured_either(peer):
+    """A zero time was a failed timing only as the divisor: a peer's zero made the ratio 0, the "best other", and
+    the verdict "missed by 1.40x"."""
+    row = _gemm_row("small_m_fp8", ours=20.0, small_m=20.0, **{"scaled_mm (row-wise)": 30.0,
+                                                               "scaled_mm (fp32 + epilogue)": peer})
+    row.update(M=16)
+    table = _targets({"rows": [row]})
+    for target in ("FP8 down at M = 16 >= 1.4x torch._scaled_mm in its quickest way",
+                   "GEMM never slower than the best other provider, where the chain picks its own"):
+        assert _row(table, target)[3] == "not measured: a value is NaN, infinite or a zero time"
+    assert report.ratio(30.0, 20.0) == 1.5 and math.isnan(report.ratio(math.nan, 0.0))
