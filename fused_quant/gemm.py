@@ -266,6 +266,10 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     if backend is not None:
         selection.get_backend(backend)  # an unknown name raises, listing the valid ones
     if torch.compiler.is_compiling():  # the op's backward refuses a gradient (ops.py): a raise here would be traced
+        # the checks while tracing too (metadata only): a refusal is then ours, raised by the frame that runs
+        # eager after the break (or dynamo's own error, ours in it, under fullgraph), not torch's error around
+        # the fake implementation's
+        check_gemm_operands(qa.data, qa.scale, K.key_from_name(key), weight, weight_scale, bias, out_dtype, layer)
         return torch.ops.fused_quant.quant_gemm(qa.data, qa.scale, weight, weight_scale, bias, out_dtype, key,
                                                 layer or "", backend or "")
     if torch.is_grad_enabled():  # first: every call of the vLLM plugin comes here, without grad
@@ -318,10 +322,11 @@ def output_mismatch(out: object, shape: tuple[int, int], dtype: torch.dtype, dev
 
 
 def _check_output(out: object, p: GemmProblem, provider: GemmProvider, layer: str, device: torch.device) -> None:
-    got = output_mismatch(out, (p.m, p.n), p.out_dtype, device)
+    # row-major, as the GEMM op's fake implementation says it is (a compiled graph reads it with those strides)
+    got = output_mismatch(out, (p.m, p.n), p.out_dtype, device, contiguous=True)
     if got:
         raise GemmProviderError(f"{layer or 'quant_gemm'}: GEMM provider {provider.name} returned {got}, "
-                                f"expected ({p.m}, {p.n}) {p.out_dtype} on {device}")
+                                f"expected ({p.m}, {p.n}) {p.out_dtype} on {device}, row-major")
 
 
 class BoundGemm:

@@ -197,7 +197,8 @@ def _by_value(key: object, what: str) -> QuantKey:
     qualname = f"{type(key).__module__}.{type(key).__qualname__}"
     try:
         scale = key.scale
-        shape = GroupShape(*tuple(scale.group_shape))
+        group = scale.group_shape  # by its fields (vLLM's is a NamedTuple; another library's may be a dataclass)
+        shape = GroupShape(group.row, group.col) if hasattr(group, "row") else GroupShape(*tuple(group))
         return QuantKey(key.dtype, ScaleDesc(scale.dtype, bool(scale.static), shape),
                         None if getattr(key, "scale2", None) is None else key.scale2, bool(key.symmetric))
     except (AttributeError, TypeError) as exc:

@@ -727,7 +727,7 @@ class QuantLinear(nn.Module):
                 self._check_input_scale(scale, "first use" if checked is None else "changed in place")
         self._check_outputs_agree(weight, weight_scale, bias)
         qa = self._activation(x, pair, scale)
-        out = quant_gemm(qa, weight, weight_scale, bias, out_dtype=self.out_dtype, layer=self.name)
+        out = quant_gemm(qa, weight, weight_scale, bias, out_dtype=self.out_dtype, layer=self._call_name())
         if sig is not None and not self.__dict__.get("_swapped"):
             self._bind(sig, generation, table, tensors, x, qa)
         return out
@@ -771,6 +771,13 @@ class QuantLinear(nn.Module):
             version = self._checked_version(scale) if scale is not None else None
             table[sig] = _BoundForward(generation, sig[0], quant, quantizer, gemm, pin, tensors, version)
 
+    def _call_name(self) -> str | None:
+        """The name a call's checks and GEMM carry where they pass: none under torch.compile, where a string read
+        from the layer is a constant of the graph, guarded by value, so that each layer of a model compiled block by
+        block would compile again (and past torch's recompile limit run eager, or fail under ``fullgraph``). A
+        refusal met there names no layer; the same call in eager names it."""
+        return None if torch.compiler.is_compiling() else self.name
+
     def _check_outputs_agree(self, weight, weight_scale, bias) -> None:
         """The layer's N, where its tensors were assigned one at a time (a loader's way): a weight of another N than
         its scales and bias is named as that, not as a scale of the wrong length."""
@@ -798,7 +805,7 @@ class QuantLinear(nn.Module):
         if x.dtype not in ACT_DTYPES:
             raise QuantDTypeError(f"{self.name}: a plain input is quantized to {K.key_name(self.input_key)} here and "
                                   f"must be bfloat16, float16 or float32, got {x.dtype}")
-        check_activation_k(x, self.weight, self.name)  # before its quantization, which would name no layer
+        check_activation_k(x, self.weight, self._call_name())  # before its quantization, which would name no layer
         if x.device != self.weight.device:  # as well: a static scale's device would be named, not the layer's
             raise DeviceMismatchError(f"{self.name}: weight is on {self.weight.device}, activation on {x.device}")
         from fused_quant.registry import platform_fp8_dtype, quantize

@@ -123,21 +123,98 @@ def test_a_compiled_function_keeps_its_traced_settings_until_torch_compiler_rese
     fused_quant.reset()
 
 
+_WRONG_K = "quant_gemm: expected K=128 \\(weight \\[N=64, K=128\\]\\) but received K=100"
+
+
 def test_a_refusal_under_fullgraph_compile_keeps_its_message():
     """A check that refuses under ``torch.compile(fullgraph=True)`` surfaces as torch's own error (a raise ends the
-    graph); its message still names the layer and the two Ks."""
+    graph); its message still names the two Ks (not the layer: its name is no constant of a compiled graph)."""
     torch._dynamo.reset()
     down = QuantLinear.from_float(nn.Linear(128, 64).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="down")
     compiled = torch.compile(lambda t: down(t), fullgraph=True)
-    with torch.no_grad(), pytest.raises(Exception, match="down: expected K=128 \\(weight \\[N=64, K=128\\]\\) but "
-                                                         "received K=100"):
+    with torch.no_grad(), pytest.raises(Exception, match=_WRONG_K):
         compiled(torch.randn(4, 100, dtype=torch.bfloat16))
 
 
-def test_a_refusal_under_compile_without_fullgraph_is_the_package_error():
-    """Without ``fullgraph`` the refusing check runs outside the graph and raises as itself (README's Errors)."""
+@pytest.mark.parametrize("form", ["tensor", "QuantizedActivation", "pair", "quant_gemm"])
+def test_a_refusal_under_compile_without_fullgraph_is_the_package_error(form):
+    """Without ``fullgraph`` a refusal is raised as itself (README's Errors), whatever form the input takes: a
+    quantized input's K was checked only in the GEMM op's fake implementation, whose error torch wrapped in its
+    own ``TorchRuntimeError`` (neither a ShapeMismatchError nor a ValueError)."""
+    from fused_quant import fused_act_quant, quant_gemm
+
     torch._dynamo.reset()
     down = QuantLinear.from_float(nn.Linear(128, 64).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="down")
-    compiled = torch.compile(lambda t: down(t), backend="aot_eager")
-    with torch.no_grad(), pytest.raises(ShapeMismatchError, match="down: expected K=128"):
-        compiled(torch.randn(4, 100, dtype=torch.bfloat16))
+    x = torch.randn(4, 100, dtype=torch.bfloat16)
+    qa = fused_act_quant("identity", x, K.kInt8DynamicTokenSym)
+    call = {"tensor": lambda: down(x), "QuantizedActivation": lambda: down(qa),
+            "pair": lambda: down(None, (qa.data, qa.scale)),
+            "quant_gemm": lambda: quant_gemm(qa, down.weight, down.weight_scale, out_dtype=torch.bfloat16)}[form]
+    compiled = torch.compile(call, backend="aot_eager")
+    with torch.no_grad(), pytest.raises(ShapeMismatchError, match=_WRONG_K):
+        compiled()
+    with torch.no_grad(), pytest.raises(ShapeMismatchError, match="down: expected K=128" if form != "quant_gemm"
+                                        else _WRONG_K):
+        call()  # the eager call names the layer
+
+
+def test_layers_compiled_one_by_one_share_one_graph_whatever_their_names():
+    """Each block of a model compiled on its own (``torch.compile(block)``, regional compilation): the layer's name,
+    read on every call and handed to the GEMM op, was a guard, so each block of one shape compiled again, and from
+    the ninth on torch's recompile limit ran them eager (or failed under ``fullgraph``)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    blocks = [MLP(K.kInt8DynamicTokenSym) for _ in range(10)]
+    for i, block in enumerate(blocks):
+        block.gate_up.name, block.down.name = f"layers.{i}.mlp.gate_up_proj", f"layers.{i}.mlp.down_proj"
+    x = torch.randn(5, 64).to(torch.bfloat16)
+    with torch.no_grad():
+        eager = x
+        for block in blocks:
+            eager = block(eager)
+        for block in blocks:
+            x = torch.compile(block, backend=backend, fullgraph=True)(x)
+    assert_bits_equal(x, eager, "ten blocks")
+    assert len(graphs) == 1, f"compiled {len(graphs)} times"
+
+
+def test_a_compiled_gemm_picks_its_provider_when_it_runs(monkeypatch):
+    """README: the GEMM op chooses its provider at run time, so FUSED_QUANT_DISABLED_GEMMS changed and reset()
+    reach a compiled function without torch.compiler.reset() (README said it kept the traced ones)."""
+    import fused_quant
+    from fused_quant import register_gemm_provider, unregister_gemm_provider
+    from fused_quant.backends.fallback.gemms import _int8_exact
+
+    monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS", raising=False)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "torch")
+    fused_quant.reset()
+    torch.manual_seed(0)
+    layer = QuantLinear.from_float(nn.Linear(64, 48).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="L")
+    x = torch.randn(5, 64).to(torch.bfloat16)
+    calls = []
+
+    def spy(*args):
+        calls.append(1)
+        return _int8_exact(*args)
+
+    register_gemm_provider("spy_int8", spy, kind="int8", backends=("torch",))
+    try:
+        torch._dynamo.reset()
+        compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+        with torch.no_grad():
+            expected = compiled(x)
+            assert len(calls) == 1
+            monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "spy_int8")
+            fused_quant.reset()
+            assert_bits_equal(compiled(x), expected, "the chain's next exact provider")
+            assert len(calls) == 1  # disabled at run time, with no torch.compiler.reset()
+    finally:
+        unregister_gemm_provider("spy_int8")
+        monkeypatch.delenv("FUSED_QUANT_DISABLED_GEMMS")
+        fused_quant.reset()

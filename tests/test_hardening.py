@@ -8,6 +8,7 @@ import copy
 import dataclasses
 import math
 import re
+import types
 import warnings
 from pathlib import Path
 
@@ -113,6 +114,17 @@ def test_keys_by_object_name_or_value_else_a_clear_error():
             self.dtype, self.scale, self.scale2, self.symmetric = key.dtype, key.scale, None, key.symmetric
 
     assert K.as_key(ForeignKey(K.kFp8StaticTensorSym)) is K.kFp8StaticTensorSym
+
+    @dataclasses.dataclass(frozen=True)
+    class FieldsGroupShape:  # not a tuple: read by its fields, as the error message says
+        row: int
+        col: int
+
+    foreign = ForeignKey(K.kInt8DynamicTokenSym)
+    foreign.scale = types.SimpleNamespace(dtype=torch.float32, static=False, group_shape=FieldsGroupShape(1, -1))
+    assert K.as_key(foreign) is K.kInt8DynamicTokenSym
+    foreign.scale.group_shape = (1, -1)  # a plain (row, col) pair, as before
+    assert K.as_key(foreign) is K.kInt8DynamicTokenSym
     with pytest.raises(TypeError, match="got tests.test_hardening.test_keys_by_object_name_or_value_else_a_clear"):
         K.as_key(object.__new__(type("test_keys_by_object_name_or_value_else_a_clear_error", (), {})))
 

@@ -220,8 +220,10 @@ def test_activation_on_another_device_than_the_weight():
     assert str(exc.value) == f"{layer.name}: weight is on cpu, activation on meta"
 
 
-@pytest.mark.parametrize("bad", ["shape", "dtype", "not_a_tensor", "rank1"])
+@pytest.mark.parametrize("bad", ["shape", "dtype", "not_a_tensor", "rank1", "strided"])
 def test_gemm_provider_returning_the_wrong_thing(bad):
+    """What a provider returns is checked before anyone reads it; a column-major [M, N] among it: the GEMM op's fake
+    implementation promises row-major, so an Inductor-compiled layer read such an output with the wrong strides."""
     layer = _layer()
 
     def provider(xq, xs, w, ws, bias, out_dtype):
@@ -229,7 +231,8 @@ def test_gemm_provider_returning_the_wrong_thing(bad):
         return {"shape": lambda: torch.zeros(m, n + 1, dtype=out_dtype),
                 "dtype": lambda: torch.zeros(m, n, dtype=torch.float64),
                 "not_a_tensor": lambda: [[0.0] * n] * m,
-                "rank1": lambda: torch.zeros(m * n, dtype=out_dtype)}[bad]()
+                "rank1": lambda: torch.zeros(m * n, dtype=out_dtype),
+                "strided": lambda: torch.zeros(n, m, dtype=out_dtype).t()}[bad]()
 
     register_gemm_provider("test_bad_provider", provider, kind="int8", backends=("torch",))
     try:

@@ -871,7 +871,11 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     if numerics is not None:
         get_profile(numerics)  # an unknown profile fails here, not at the first forward after the whole load
     if device is not None:
-        device = torch.device(device)  # a name torch cannot read fails here
+        try:
+            device = torch.device(device)
+        except RuntimeError as exc:  # a string torch cannot read as a device (a wrong type is torch's TypeError)
+            raise UnsupportedError(f"from_pretrained: device {device!r} is no device torch can read "
+                                   f"({str(exc).splitlines()[0]})") from None
         if device.type == "cuda" and not torch.cuda.is_available():
             raise UnsupportedError(f"from_pretrained: device {device} asked for, but torch.cuda.is_available() is "
                                    "False here")

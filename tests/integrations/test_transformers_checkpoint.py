@@ -938,6 +938,9 @@ def test_a_device_this_torch_cannot_use_is_refused_before_the_checkpoint_is_read
     for device in ("xpu", "mps", "cuda:0") if not torch.cuda.is_available() else ("xpu", "mps"):
         with pytest.raises(fq.UnsupportedError, match=f"from_pretrained: device {device} asked for, but "):
             fqt.from_pretrained(tiny, device=device)
+    # a string that is no device at all: torch's own RuntimeError before
+    with pytest.raises(fq.UnsupportedError, match="from_pretrained: device 'nope' is no device torch can read "):
+        fqt.from_pretrained(tiny, device="nope")
 
 
 def test_config_mistakes_are_named_as_the_configs(tiny, tmp_path):
