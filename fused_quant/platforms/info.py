@@ -119,4 +119,4 @@ def fp8_dtype_for(vendor: str, arch: str | None) -> torch.dtype | None:
 
 def _base_gfx(arch: str | None) -> str:
     # "gfx942:sramecc+:xnack-" -> "gfx942"
-    return (arch or "").split(":")[0]
+    return (arch or "").split(":")[0].lower()

@@ -12,6 +12,7 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,11 +90,25 @@ def decode_gfx_target_version(value: int) -> str | None:
 
     The stepping is printed in hex (90010 -> gfx90a) as LLVM names it; 0 (a CPU node) -> None.
     """
-    if value <= 0:
+    if value < 10000:  # no major version: a CPU node's 0, or no version in this form
         return None
     major, rest = divmod(value, 10000)
     minor, stepping = divmod(rest, 100)
     return f"gfx{major}{minor}{stepping:x}"
+
+
+_GFX_NAME = re.compile(r"gfx[0-9a-f]{3,4}")
+
+
+def gfx_name(raw: object) -> str | None:
+    """An arch as a source reports it -> ``"gfx942"``: KFD's integer form decoded, features (``:sramecc+:xnack-``)
+    and case dropped; None where it names no gfx target (an amdsmi without the field, its "N/A", or ROCm 6.3's
+    all-ones "not supported" value, which its binding prints as ``gfxffffffffffffffff``)."""
+    text = "" if raw is None else str(raw).strip().lower()
+    if text.isdigit():
+        return decode_gfx_target_version(int(text))
+    base = text.split(":")[0]
+    return base if _GFX_NAME.fullmatch(base) else None
 
 
 def classify_amd_like(vendor_id: int | None, names: Iterable[str | None], arch: str | None,
@@ -177,16 +192,17 @@ def probe_amdsmi(amdsmi: Any, dtk: str | None) -> Sighting:
         if not handles:
             return Sighting(None, "amdsmi: 0 GPUs")
         asic = amdsmi.amdsmi_get_gpu_asic_info(handles[0])
-    except Exception as exc:
+        raw_arch, name, vendor_id = (asic.get(field) for field in ("target_graphics_version", "market_name",
+                                                                    "vendor_id"))
+    except Exception as exc:  # an answer that is no dict among them
         return Sighting(None, f"amdsmi query failed ({type(exc).__name__}: {exc})", error=True)
     finally:
         _shut_down(amdsmi.amdsmi_shut_down, "amdsmi.amdsmi_shut_down()")
-    raw_arch = str(asic.get("target_graphics_version") or "")
-    arch = (decode_gfx_target_version(int(raw_arch)) if raw_arch.isdigit()
-            else raw_arch.split(":")[0] or None)
-    name = asic.get("market_name") or None
-    vendor, evidence = classify_amd_like(_as_int(asic.get("vendor_id")), [name], arch, dtk)
-    return Sighting(vendor, f"amdsmi: {len(handles)} x {name} ({arch}), {vendor} by {evidence}",
+    arch = gfx_name(raw_arch)
+    name = None if str(name or "").strip().upper() in ("", "N/A") else str(name)
+    vendor, evidence = classify_amd_like(_as_int(vendor_id), [name], arch, dtk)
+    shown = arch or f"no usable arch: {raw_arch!r}"
+    return Sighting(vendor, f"amdsmi: {len(handles)} x {name} ({shown}), {vendor} by {evidence}",
                     arch=arch, device_name=name, device_count=len(handles))
 
 
@@ -273,7 +289,12 @@ def probe_with(version: Any, env: Mapping[str, str], load: Callable[[str], Modul
             yield Sighting(None, f"ROCm GPUs hidden by {hidden}")
             return
         smi = load("amdsmi")
-        yield smi if isinstance(smi, Sighting) else probe_amdsmi(smi, dtk)
+        smi = smi if isinstance(smi, Sighting) else probe_amdsmi(smi, dtk)
+        if smi.found and smi.arch is None:  # an amdsmi that names no arch (ROCm 6.0-6.2 have no field): KFD's does
+            kfd = probe_kfd_sysfs(sysfs_root, dtk)
+            yield kfd if kfd.found else smi
+            return
+        yield smi
         yield probe_kfd_sysfs(sysfs_root, dtk)
 
     # Ask the vendor torch was built for first, so a mixed node reports the usable GPU.

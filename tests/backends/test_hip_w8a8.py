@@ -142,8 +142,51 @@ def test_what_the_vendor_returns_is_checked_before_the_bias_is_added(fake_vendor
                            (lambda s, out: [s, out[:, :1].contiguous()], "returned \\(5, 1\\)"),  # a list: read
                            (lambda s, out: (s, out.tolist()), "returned list, expected a contiguous \\(5, 16\\)")):
         fake_vendor(returns=returns)
-        with pytest.raises(GemmProviderError, match=f"hipblaslt_w8a8_gemm {match}"):
+        with pytest.raises(GemmProviderError, match=f"hipblaslt_w8a8_gemm \\(lightop.gemm_ops.hipblaslt_w8a8_gemm\\) "
+                                                    f"{match}.*; FUSED_QUANT_DISABLED_GEMMS=hipblaslt_w8a8 leaves it"):
             hip_gemms._vendor(xq, xs, w, ws, b, torch.bfloat16)
+
+
+def test_a_vendor_call_that_raises_is_the_providers_error_with_the_way_around_it(fake_vendor):
+    """A vendor build of another signature (or a HIP error) reached the user as a bare TypeError naming a lambda's
+    arguments, from the first provider of every int8 GEMM on the node."""
+    fake = fake_vendor()
+
+    def other_signature(xq, w, xs, ws, m, n, k, layout, out_dtype, bias):
+        raise AssertionError("not called")
+
+    sys.modules["lightop.gemm_ops"].hipblaslt_w8a8_gemm = other_signature
+    runtime.reset()
+    xq, xs, w, ws = _operands()
+    with pytest.raises(GemmProviderError, match="hipblaslt_w8a8_gemm \\(lightop.gemm_ops.hipblaslt_w8a8_gemm\\) "
+                                                "raised TypeError: .*missing 1 required positional argument: 'bias' "
+                                                "\\(M=5, N=16, K=32\\); FUSED_QUANT_DISABLED_GEMMS=hipblaslt_w8a8 "
+                                                "leaves it out of the chain") as exc:
+        hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
+    assert isinstance(exc.value.__cause__, TypeError) and not fake.calls
+
+
+@pytest.mark.parametrize("placeholder", [None, "not built"])
+def test_a_placeholder_for_the_vendor_function_lets_the_next_module_serve(monkeypatch, placeholder):
+    """``lightop.gemm_ops.hipblaslt_w8a8_gemm = None`` (a build without it) ended the search, so lmslim's working one
+    was never asked; a string there was taken as the function, and every int8 GEMM failed calling it."""
+    fake = FakeVendor()
+    for name, fn in (("lightop.gemm_ops", placeholder), ("lmslim.quant_ops", fake.hipblaslt_w8a8_gemm)):
+        pkg, mod = types.ModuleType(name.split(".")[0]), types.ModuleType(name)
+        mod.hipblaslt_w8a8_gemm = fn
+        setattr(pkg, name.split(".")[1], mod)
+        monkeypatch.setitem(sys.modules, name.split(".")[0], pkg)
+        monkeypatch.setitem(sys.modules, name, mod)
+    runtime.reset()
+    fn, why = hip_gemms.vendor_gemm()
+    assert fn == fake.hipblaslt_w8a8_gemm, why
+    assert why == "lmslim.quant_ops.hipblaslt_w8a8_gemm"
+    monkeypatch.setitem(sys.modules["lmslim.quant_ops"].__dict__, "hipblaslt_w8a8_gemm", None)
+    runtime.reset()
+    fn, why = hip_gemms.vendor_gemm()
+    assert fn is None and why == (f"lightop.gemm_ops.hipblaslt_w8a8_gemm is {type(placeholder).__name__}, not a "
+                                  "function; lmslim.quant_ops.hipblaslt_w8a8_gemm is NoneType, not a function")
+    runtime.reset()
 
 
 def test_strided_scales_reach_the_vendor_contiguous(fake_vendor):

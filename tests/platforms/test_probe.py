@@ -17,6 +17,7 @@ from fused_quant.platforms.probe import (
     classify_amd_like,
     decode_gfx_target_version,
     dtk_marker,
+    gfx_name,
     hidden_by,
     installed_triton_version,
     probe_amdsmi,
@@ -299,6 +300,42 @@ def test_broken_amdsmi_falls_back_to_sysfs(tmp_path):
     assert info.reason == ("amdsmi query failed (RuntimeError: AMDSMI_STATUS_DRIVER_NOT_LOADED); "
                            "KFD sysfs: 1 x gfx942 (gfx942), amd by PCI vendor 0x1002; torch hip 6.3.42131")
     assert smi.calls == ["init", "shutdown"]
+
+
+@pytest.mark.parametrize("arch", [None, "gfx" + "f" * 16, "N/A", "", 2370], ids=["no-field", "not-supported",
+                                                                             "n/a", "empty", "no-major"])
+def test_an_amdsmi_without_a_usable_arch_lets_the_kfd_tree_name_it(tmp_path, arch):
+    """ROCm 6.0-6.2's amdsmi has no target_graphics_version, 6.3's says "not supported" with all ones: the probe
+    took the sighting as it was, arch unknown, so an MI300X lost FP8 (e4m3fnuz) and its FP8 GEMMs, with the KFD tree
+    that names gfx942 never read."""
+    asic = {k: v for k, v in MI300X_ASIC.items() if k != "target_graphics_version"}
+    if arch is not None:
+        asic["target_graphics_version"] = arch
+    sysfs = kfd_tree(tmp_path / "kfd", [(90402, 4098, "gfx942")] * 8)
+    info = run_probe(tmp_path, ROCM_TORCH, sysfs=sysfs, amdsmi=FakeAmdSmi([asic] * 8))
+    assert (info.vendor, info.arch, info.device_count, info.fp8_dtype) == ("amd", "gfx942", 8, torch.float8_e4m3fnuz)
+    assert info.reason.startswith("KFD sysfs: 8 x gfx942 (gfx942), amd by PCI vendor 0x1002"), info.reason
+    # no KFD tree either: amdsmi's sighting stands, its arch unknown and said so
+    info = run_probe(tmp_path, ROCM_TORCH, amdsmi=FakeAmdSmi([asic] * 8))
+    assert (info.vendor, info.arch, info.fp8_dtype) == ("amd", None, None)
+    assert f"(no usable arch: {asic.get('target_graphics_version')!r})" in info.reason
+
+
+@pytest.mark.parametrize("raw, arch", [("GFX942", "gfx942"), (" gfx90a:xnack- ", "gfx90a"), ("gfx1201", "gfx1201"),
+                                       ("120001", "gfx1201"), ("sm_94", None), ("gfx", None), ("gfx94", None)])
+def test_gfx_name_reads_an_arch_as_the_sources_report_it(raw, arch):
+    assert gfx_name(raw) == arch
+    asic = {"market_name": "GPU", "vendor_id": 4098, "target_graphics_version": raw}
+    assert probe_amdsmi(FakeAmdSmi([asic]), dtk=None).arch == arch
+
+
+@pytest.mark.parametrize("answer", [None, SimpleNamespace(market_name="GPU")], ids=["none", "object"])
+def test_an_amdsmi_answer_that_is_no_dict_lets_sysfs_try(tmp_path, answer):
+    """The fields were read after the query's try: an answer of another type crashed the probe."""
+    sysfs = kfd_tree(tmp_path / "kfd", [(90402, 4098, "gfx942")])
+    info = run_probe(tmp_path, ROCM_TORCH, sysfs=sysfs, amdsmi=FakeAmdSmi([answer]))
+    assert (info.vendor, info.arch) == ("amd", "gfx942")
+    assert info.reason.startswith("amdsmi query failed (AttributeError: "), info.reason
 
 
 def test_amdsmi_import_failure_is_recorded(tmp_path):

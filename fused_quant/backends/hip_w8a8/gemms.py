@@ -26,18 +26,24 @@ BACKENDS = ("hip_w8a8",)
 # Modules that ship the vendor GEMM on DCU / ROCm nodes, tried in order (data).
 VENDOR_MODULES = ("lightop.gemm_ops", "lmslim.quant_ops")
 VENDOR_FN = "hipblaslt_w8a8_gemm"
+VENDOR_PROVIDER = "hipblaslt_w8a8"  # the provider's name, which FUSED_QUANT_DISABLED_GEMMS takes
+_SKIP_IT = f"; FUSED_QUANT_DISABLED_GEMMS={VENDOR_PROVIDER} leaves it out of the chain"
 
 
 def _find_vendor_gemm() -> tuple[object | None, str]:
     fn, why = None, []
     for name in VENDOR_MODULES:
         try:
-            fn = getattr(importlib.import_module(name), VENDOR_FN)
-            why = [f"{name}.{VENDOR_FN}"]
-            break
+            found = getattr(importlib.import_module(name), VENDOR_FN)
         except Exception as exc:  # noqa: BLE001  (ImportError, no such function, or a module that fails as it
             # loads, e.g. an OSError for a missing shared library: named in the reason, the chain goes on)
             why.append(f"{name}: {exc.__class__.__name__}: {exc}")
+            continue
+        if not callable(found):  # a placeholder for a function its build left out (None): the next module is asked
+            why.append(f"{name}.{VENDOR_FN} is {type(found).__name__}, not a function")
+            continue
+        fn, why = found, [f"{name}.{VENDOR_FN}"]
+        break
     return fn, "; ".join(why)
 
 
@@ -58,27 +64,38 @@ def _vendor_supported(p: GemmProblem) -> tuple[bool, str]:
     return True, why
 
 
+def _where() -> str:
+    return vendor_gemm()[1]
+
+
 def _vendor(xq, xs, w, ws, bias, out_dtype):
     fn, _ = vendor_gemm()
     m, k = xq.shape
     n = w.shape[0]
     xs2 = (xs.expand(m, 1) if xs.numel() == 1 else xs).contiguous()
     ws2 = (ws.expand(n, 1) if ws.numel() == 1 else ws).contiguous()
-    result = fn(xq, w, xs2, ws2, m, n, k, "NT", out_dtype)
+    try:
+        result = fn(xq, w, xs2, ws2, m, n, k, "NT", out_dtype)
+    except Exception as exc:  # a build of another signature, a HIP error: named, with the way around it
+        raise GemmProviderError(f"{VENDOR_FN} ({_where()}) raised {type(exc).__name__}: {exc} (M={m}, N={n}, "
+                                f"K={k}){_SKIP_IT}") from exc
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise GemmProviderError(f"{VENDOR_FN} returned {type(result).__name__}, expected (status, out)")
+        raise GemmProviderError(f"{VENDOR_FN} ({_where()}) returned {type(result).__name__}, expected (status, out)"
+                                f"{_SKIP_IT}")
     status, out = result
     if not (status is True or (isinstance(status, numbers.Integral) and not isinstance(status, bool)
                                and status == 0)):
-        raise GemmProviderError(f"{VENDOR_FN} failed with status {status!r} (M={m}, N={n}, K={k})")
+        raise GemmProviderError(f"{VENDOR_FN} ({_where()}) failed with status {status!r} (M={m}, N={n}, K={k})"
+                                f"{_SKIP_IT}")
     got = output_mismatch(out, (m, n), out_dtype, xq.device, contiguous=True)  # the entry's check, before the bias
     if got:
-        raise GemmProviderError(f"{VENDOR_FN} returned {got}, expected a contiguous ({m}, {n}) {out_dtype} on "
-                                f"{xq.device}")
+        raise GemmProviderError(f"{VENDOR_FN} ({_where()}) returned {got}, expected a contiguous ({m}, {n}) "
+                                f"{out_dtype} on {xq.device}{_SKIP_IT}")
     return out if bias is None else out + bias
 
 
-register_gemm_provider("hipblaslt_w8a8", _vendor, kind="int8", backends=BACKENDS,
+
+register_gemm_provider(VENDOR_PROVIDER, _vendor, kind="int8", backends=BACKENDS,
                        supported=_vendor_supported, first=False)
 register_gemm_provider("small_m_int8", g.small_m_gemm, kind="int8", backends=BACKENDS,
                        supported=g.small_m_supported_in("hip_w8a8"), first=False, bind=g.bind_small_m,
