@@ -6,6 +6,7 @@ command-line checks (a GPU, ``--out``, token counts), each a line and exit 2 whe
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import statistics
@@ -134,19 +135,22 @@ def save_figure(fig, ax, path, ylabel: str | None = None, legend_size: int | Non
 
 
 def tree() -> str | None:
-    """The commit of the checkout the package runs from (``+changes`` where tracked files differ from it), or None
-    outside a git checkout: two runs of one table must come from one tree."""
+    """The commit of the checkout the package runs from, with ``+changes-<hash of the diff>`` where tracked files
+    differ from it (a copy of a working tree whose git metadata is older than its files: two such copies of
+    different files are told apart), or None outside a git checkout: two runs of one table must come from one
+    tree."""
     root = Path(fused_quant.__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                               text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        diff = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--no-ext-diff", "--binary"],
+                              capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):  # no git on the node
         return None
-    if head.returncode or dirty.returncode:  # not a checkout (an installed wheel)
+    if head.returncode or diff.returncode:  # not a checkout (an installed wheel)
         return None
-    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+    changes = f"+changes-{hashlib.sha1(diff.stdout).hexdigest()[:10]}" if diff.stdout else ""
+    return head.stdout.strip() + changes
 
 
 def versions() -> dict[str, object]:

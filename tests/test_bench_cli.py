@@ -5,6 +5,7 @@ fresh bench-out/ folder; and the fused_quant package itself holds no benchmark c
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import subprocess
@@ -783,6 +784,8 @@ def test_tree_names_the_checkouts_commit_and_nothing_outside_one(tmp_path, monke
                           text=True)
     if head.returncode:
         pytest.skip(f"the package does not run from a git checkout here: {head.stderr.strip()}")
-    assert timing.tree() in (head.stdout.strip(), head.stdout.strip() + "+changes")
+    diff = subprocess.run(["git", "-C", str(CHECKOUT), "diff", "HEAD", "--no-ext-diff", "--binary"],
+                          capture_output=True).stdout
+    assert timing.tree() == head.stdout.strip() + (f"+changes-{hashlib.sha1(diff).hexdigest()[:10]}" if diff else "")
     monkeypatch.setattr(fused_quant, "__file__", str(tmp_path / "site-packages" / "fused_quant" / "__init__.py"))
     assert timing.tree() is None
