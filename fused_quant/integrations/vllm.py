@@ -335,6 +335,7 @@ def register() -> None:
     if _state["done"]:
         return
     _state["done"] = True
+    _join_compile_cache_key()
     version, ok, reason = _version_check()
     if not ok:
         _state["reason"] = reason
@@ -371,6 +372,26 @@ def register() -> None:
     logger.warning("fused-quant vLLM plugin active (vLLM %s): producer rows %s; int8 kernel %s %s; fusion %s%s",
                    version, ", ".join(added) or "none", KERNEL_NAME, kernel, "on" if fusion else "off",
                    f"; warning: {warning}" if warning else "")
+
+
+def _join_compile_cache_key() -> None:
+    """vLLM keys the graphs it compiles and caches on disk by its config and the variables of its environment
+    table (``vllm.envs.compile_factors``), not by fused-quant's: a graph compiled with one kernel placement, fusion
+    or backend would be loaded under another (the plugin active or not). Every ``FUSED_QUANT_*`` variable joins that
+    table, read through ``envs``; where the table is not there (another vLLM), the log says so."""
+    try:
+        from vllm import envs as vllm_envs
+
+        table = vllm_envs.environment_variables
+        for name in envs.VARIABLES:
+            table.setdefault(name, functools.partial(_raw_setting, name))
+    except Exception as exc:  # noqa: BLE001  (vLLM calls plugins unguarded: said, never raised)
+        logger.warning("fused-quant vLLM plugin: vLLM's compile cache cannot be keyed by FUSED_QUANT_* (%s: %s); "
+                       "set VLLM_DISABLE_COMPILE_CACHE=1 when changing them", type(exc).__name__, exc)
+
+
+def _raw_setting(name: str) -> str | None:
+    return envs.snapshot()[name]
 
 
 def _inactive(reason: str) -> None:

@@ -345,3 +345,26 @@ def test_probe_says_when_vllm_would_not_load_the_plugin(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: [])
     report = plugin.describe()
     assert not report["would_register"] and "entry point is installed" in report["reason"]
+
+
+def test_fused_quant_settings_key_vllms_compile_cache(fresh, monkeypatch):
+    """vLLM loads a compiled graph from its disk cache by its config and its own variables: a graph compiled with
+    the kernel first (fused-quant's GEMM op on fused-quant's weight layout) was keyed as one compiled with it last or
+    off, or with fusion off. Each FUSED_QUANT_* variable is part of vLLM's compile factors once the plugin ran,
+    active or not."""
+    from vllm import envs as vllm_envs
+
+    for name in plugin.envs.VARIABLES:
+        monkeypatch.delitem(vllm_envs.environment_variables, name, raising=False)
+    monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", "first")
+    monkeypatch.setattr("vllm.__version__", "0.31.9")  # inactive: its graphs must not be another run's either
+    plugin.register()
+    assert not plugin.status()["active"]
+    factors = vllm_envs.compile_factors()
+    assert set(plugin.envs.VARIABLES) <= set(factors)
+    first = vllm_envs.compile_factors()["FUSED_QUANT_VLLM_KERNEL"]
+    monkeypatch.setenv("FUSED_QUANT_VLLM_KERNEL", "last")
+    assert vllm_envs.compile_factors()["FUSED_QUANT_VLLM_KERNEL"] != first
+    unset = vllm_envs.compile_factors()["FUSED_QUANT_VLLM_FUSION"]
+    monkeypatch.setenv("FUSED_QUANT_VLLM_FUSION", "off")
+    assert vllm_envs.compile_factors()["FUSED_QUANT_VLLM_FUSION"] != unset
