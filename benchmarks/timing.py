@@ -141,6 +141,10 @@ def tree() -> str | None:
     tree."""
     root = Path(fused_quant.__file__).resolve().parent.parent
     try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10)
+        if top.returncode or Path(top.stdout.strip()).resolve() != root:  # a wheel in a venv inside another checkout
+            return None
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                               text=True, timeout=10)
         diff = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--no-ext-diff", "--binary"],

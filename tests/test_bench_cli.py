@@ -789,3 +789,12 @@ def test_tree_names_the_checkouts_commit_and_nothing_outside_one(tmp_path, monke
     assert timing.tree() == head.stdout.strip() + (f"+changes-{hashlib.sha1(diff).hexdigest()[:10]}" if diff else "")
     monkeypatch.setattr(fused_quant, "__file__", str(tmp_path / "site-packages" / "fused_quant" / "__init__.py"))
     assert timing.tree() is None
+    # a wheel installed in a venv inside another project's checkout: that checkout is not the package's tree
+    project = tmp_path / "project"
+    package = project / ".venv" / "site-packages" / "fused_quant"
+    package.mkdir(parents=True)
+    git = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", "-C", str(project), *args], check=True, env={**os.environ, **git})
+    monkeypatch.setattr(fused_quant, "__file__", str(package / "__init__.py"))
+    assert timing.tree() is None

@@ -109,14 +109,19 @@ def fp8_dtype_for(vendor: str, arch: str | None) -> torch.dtype | None:
     if vendor == "nvidia":
         return torch.float8_e4m3fn if sm_at_least(arch, NVIDIA_FP8_MIN_CAPABILITY) else None
     if vendor == "amd":
-        return AMD_FP8_DTYPES.get(_base_gfx(arch))
+        return AMD_FP8_DTYPES.get(base_gfx(arch))
     if vendor == "hygon":
-        return HYGON_FP8_DTYPES.get(_base_gfx(arch))
+        return HYGON_FP8_DTYPES.get(base_gfx(arch))
     if vendor == "cpu":
         return torch.float8_e4m3fn  # the pure-torch backend emulates OCP e4m3fn
     return None
 
 
-def _base_gfx(arch: str | None) -> str:
-    # "gfx942:sramecc+:xnack-" -> "gfx942"
-    return (arch or "").split(":")[0].lower()
+_GFX_NAME = re.compile(r"gfx[0-9a-f]{3,4}")
+
+
+def base_gfx(arch: object) -> str | None:
+    """An arch name -> ``"gfx942"``: features (``:sramecc+:xnack-``) and case dropped; None where it names no gfx
+    target (an amdsmi's "N/A", or ROCm 6.3's all-ones "not supported" value, printed ``gfxffffffffffffffff``)."""
+    base = ("" if arch is None else str(arch)).strip().lower().split(":")[0]
+    return base if _GFX_NAME.fullmatch(base) else None

@@ -12,9 +12,8 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,6 +23,7 @@ from fused_quant.platforms.info import (
     HYGON_ONLY_ARCHS,
     HYGON_PCI_VENDOR_ID,
     PlatformInfo,
+    base_gfx,
     fp8_dtype_for,
     sm_arch,
 )
@@ -97,18 +97,11 @@ def decode_gfx_target_version(value: int) -> str | None:
     return f"gfx{major}{minor}{stepping:x}"
 
 
-_GFX_NAME = re.compile(r"gfx[0-9a-f]{3,4}")
-
-
 def gfx_name(raw: object) -> str | None:
-    """An arch as a source reports it -> ``"gfx942"``: KFD's integer form decoded, features (``:sramecc+:xnack-``)
-    and case dropped; None where it names no gfx target (an amdsmi without the field, its "N/A", or ROCm 6.3's
-    all-ones "not supported" value, which its binding prints as ``gfxffffffffffffffff``)."""
-    text = "" if raw is None else str(raw).strip().lower()
-    if text.isdigit():
-        return decode_gfx_target_version(int(text))
-    base = text.split(":")[0]
-    return base if _GFX_NAME.fullmatch(base) else None
+    """An arch as a source reports it -> ``"gfx942"``: KFD's integer form decoded, a name read by ``base_gfx``;
+    None where it names no gfx target (an amdsmi without the field among them)."""
+    text = "" if raw is None else str(raw).strip()
+    return decode_gfx_target_version(int(text)) if text.isdigit() else base_gfx(text)
 
 
 def classify_amd_like(vendor_id: int | None, names: Iterable[str | None], arch: str | None,
@@ -119,7 +112,7 @@ def classify_amd_like(vendor_id: int | None, names: Iterable[str | None], arch: 
     for name in names:
         if name and ("dcu" in name.lower() or "hygon" in name.lower()):
             return "hygon", f"device name {name!r}"
-    base = (arch or "").split(":")[0]
+    base = base_gfx(arch)
     if base in HYGON_ONLY_ARCHS:
         return "hygon", f"{base} is a Hygon-only arch"
     if base == "gfx906" and dtk:
@@ -270,6 +263,18 @@ def import_optional(name: str) -> ModuleType | Sighting:
         return Sighting(None, f"{name} import failed ({type(exc).__name__}: {exc})", error=True)
 
 
+def _with_kfd_arch(smi: Sighting, kfd: Sighting, dtk: str | None) -> Sighting:
+    """amdsmi's sighting (names, count) with the KFD tree's arch; Hygon where either source's evidence says so (a
+    name, a PCI vendor, or the arch amdsmi could not give: a Hygon-only one, gfx906 with DTK's torch)."""
+    if not kfd.found or kfd.arch is None:
+        return smi
+    vendor, _ = classify_amd_like(None, [smi.device_name, kfd.device_name], kfd.arch, dtk)
+    if "hygon" in (smi.vendor, kfd.vendor):
+        vendor = "hygon"
+    return replace(smi, vendor=vendor, arch=kfd.arch,
+                   note=f"{smi.note}; its arch from the KFD tree: {kfd.note}")
+
+
 def probe_with(version: Any, env: Mapping[str, str], load: Callable[[str], ModuleType | Sighting],
                proc_root: Path, sysfs_root: Path, triton_version: str | None) -> PlatformInfo:
     """The whole probe over injected inputs; ``probe()`` passes the real ones."""
@@ -291,8 +296,7 @@ def probe_with(version: Any, env: Mapping[str, str], load: Callable[[str], Modul
         smi = load("amdsmi")
         smi = smi if isinstance(smi, Sighting) else probe_amdsmi(smi, dtk)
         if smi.found and smi.arch is None:  # an amdsmi that names no arch (ROCm 6.0-6.2 have no field): KFD's does
-            kfd = probe_kfd_sysfs(sysfs_root, dtk)
-            yield kfd if kfd.found else smi
+            yield _with_kfd_arch(smi, probe_kfd_sysfs(sysfs_root, dtk), dtk)
             return
         yield smi
         yield probe_kfd_sysfs(sysfs_root, dtk)

@@ -165,6 +165,14 @@ def test_a_vendor_call_that_raises_is_the_providers_error_with_the_way_around_it
         hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
     assert isinstance(exc.value.__cause__, TypeError) and not fake.calls
 
+    def out_of_memory(*args):
+        raise torch.OutOfMemoryError("HIP out of memory")
+
+    sys.modules["lightop.gemm_ops"].hipblaslt_w8a8_gemm = out_of_memory  # as itself: callers back off on it
+    runtime.reset()
+    with pytest.raises(torch.OutOfMemoryError, match="HIP out of memory"):
+        hip_gemms._vendor(xq, xs, w, ws, None, torch.bfloat16)
+
 
 @pytest.mark.parametrize("placeholder", [None, "not built"])
 def test_a_placeholder_for_the_vendor_function_lets_the_next_module_serve(monkeypatch, placeholder):

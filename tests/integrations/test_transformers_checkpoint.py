@@ -581,7 +581,8 @@ def test_from_pretrained_checks_its_options_before_reading_the_checkpoint(tmp_pa
     given here does not exist: reaching it would raise FileNotFoundError instead)."""
     with pytest.raises(fq.NumericsProfileError, match="bogus"):
         fqt.from_pretrained(tmp_path / "none", numerics="bogus")
-    with pytest.raises(RuntimeError, match="Invalid device string: 'gpu0'|Expected one of .* device type"):
+    with pytest.raises(fq.UnsupportedError, match="from_pretrained: device 'gpu0' is no device torch can read "
+                                                  "\\((Invalid device string: 'gpu0'|Expected one of .* device type)"):
         fqt.from_pretrained(tmp_path / "none", device="gpu0")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a node without a GPU
     with pytest.raises(fq.UnsupportedError, match="from_pretrained: device cuda asked for, but "

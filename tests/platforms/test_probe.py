@@ -313,12 +313,23 @@ def test_an_amdsmi_without_a_usable_arch_lets_the_kfd_tree_name_it(tmp_path, arc
         asic["target_graphics_version"] = arch
     sysfs = kfd_tree(tmp_path / "kfd", [(90402, 4098, "gfx942")] * 8)
     info = run_probe(tmp_path, ROCM_TORCH, sysfs=sysfs, amdsmi=FakeAmdSmi([asic] * 8))
-    assert (info.vendor, info.arch, info.device_count, info.fp8_dtype) == ("amd", "gfx942", 8, torch.float8_e4m3fnuz)
-    assert info.reason.startswith("KFD sysfs: 8 x gfx942 (gfx942), amd by PCI vendor 0x1002"), info.reason
+    assert (info.vendor, info.arch, info.device_name, info.device_count, info.fp8_dtype) == (
+        "amd", "gfx942", "AMD Instinct MI300X", 8, torch.float8_e4m3fnuz)
+    assert info.reason.startswith("amdsmi: 8 x AMD Instinct MI300X (no usable arch: "), info.reason
+    assert "; its arch from the KFD tree: KFD sysfs: 8 x gfx942 (gfx942), amd by PCI vendor 0x1002" in info.reason
     # no KFD tree either: amdsmi's sighting stands, its arch unknown and said so
     info = run_probe(tmp_path, ROCM_TORCH, amdsmi=FakeAmdSmi([asic] * 8))
     assert (info.vendor, info.arch, info.fp8_dtype) == ("amd", None, None)
     assert f"(no usable arch: {asic.get('target_graphics_version')!r})" in info.reason
+
+
+def test_an_amdsmi_without_an_arch_keeps_its_hygon_evidence_with_the_kfd_arch(tmp_path):
+    """amdsmi names a Hygon DCU but no arch, the KFD tree a gfx906 under AMD's PCI vendor: the arch is the tree's,
+    the name and vendor amdsmi's (the tree's sighting alone said AMD)."""
+    asic = {"market_name": "Hygon DCU Z100", "vendor_id": 0x1002}
+    sysfs = kfd_tree(tmp_path / "kfd", [(90006, 0x1002, None)])
+    info = run_probe(tmp_path, ROCM_TORCH, sysfs=sysfs, amdsmi=FakeAmdSmi([asic]))
+    assert (info.vendor, info.arch, info.device_name) == ("hygon", "gfx906", "Hygon DCU Z100")
 
 
 @pytest.mark.parametrize("raw, arch", [("GFX942", "gfx942"), (" gfx90a:xnack- ", "gfx90a"), ("gfx1201", "gfx1201"),

@@ -76,6 +76,8 @@ def _vendor(xq, xs, w, ws, bias, out_dtype):
     ws2 = (ws.expand(n, 1) if ws.numel() == 1 else ws).contiguous()
     try:
         result = fn(xq, w, xs2, ws2, m, n, k, "NT", out_dtype)
+    except torch.OutOfMemoryError:  # as itself: callers back off on it, and disabling the provider is no cure
+        raise
     except Exception as exc:  # a build of another signature, a HIP error: named, with the way around it
         raise GemmProviderError(f"{VENDOR_FN} ({_where()}) raised {type(exc).__name__}: {exc} (M={m}, N={n}, "
                                 f"K={k}){_SKIP_IT}") from exc
