@@ -454,13 +454,13 @@ class QuantLinear(nn.Module):
     def _unbind(self) -> None:
         """Drop the bound calls (the layer's tensors or settings are set anew): calls bind again."""
         self.__dict__["_bound"] = {}
-        self.__dict__["_swapped"] = False
+        self.__dict__["_swapped"] = None
 
     def __getstate__(self):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
         # bound calls hold kernels and closures: rebuilt on first use; a copy's scale has its own version
         # counter, so its value is checked again at its first use
-        return {**state, "_bound": {}, "_swapped": False, "_scale_seen": None}
+        return {**state, "_bound": {}, "_swapped": None, "_scale_seen": None}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # a copy into the quantized weight would cast: float weights would become codes of nothing (int8
@@ -728,7 +728,7 @@ class QuantLinear(nn.Module):
         self._check_outputs_agree(weight, weight_scale, bias)
         qa = self._activation(x, pair, scale)
         out = quant_gemm(qa, weight, weight_scale, bias, out_dtype=self.out_dtype, layer=self._call_name())
-        if sig is not None and not self.__dict__.get("_swapped"):
+        if sig is not None and self.__dict__.get("_swapped") is not table:
             self._bind(sig, generation, table, tensors, x, qa)
         return out
 
@@ -743,10 +743,10 @@ class QuantLinear(nn.Module):
         if any(bound.generation == generation and any(a is not b for a, b in zip(bound.tensors, tensors))
                for bound in list(table.values())):
             table.clear()
-            # only where ``table`` is still the layer's: a setattr meanwhile (another thread) gave the layer a new
-            # table and tensors set as they should be, which bind again
-            if self.__dict__.get("_bound") is table:
-                self.__dict__["_swapped"] = True
+            # the table is marked, not the layer: a setattr meanwhile (another thread), even between a look at the
+            # layer's table and this mark, gave the layer a new table and tensors set as they should be, which bind
+            # again
+            self.__dict__["_swapped"] = table
             return
         # after a reset: drop every call bound before it, whatever its signature (over a copy, and each key dropped
         # once: another thread may file or drop bound calls meanwhile)

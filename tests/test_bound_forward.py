@@ -253,6 +253,39 @@ def test_a_setattr_finishing_while_a_call_runs_leaves_the_layer_binding(monkeypa
     assert len(layer._bound) == 1, "the layer stopped binding"
 
 
+def test_a_setattr_landing_just_before_the_stale_mark_leaves_the_layer_binding():
+    """A call begun with the old table finds a binding of other tensors there and marks the layer as swapped, while
+    another thread's setattr gives the layer a new table in between its look at the table and the mark: the layer
+    was marked for good (the checked path for every later call). The mark is the old table's now."""
+    from fused_quant import runtime
+    from fused_quant.modules import _signature
+
+    layer, other = _layer(K.kInt8DynamicTokenSym), _layer(K.kInt8DynamicTokenSym, seed=7)
+    x1, x2 = torch.randn(3, 48).to(torch.bfloat16), torch.randn(5, 48).to(torch.bfloat16)
+    generation, old_table = runtime.generation(), layer._bound
+    old = tuple(layer._buffers[name] for name in ("weight", "weight_scale", "bias", "input_scale"))
+    layer._buffers["weight_scale"] = other.weight_scale.clone()  # the setter's first half: the buffer written
+    layer(x1)  # another call binds the new tensor into the old table
+
+    class SetterLandsFirst(dict):  # the setter's second half (_unbind) runs just before the mark is written
+        armed = True
+
+        def __setitem__(self, name, value):
+            if name == "_swapped" and SetterLandsFirst.armed:
+                SetterLandsFirst.armed = False
+                layer._unbind()
+            dict.__setitem__(self, name, value)
+
+    layer.__dict__ = SetterLandsFirst(layer.__dict__)
+    layer._bind(_signature(x2, None), generation, old_table, old, x2, quantize(x2, K.kInt8DynamicTokenSym))
+    layer.__dict__ = dict(layer.__dict__)
+    assert not SetterLandsFirst.armed
+    for _ in range(2):
+        layer(x1)
+        layer(x2)
+    assert len(layer._bound) == 2, "the layer stopped binding"
+
+
 def test_dtype_change_and_state_dict_assign_bind_again():
     layer = _layer(K.kFp8DynamicTokenSym)
     x = torch.randn(3, 48).to(torch.bfloat16)
