@@ -11,8 +11,8 @@ import json
 import os
 import socket
 import stat
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 

@@ -311,8 +311,8 @@ def decode_targets(gemm: dict | None = None, mlp: dict | None = None, hosts: tup
     for."""
     runs = [r for r in (gemm, mlp, *hosts) if r is not None]
     out = []
-    for run in runs[:1]:  # one run's files (``mixed_runs``)
-        device, model = run.get("versions", {}).get("device", "?"), run.get("model", TARGET_MODEL)
+    if runs:  # one run's files (``mixed_runs``): the first says for all
+        device, model = runs[0].get("versions", {}).get("device", "?"), runs[0].get("model", TARGET_MODEL)
         if (device, model) != (TARGET_DEVICE, TARGET_MODEL):
             out.append(f"(measured on {device} with {model}'s shapes; the targets are set for {TARGET_MODEL} "
                        f"on an {TARGET_DEVICE})\n")

@@ -774,8 +774,8 @@ class QuantLinear(nn.Module):
     def _call_name(self) -> str | None:
         """The name a call's checks and GEMM carry where they pass: none under torch.compile, where a string read
         from the layer is a constant of the graph, guarded by value, so that each layer of a model compiled block by
-        block would compile again (and past torch's recompile limit run eager, or fail under ``fullgraph``). A
-        refusal met there names no layer; the same call in eager names it."""
+        block would compile again (and past torch's recompile limit run eager, or fail under ``fullgraph``). The
+        GEMM's shape and operand checks met there name no layer; the same call in eager names it."""
         return None if torch.compiler.is_compiling() else self.name
 
     def _check_outputs_agree(self, weight, weight_scale, bias) -> None:
