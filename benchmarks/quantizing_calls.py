@@ -178,7 +178,7 @@ def fastest(rows: list[dict], arch: str, meta: dict, model: str | None = None) -
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.quantizing_calls", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for quantizing_calls.json, .txt and .png")
     ap.add_argument("--kinds", default="int8,fp8")
     ap.add_argument("--shapes", default=",".join(SHAPES))

@@ -183,7 +183,7 @@ def plot(result: dict, path: Path) -> bool:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.sweep_int8_gemm", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for int8_gemm_sweep.json and its log")
     ap.add_argument("--ms", default="512,1024,2048,4096,16384")
     ap.add_argument("--shapes", default=",".join(SHAPES))

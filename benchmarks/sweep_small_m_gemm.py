@@ -282,7 +282,7 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str], list[str], lis
     """The options (``args.decoder``: the ``models.Model`` of ``--model`` / ``--tp``), and the kinds, shapes and token
     counts to sweep, each once in the order given (a usage error, exit code 2, for a value the sweep would not
     read)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.sweep_small_m_gemm", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for small_m_gemm_configs.json, the log and the picture")
     ap.add_argument("--kinds", default="fp8,int8")
     ap.add_argument("--shapes", default=",".join(SHAPES))
@@ -326,12 +326,12 @@ def main(argv=None) -> int:
     if args.replot:
         return replot(*(Path(p) for p in args.replot), Path(args.out), kinds, args.decoder.pick(shapes), ms)
     if not torch.cuda.is_available():
-        print("sweep: needs a GPU", file=sys.stderr)
+        print("sweep_small_m_gemm: needs a GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
     out = Path(args.out)
     problem = made_folder(out) or out_problem(out, args.resume)
     if problem:
-        print(f"sweep: {problem}", file=sys.stderr)
+        print(f"sweep_small_m_gemm: {problem}", file=sys.stderr)
         return 2
     from fused_quant.kernels import launch
 
@@ -345,7 +345,7 @@ def main(argv=None) -> int:
             meta["seed_from"] = args.seed_from
     before, problem = resumed_rows(path, meta, model) if args.resume else ([], "")
     if problem:
-        print(f"sweep: --resume: {problem}", file=sys.stderr)
+        print(f"sweep_small_m_gemm: --resume: {problem}", file=sys.stderr)
         return 2
     with Log(out / LOG, append=args.resume) as log:
         t0 = time.time()
@@ -461,20 +461,20 @@ def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> in
         # by (N, K): the same label names other shapes in another model's rows
         rows = [r for r in rows if r["kind"] in kinds and (r["n"], r["k"]) in shapes.values() and r["m"] in ms]
     except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: JSON of another shape
-        print(f"sweep: --replot reads a sweep's log and its small_m_gemm_configs.json: {type(exc).__name__}: {exc}",
+        print(f"sweep_small_m_gemm: --replot reads a sweep's log and its small_m_gemm_configs.json: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return 2
     tables = sorted({_table_name(r) for r in rows})
     if len(tables) != 1:
-        print(f"sweep: --replot draws the rows of one arch or GPU model; {table_path} has {tables or 'none'} for "
+        print(f"sweep_small_m_gemm: --replot draws the rows of one arch or GPU model; {table_path} has {tables or 'none'} for "
               f"kinds {kinds}, shapes {shapes}, M {ms}", file=sys.stderr)
         return 2
     problem = made_folder(out)
     if problem:
-        print(f"sweep: {problem}", file=sys.stderr)
+        print(f"sweep_small_m_gemm: {problem}", file=sys.stderr)
         return 2
     if not plot(rows, trials, out / PICTURE):
-        print("sweep: --replot needs matplotlib", file=sys.stderr)
+        print("sweep_small_m_gemm: --replot needs matplotlib", file=sys.stderr)
         return 2
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 
@@ -114,10 +115,21 @@ def _env_errors() -> dict[str, str]:
     from fused_quant.selection import backend_name_error
 
     found = envs.errors()
-    wrong = backend_name_error(envs.backend())
+    wrong = backend_name_error(envs.backend_as_set())
     if wrong:
         found["FUSED_QUANT_BACKEND"] = wrong
     return found
+
+
+def _disabled_gemms_warning(backend: str | None) -> dict[str, str]:
+    """``env_warnings``' FUSED_QUANT_DISABLED_GEMMS entry (or none): names that disable nothing (a provider the
+    application registers is unknown to this command), and the GEMM kinds the names leave ``backend``'s chain
+    without (a node may never run one kind): warnings, not errors."""
+    from fused_quant.gemm import kinds_left_without_gemms
+
+    said = [m for m in (envs.unknown_disabled_gemms(_known_gemm_names()),
+                        kinds_left_without_gemms(backend) if backend else "") if m]
+    return {"FUSED_QUANT_DISABLED_GEMMS": "; ".join(said)} if said else {}
 
 
 def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
@@ -126,7 +138,6 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
 
     import fused_quant
     from fused_quant.errors import BackendUnavailableError
-    from fused_quant.gemm import kinds_left_without_gemms
     from fused_quant.platforms import probe
     from fused_quant.selection import current_backend, preferred_backend
 
@@ -150,10 +161,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     report["env_errors"] = _env_errors()
     # warnings, not errors: a provider the application registers is unknown to this command, and a node may never
     # run one kind of GEMM
-    name = report["backend"]["name"]
-    disabled = [m for m in (envs.unknown_disabled_gemms(_known_gemm_names()),
-                            kinds_left_without_gemms(name) if name else "") if m]
-    report["env_warnings"] = {"FUSED_QUANT_DISABLED_GEMMS": "; ".join(disabled)} if disabled else {}
+    report["env_warnings"] = _disabled_gemms_warning(report["backend"]["name"])
     if report["env_errors"]:
         code = 2
     report["producers"] = _producer_table()
@@ -351,6 +359,20 @@ def _result_line(r) -> str:
     return line if r.ok else f"{line}\n{_wrap(' ' * 6, r.detail)}"
 
 
+def _columns(stream) -> int:
+    """The width of the terminal ``stream`` writes to (WIDTH where it tells none)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or WIDTH
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's stream), or not a terminal
+        return WIDTH
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters (its end marked with ~), at least 20."""
+    width = max(width, 20)
+    return text if len(text) <= width else text[:width - 1] + "~"
+
+
 def _progress(stream, lines: bool):
     """(started, finished) callbacks for ``run_selftest``: a line per finished check when ``lines``;
     on a terminal, also the check now running on a status line that the next output replaces."""
@@ -358,7 +380,9 @@ def _progress(stream, lines: bool):
 
     def started(i: int, total: int, name: str) -> None:
         if live:
-            stream.write(f"\r\x1b[K[{i}/{total}] {name} ...")  # \x1b[K: clear to the end of the line
+            # within the terminal's width: a line that wraps leaves its first rows behind, which \r cannot clear
+            text = _fit(f"[{i}/{total}] {name}", _columns(stream) - 5) + " ..."
+            stream.write(f"\r\x1b[K{text}")  # \x1b[K: clear to the end of the line
             stream.flush()
 
     def finished(i: int, total: int, result) -> None:
@@ -435,9 +459,8 @@ def cmd_selftest(args) -> int:
     results = run_selftest(row.name, device, started=started, finished=finished)
     failed = [r for r in results if not r.ok]
     kinds = summary(results, row.name)
-    # as probe warns (the checks ran with every provider the name leaves on: a misspelt one disables nothing)
-    unknown = envs.unknown_disabled_gemms(_known_gemm_names())
-    warnings = {"FUSED_QUANT_DISABLED_GEMMS": unknown} if unknown else {}
+    # as probe warns (the checks ran with every provider the names leave on; a kind left without one was skipped)
+    warnings = _disabled_gemms_warning(row.name)
     if refused:
         warnings["FUSED_QUANT_BACKEND"] = refused
     if args.json:
@@ -546,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "GEMM providers. Exits 2 when the requested backend cannot run here.")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--vllm", action="store_true", help="also show what the vLLM plugin would register")
-    p.set_defaults(func=cmd_probe)
+    p.set_defaults(func=cmd_probe, parser=p)
     s = sub.add_parser("selftest", allow_abbrev=False,
                        help="conformance of a backend against the spec on this device: producers bit for bit, "
                             "GEMMs against float64",
@@ -565,7 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "cpu)")
     s.add_argument("--json", action="store_true", help="print the results as JSON (progress goes to a terminal "
                                                        "on stderr only)")
-    s.set_defaults(func=cmd_selftest)
+    s.set_defaults(func=cmd_selftest, parser=s)
     b = sub.add_parser("bench", allow_abbrev=False,
                        help="act_quant, GEMM, host and MLP benchmarks against the peers (GPU, source checkout)",
                        description="The benchmarks of the checkout's benchmarks/ package (GPU): producers, the GEMM "
@@ -588,7 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tp", type=gpu_count, default=1, metavar="N",
                    help="tensor-parallel GPUs: time the shapes one of N GPUs holds (default: 1; checked against the "
                         "model's head counts and sizes, --model's or Llama-3-8B's)")
-    b.set_defaults(func=cmd_bench)
+    b.set_defaults(func=cmd_bench, parser=b)
     return parser
 
 
@@ -598,7 +621,10 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         nonlocal command
         try:
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            args, extra = parser.parse_known_args(argv)
+            if extra:  # told with the command's usage (the parser's own error shows the top-level one)
+                args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
         except SystemExit:  # --help, --version, a usage error: what they printed is flushed here, its failure told
             sys.stdout.flush()
             raise

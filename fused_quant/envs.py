@@ -56,6 +56,12 @@ def backend() -> str:
     return _get("FUSED_QUANT_BACKEND").lower() or "auto"
 
 
+def backend_as_set() -> str | None:
+    """FUSED_QUANT_BACKEND as the environment holds it (None: unset): what selection reads, and a refusal quotes, as
+    the other variables' refusals quote theirs (``backend()`` is the name it asks for)."""
+    return os.environ.get("FUSED_QUANT_BACKEND")
+
+
 def numerics() -> str:
     """Requested numerics profile name; raises ``NumericsProfileError`` naming the variable."""
     return _choice("FUSED_QUANT_NUMERICS", NUMERICS_CHOICES, NumericsProfileError)

@@ -229,7 +229,9 @@ _SELECTED = runtime.Cache("gemm_selection")
 def select_gemm_provider(problem: GemmProblem, backend: str | None = None) -> tuple[GemmProvider, str]:
     """The first provider that accepts ``problem``; with ``backend=None`` the current
     backend's providers, then the torch backend's. Raises BackendUnavailableError with every reason."""
-    current = selection.current_backend_name()
+    # a named backend's chain is that backend's alone: the current one is not read (it may be one this node cannot
+    # run, FUSED_QUANT_BACKEND=triton_fp8 on a CPU node, while the torch backend named here can)
+    current = selection.current_backend_name() if backend is None else None
     cache_key = (problem, backend, _disabled_gemms(), current)
     hit = _SELECTED.get(cache_key)
     if hit is not None:

@@ -10,6 +10,8 @@ NaN scale is the quiet NaN 0x7fc00000, whatever NaN payload or sign came in.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -155,7 +157,8 @@ def gemm_outside_bound(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_ac
     one, failed on an H100: torch's FP8 GEMM through its fp32 product and our epilogue, fp16 out
     (benchmarks/RESULTS.md, forty-ninth round).
     """
-    x = xq.cpu().to(torch.float64).reshape(-1, xq.shape[-1])
+    x = xq.cpu().to(torch.float64)
+    x = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])  # K = 0 too (-1 cannot be inferred against a 0)
     w = wq.cpu().to(torch.float64)
     xs64 = xs.cpu().to(torch.float64).reshape(-1, 1)
     s = xs64 * ws.cpu().to(torch.float64).reshape(1, -1)
@@ -169,7 +172,7 @@ def gemm_outside_bound(out: torch.Tensor, xq, xs, wq, ws, bias=None, *, exact_ac
         tol = eps_t / 2 * rounded + 4 * 2.0**-24 * p.abs()
     else:
         # scaled-mm kernels may apply the two scales in either order and round once more
-        mag = (x.abs() @ w.abs().T) * s
+        mag = (x.abs() @ w.abs().T) * s.abs()  # a negative scale: a magnitude still (quant_gemm reads no values)
         k = x.shape[1]
         acc = (k + 4) * 2.0**-24
         if out.is_cuda:

@@ -152,7 +152,7 @@ def _select_now() -> SelectedBackend:
 
     info, requested = current_platform(), envs.backend()
     runtime.once("env", envs.snapshot)  # what the selection was made under (``fused-quant probe``)
-    name, reason = select_backend(info, requested)
+    name, reason = select_backend(info, envs.backend_as_set())
     if requested == "auto" and name == FALLBACK and preferred_backend(info) != FALLBACK:
         logger.warning("fused-quant: %s", reason)
     else:

@@ -10,7 +10,8 @@ for silu_and_mul, and per-token rows with adversarial content, for both numerics
 profiles. Then GEMMs through the checked entry (``quant_gemm``: the provider the
 backend's chain picks on this node) against float64, within the test suite's bound
 (``reference.gemm_outside_bound``). FP8 checks are skipped, with the reason, where the
-backend has no FP8 on this node (an int8-only arch).
+backend has no FP8 on this node (an int8-only arch), and a kind's GEMM checks where
+FUSED_QUANT_DISABLED_GEMMS leaves it no provider (the node's calls refuse it then).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from fused_quant import keys as K
 from fused_quant import selection
 from fused_quant.contract import QuantizedActivation
 from fused_quant.errors import BackendUnavailableError
-from fused_quant.gemm import quant_gemm
+from fused_quant.gemm import kinds_left_without_gemms, kinds_without_gemms, quant_gemm
 from fused_quant.reference import act_quant_ref, gemm_outside_bound, quantize_weight_ref
 from fused_quant.registry import fused_act_quant, platform_fp8_dtype, platform_has_fp8, platform_label
 from fused_quant.selftest_vectors import VECTORS, KnownAnswer
@@ -210,6 +211,15 @@ def _skip(key, backend: str) -> str:
     return ""
 
 
+def _gemm_skip(key, backend: str) -> str:
+    """Why the GEMM checks of ``key`` do not run ('' where they do): ``_skip``'s reason, or FUSED_QUANT_DISABLED_GEMMS
+    leaving ``backend``'s chain (then torch's, as ``_node_gemm`` asks them) no provider of the key's kind. Every such
+    call of the node is refused, by the operator's choice; the selftest says so (``fused-quant selftest``'s warning
+    line), as ``fused-quant probe`` does."""
+    kind = "fp8" if K.is_fp8(key) else "int8"
+    return _skip(key, backend) or (kinds_left_without_gemms(backend) if kind in kinds_without_gemms(backend) else "")
+
+
 def checks(backend: str, device: torch.device) -> Iterator[Check]:
     """Every check this node runs, in order (``all_checks`` also yields those it leaves out, with why)."""
     return (c for c in all_checks(backend, device) if not c.skip)
@@ -270,7 +280,7 @@ def all_checks(backend: str, device: torch.device) -> Iterator[Check]:
             extra = ", bias" if bias else ""
             yield Check(f"gemm {key_name} M={m} N={GEMM_N} K={GEMM_K}{extra} -> {str(out_dtype)[6:]}", FLOAT64,
                         lambda key=key, m=m, bias=bias, out_dtype=out_dtype:
-                        _gemm(key, m, bias, out_dtype, backend, device), _skip(key, backend))
+                        _gemm(key, m, bias, out_dtype, backend, device), _gemm_skip(key, backend))
 
 
 def adversarial_rows(d: int, dtype: torch.dtype, device="cpu", seed: int = 1234) -> torch.Tensor:

@@ -638,7 +638,9 @@ def test_graph_us_is_the_median_replay_per_call(monkeypatch):
 
 
 SCRIPTS = {"tune_act_quant": [], "tune_act_quant_decode": [], "fp8_gemm_accumulation": [],
-           "hip_w8a8_token": ["--out", "OUT"], "profile_host": [], "trace_mlp": ["--out", "OUT"]}
+           "hip_w8a8_token": ["--out", "OUT"], "profile_host": [], "trace_mlp": ["--out", "OUT"],
+           "sweep_small_m_gemm": ["--out", "OUT"], "sweep_int8_gemm": ["--out", "OUT"],
+           "quantizing_calls": ["--out", "OUT"]}
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS))

@@ -245,13 +245,17 @@ def _parser_calling(build, command: str, func):
 @pytest.mark.parametrize("argv, said", [
     (["probe", "--js"], "unrecognized arguments: --js"),
     (["selftest", "--dev", "cpu"], "unrecognized arguments: --dev"),
+    (["bench", "gemm", "gemm"], "unrecognized arguments: gemm"),
     (["bench", "--tp", "0"], "argument --tp: expected a whole number of GPUs >= 1, got '0'"),
     (["bench", "--tp", "1.5"], "argument --tp: expected a whole number of GPUs >= 1, got '1.5'"),
 ])
 def test_abbreviated_flags_and_a_bad_gpu_count_are_refused(argv, said, capsys):
+    """Each with the command's usage and name (an unknown flag after a command showed the top-level usage)."""
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
-    assert exc.value.code == 2 and said in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and said in err
+    assert err.startswith(f"usage: fused-quant {argv[0]} ") and f"\nfused-quant {argv[0]}: error: " in err, err
 
 
 def test_backend_flag_names_what_was_typed_when_it_is_no_backend(capsys):

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 import torch
 
+import fused_quant
 from fused_quant import cli, envs, numerics, runtime
 from fused_quant.activations import SiluAndMul
 from fused_quant.errors import NumericsProfileError
@@ -111,6 +113,21 @@ def test_bad_env_value_from_the_shell():
     assert r.returncode == 2 and json.loads(r.stdout)["backend"]["name"] is None
     assert r.stderr.startswith("probe: FUSED_QUANT_BACKEND='tritn' is not a backend") and r.stderr.count("\n") == 1
     assert run_cli("probe").stderr == ""
+
+
+def test_a_bad_backend_value_is_quoted_as_set(node, capsys, monkeypatch):
+    """As the other variables' refusals quote theirs: case and spaces kept (it was quoted lower-cased and stripped),
+    by the library's selection and by probe. Case and spaces around a good name are still taken."""
+    node(CPU)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", " Tortch")
+    want = "FUSED_QUANT_BACKEND=' Tortch' is not a backend; valid names: auto, torch"
+    with pytest.raises(fused_quant.BackendUnavailableError, match=re.escape(want)):
+        fused_quant.current_backend()
+    code, out = _probe(capsys)
+    assert code == 2 and f"error    : {want}" in out.replace("\n" + " " * 13, " ")
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", " Torch ")
+    fused_quant.reset()
+    assert fused_quant.current_backend().name == "torch"
 
 
 def test_bad_backend_value_names_the_variable(node, capsys, monkeypatch):

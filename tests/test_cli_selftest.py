@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import sys
 
 import pytest
@@ -17,6 +18,7 @@ import torch
 
 import fused_quant
 from fused_quant import cli, selftest
+from fused_quant import keys as K
 from fused_quant.platforms import PlatformInfo
 from tests.cli_fixtures import H200, node, run_cli  # noqa: F401  (node: a fixture)
 
@@ -84,6 +86,26 @@ def test_a_terminal_also_shows_the_running_check(monkeypatch):
     total = text.count("\r\x1b[KPASS")  # each result line replaces the status line
     assert "\r\x1b[K[1/" in text and f"[{total}/{total}] gemm " in text
     assert "known answer: relu2 fp8 static: RNE tie, NaN, saturation ...\r\x1b[KPASS" in text
+
+
+def test_the_status_line_fits_the_terminal(monkeypatch):
+    """On an 80-column terminal a check's status line wrapped (names run to 94 characters), and ``\\r`` cleared only
+    its last row: it is cut to the terminal's width, its end marked; a short one is written whole."""
+    class Narrow(Terminal):
+        def fileno(self) -> int:
+            return 1
+
+    monkeypatch.setattr(cli.os, "get_terminal_size", lambda fd: os.terminal_size((80, 24)))
+    out = Narrow()
+    started, finished = cli._progress(out, lines=False)
+    names = [c.name for c in selftest.all_checks("torch", torch.device("cpu"))]
+    long = max(names, key=len)
+    assert len(long) > 80
+    for i, name in enumerate((long, "gemm int8"), 1):
+        started(i, 128, name)
+    first, second = out.getvalue().split("\r\x1b[K")[1:]
+    assert len(first) == 79 and first.endswith("~ ...") and first.startswith(f"[1/128] {long[:40]}")
+    assert second == "[2/128] gemm int8 ..."
 
 
 def test_json_stdout_is_json_alone_with_progress_on_a_terminal_stderr(monkeypatch, capsys):
@@ -324,6 +346,28 @@ def test_a_bad_variable_is_one_line_and_exit_2(node, capsys, monkeypatch, no_run
     monkeypatch.setenv("FUSED_QUANT_NUMERICS", "xyz")
     assert _error_line(capsys, ["selftest"]) == "selftest: FUSED_QUANT_NUMERICS='xyz' is not one of default, hcu"
     assert no_run == []
+
+
+def test_gemm_kinds_the_disabled_gemms_leave_without_a_provider_are_skipped_with_a_warning(node, capsys, monkeypatch):
+    """FUSED_QUANT_DISABLED_GEMMS=torch_int8_f64 leaves the torch backend no int8 GEMM: every such call of the node is
+    refused, by the operator's choice. The int8 GEMM checks are skipped with that reason (they failed, exit 1) and
+    the warning line probe prints is printed (text and JSON); every other check runs and passes."""
+    node(CPU_NO_TRITON)
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "torch_int8_f64")
+    skipped = {c.name: c.skip for c in selftest.all_checks("torch", torch.device("cpu")) if c.skip}
+    want = "FUSED_QUANT_DISABLED_GEMMS leaves no int8 GEMM provider for backend torch: every such GEMM call will be refused"
+    assert len(skipped) == 8 and all(n.startswith("gemm int8_") and why == want for n, why in skipped.items()), skipped
+    ran = []
+    real = selftest._gemm
+    monkeypatch.setattr(selftest, "_gemm", lambda key, *a: ran.append(key) or real(key, *a))
+    monkeypatch.setattr(selftest, "_check_against_reference", lambda *a: "")  # the producer sweeps: not this test's
+    assert cli.main(["selftest", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] and report["env_warnings"] == {"FUSED_QUANT_DISABLED_GEMMS": want}
+    assert report["summary"]["float64"]["skipped"] == 8 and len(ran) == 8 and all(K.is_fp8(k) for k in ran)
+    assert cli.main(["selftest"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "8 skipped (FUSED_QUANT_DISABLED_GEMMS leaves no int8 GEMM provider" in out and f"warning: {want}" in out
 
 
 def test_forced_backend_reason_names_the_flag(node, capsys, no_run):

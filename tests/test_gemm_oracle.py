@@ -87,3 +87,36 @@ def test_the_fp8_bound_allows_a_whole_ulp_per_rounding_twice_and_no_more():
     _fp8_one(3.0, 4.0 + 2.0**-4, bias=1.0)
     with pytest.raises(AssertionError, match="outside the float64 bound"):
         _fp8_one(3.0, 4.0 + 2.0**-3, bias=1.0)
+
+
+def test_the_fp8_bound_is_the_same_for_a_negative_scale():
+    """``quant_gemm`` reads no scale values, so a negative one reaches the oracle: its bound is a magnitude (the
+    product's scale made it negative, which refused every element, the right ones too). The mirror of the positive
+    case: -3.0625 passes, -3.125 does not."""
+    _fp8_one(-3.0, -3.0)
+    _fp8_one(-3.0, -3.0 - 2.0**-4)
+    for wrong in (-3.0 - 2.0**-3, 3.0):
+        with pytest.raises(AssertionError, match="outside the float64 bound"):
+            _fp8_one(-3.0, wrong)
+    # fp32 out over K = 37, where the accumulation's share of the bound outweighs the roundings': a negative scale
+    # made the bound negative, and the float64 result itself was refused
+    ones = torch.ones(1, 37).to(torch.float8_e4m3fn)
+    for ws in (3.0 / 37, -3.0 / 37):
+        ws64 = torch.tensor([[ws]], dtype=torch.float64)
+        right = (37 * ws64).to(torch.float32)
+        assert_gemm_close(right, ones, torch.tensor([[1.0]]), ones, ws64, exact_acc=False)
+        with pytest.raises(AssertionError, match="outside the float64 bound"):
+            assert_gemm_close(right * 1.001, ones, torch.tensor([[1.0]]), ones, ws64, exact_acc=False)
+
+
+@pytest.mark.parametrize("exact_acc", [True, False])
+def test_k_zero_is_the_bias_alone(exact_acc):
+    """K = 0: every dot is 0, so the output is the bias (or 0); the oracle read [M, 0] as rows of -1 x 0 and
+    raised torch's reshape error instead of judging."""
+    dtype = torch.int8 if exact_acc else torch.float8_e4m3fn
+    xq, wq = torch.zeros(2, 0).to(dtype), torch.zeros(3, 0).to(dtype)
+    xs, ws, bias = torch.ones(2, 1), torch.ones(3, 1), torch.tensor([0.0, 1.0, 2.0], dtype=torch.bfloat16)
+    assert_gemm_close(bias.expand(2, 3).clone(), xq, xs, wq, ws, bias, exact_acc=exact_acc)
+    assert_gemm_close(torch.zeros(2, 3, dtype=torch.bfloat16), xq, xs, wq, ws, exact_acc=exact_acc)
+    with pytest.raises(AssertionError, match="outside the float64 bound"):
+        assert_gemm_close(torch.zeros(2, 3, dtype=torch.bfloat16), xq, xs, wq, ws, bias, exact_acc=exact_acc)

@@ -13,6 +13,7 @@ import torch
 
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
+from fused_quant.errors import BackendUnavailableError
 from fused_quant.gemm import dequant_epilogue, quant_gemm, register_gemm_provider, unregister_gemm_provider
 from fused_quant.modules import QuantLinear
 from fused_quant.validation import (
@@ -23,6 +24,7 @@ from fused_quant.validation import (
     ScaleError,
     ShapeMismatchError,
 )
+from tests.cli_fixtures import node  # noqa: F401  (a fixture)
 from tests.helpers import assert_gemm_close
 from tests.validation_fixtures import _layer, _qa
 
@@ -256,6 +258,24 @@ def test_the_torch_int8_gemm_gives_int32s_one_zero():
         qa = QuantizedActivation(xq, torch.ones(m, 1), torch.bfloat16, xq.shape, K.kInt8DynamicTokenSym)
         out = quant_gemm(qa, w, torch.full((n, 1), 0.5), out_dtype=torch.float32, backend="torch")
         assert torch.equal(out, torch.zeros(m, n)) and not torch.signbit(out).any(), (m, k, n)
+
+
+def test_a_named_backend_serves_where_the_variable_names_one_this_node_cannot_run(node, monkeypatch):
+    """``quant_gemm(backend="torch")`` (the selftest's GEMM checks of ``--backend torch``) runs the torch chain on a
+    CPU node whose FUSED_QUANT_BACKEND names triton_fp8; it read the current backend for its cache key and raised
+    that backend's refusal. Without ``backend`` the call still refuses, naming the variable."""
+    from tests.test_cli_selftest import CPU_NO_TRITON
+
+    node(CPU_NO_TRITON)
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "triton_fp8")
+    for key in (K.kInt8DynamicTokenSym, K.kFp8DynamicTokenSym):
+        xq, w = (torch.randint(-3, 4, (n, 32)).to(key.dtype) for n in (3, 8))
+        qa = QuantizedActivation(xq, torch.rand(3, 1) + 0.5, torch.bfloat16, xq.shape, key)
+        ws = torch.rand(8, 1) + 0.5
+        out = quant_gemm(qa, w, ws, out_dtype=torch.float32, backend="torch")
+        assert_gemm_close(out, xq, qa.scale, w, ws, None, exact_acc=key.dtype == torch.int8)
+        with pytest.raises(BackendUnavailableError, match="FUSED_QUANT_BACKEND=triton_fp8 cannot run here"):
+            quant_gemm(qa, w, ws, out_dtype=torch.float32)
 
 
 def test_the_float64_bound_takes_an_fp32_overflow_with_the_products_sign_under_a_bias():
