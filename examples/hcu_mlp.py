@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--tokens", type=_count(0), default=32, help="rows of x (0 is valid: an empty batch)")
     parser.add_argument("--hidden", type=_count(1), default=256, help="the MLP's hidden size")
     parser.add_argument("--intermediate", type=_count(1), default=512, help="the MLP's intermediate size")
-    parser.add_argument("--numerics", default=None, choices=("default", "hcu"),
-                        help="numerics profile (default: FUSED_QUANT_NUMERICS)")
+    parser.add_argument("--numerics", default=None, choices=("default", "hcu"), type=lambda text: text.strip().lower(),
+                        help="numerics profile (default: FUSED_QUANT_NUMERICS; case and spaces fold, as there)")
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)

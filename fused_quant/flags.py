@@ -24,7 +24,7 @@ def whole_numbers(text: str, what: str, most: int | None = None, allowed=()) -> 
         part = part.strip()
         if (not _digits(part) or int(part) < 1 or (most and int(part) > most)
                 or (allowed and int(part) not in allowed)):
-            bound = f" (at most {most})" if most else ""
+            bound = f" (at most {most})" if most else _too_long(part)
             among = f", each one of {', '.join(map(str, allowed))}" if allowed else " (like 1,16,224)"
             raise argparse.ArgumentTypeError(f"expected {what} >= 1{bound} separated by commas{among}, got {part!r}"
                                              + (f" in {text!r}" if part != text.strip() else ""))
@@ -36,13 +36,21 @@ def whole_numbers(text: str, what: str, most: int | None = None, allowed=()) -> 
 def whole_number(text: str, what: str = "a whole number") -> int:
     """One whole number >= 1 (``what`` names it in the error), as ``whole_numbers`` reads each of its parts."""
     if not _digits(text.strip()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected {what} >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what} >= 1{_too_long(text.strip())}, got {text!r}")
     return int(text)
+
+
+def _too_long(text: str) -> str:
+    """What a refusal adds for a number ``_digits`` refuses for its length alone: the limit."""
+    return f" of at most {_MOST_DIGITS} digits" if text.isascii() and text.isdigit() and len(text) > _MOST_DIGITS else ""
+
+
+_MOST_DIGITS = 18
 
 
 def _digits(text: str) -> bool:
     """ASCII digits, at most 18 of them: a count, and never one that Python's int() refuses (past 4300 digits)."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
+    return text.isascii() and text.isdigit() and len(text) <= _MOST_DIGITS
 
 
 def gpu_count(text: str) -> int:

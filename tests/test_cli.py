@@ -248,6 +248,8 @@ def _parser_calling(build, command: str, func):
     (["bench", "gemm", "gemm"], "unrecognized arguments: gemm"),
     (["bench", "--tp", "0"], "argument --tp: expected a whole number of GPUs >= 1, got '0'"),
     (["bench", "--tp", "1.5"], "argument --tp: expected a whole number of GPUs >= 1, got '1.5'"),
+    (["bench", "--tp", "9" * 19], f"argument --tp: expected a whole number of GPUs >= 1 of at most 18 digits, got "
+                                  f"'{'9' * 19}'"),
 ])
 def test_abbreviated_flags_and_a_bad_gpu_count_are_refused(argv, said, capsys):
     """Each with the command's usage and name (an unknown flag after a command showed the top-level usage)."""

@@ -46,3 +46,12 @@ def test_bad_sizes_are_usage_errors(example, capsys, flag, value, minimum):
     shown = value if value.lstrip("-").isdigit() else repr(value)
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.endswith(f"error: argument {flag}: expected an integer >= {minimum}, got {shown}")
+
+
+@pytest.mark.parametrize("given", ["HCU", " hcu ", "Default"])
+def test_numerics_folds_case_and_spaces_as_the_variable_does(example, capsys, given):
+    example.main(["--tokens", "2", "--hidden", "64", "--intermediate", "128", "--numerics", given])
+    assert "fused vs unfused" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        example.main(["--numerics", "hcuu"])
+    assert exc.value.code == 2 and "invalid choice: 'hcuu'" in capsys.readouterr().err
