@@ -222,8 +222,10 @@ def _copy_us_same_bytes(nbytes: int) -> float:
     return graph_us([lambda src=src, dst=dst: dst.copy_(src) for src, dst in pairs])
 
 
-def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
-    """``copies`` MLPs (bf16 when ``key`` is None), each ``x -> down(silu_mul(gate_up(x)))``."""
+def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int, device: str = "cuda"):
+    """``copies`` MLPs (bf16 when ``key`` is None), each ``x -> down(silu_mul(gate_up(x)))``, their weights held as
+    a server holds them (``host_calls``' too): bf16's eager calls record no autograd graph (its eager time was
+    inflated by it, and so were the eager speed-ups)."""
     from torch import nn
 
     from fused_quant import QuantLinear, SiluAndMul, linear_act_quant
@@ -231,8 +233,8 @@ def _mlp(key: K.QuantKey | None, d: int, h: int, copies: int):
     act = SiluAndMul()
     fns = []
     for _ in range(copies):
-        gate_up = nn.Linear(d, 2 * h, bias=False, device="cuda", dtype=torch.bfloat16)
-        down = nn.Linear(h, d, bias=False, device="cuda", dtype=torch.bfloat16)
+        gate_up = nn.Linear(d, 2 * h, bias=False, device=device, dtype=torch.bfloat16).requires_grad_(False)
+        down = nn.Linear(h, d, bias=False, device=device, dtype=torch.bfloat16).requires_grad_(False)
         if key is None:
             fns.append(lambda x, gate_up=gate_up, down=down: down(act(gate_up(x))))
             continue

@@ -472,6 +472,20 @@ def test_profile_host_needs_a_gpu_and_says_so(capsys, monkeypatch):
     assert "profile_host: needs a GPU (torch.cuda.is_available() is False)" in capsys.readouterr().err
 
 
+def test_the_mlp_peers_record_no_autograd():
+    """``bench mlp``'s bf16 MLP ran its eager calls with autograd recording (its linears' weights required grad),
+    which cost its host time and inflated the eager speed-ups: every peer's call records none now, as a server's
+    calls (and ``bench host``'s) record none."""
+    from benchmarks import decode
+    from fused_quant import keys as K
+
+    x = torch.randn(3, 8, dtype=torch.bfloat16)
+    for key in (None, K.kInt8DynamicTokenSym):
+        for fn in decode._mlp(key, 8, 16, 2, device="cpu"):
+            out = fn(x)
+            assert out.shape == (3, 8) and not out.requires_grad and out.grad_fn is None, key
+
+
 def test_graph_turns_time_every_peer_first_once_and_take_the_median(monkeypatch):
     """``decode.graph_turns``: one turn per peer, the order rotated (each peer first once), each peer's median."""
     from benchmarks import decode
