@@ -26,8 +26,8 @@ import torch.nn.functional as F
 from fused_quant import keys as K
 
 from benchmarks import models, report
-from benchmarks.timing import (copy_ceiling, graph_us, host_chunks, loop_us, pyplot, save_figure, sustained_us,
-                               timed_in_orders, timed_passes, versions)
+from benchmarks.timing import (copy_ceiling, graph_us, graph_us_after_foreign, host_chunks, loop_us, pyplot,
+                               save_figure, sustained_us, timed_in_orders, timed_passes, versions)
 
 LLAMA_3_8B = models.default()
 SHAPES = LLAMA_3_8B.shapes  # {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
@@ -149,11 +149,16 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
                 # single pass told them apart
                 passes = timed_passes(calls, graph_us)
                 t = {name: min(us) for name, us in passes.items()}
+                # each call after another library's kernel too, as in a decoder (no PDL overlap with the call before)
+                after = {name: min(us) for name, us in timed_passes(calls, graph_us_after_foreign).items()}
                 wbytes = {name: n * k * (2 if name == "bf16" else 1) for name in t}
                 tbps = {name: wbytes[name] / (us * 1e-6) / 1e12 for name, us in t.items()}
+                tbps_after = {name: wbytes[name] / (us * 1e-6) / 1e12 for name, us in after.items()}
                 row = {"shape": label, "kind": kind, "M": m, "N": n, "K": k, "picked": picked, "us": t,
                        "us_passes": passes,
-                       "weight_TBps": tbps, "pct_ceiling": {k_: 100 * v * 1e3 / ceiling for k_, v in tbps.items()}}
+                       "weight_TBps": tbps, "pct_ceiling": {k_: 100 * v * 1e3 / ceiling for k_, v in tbps.items()},
+                       "us_after_foreign": after, "weight_TBps_after_foreign": tbps_after,
+                       "pct_ceiling_after_foreign": {k_: 100 * v * 1e3 / ceiling for k_, v in tbps_after.items()}}
                 # a device copy moving the weight's bytes (half read, half written) in one kernel: the
                 # ceiling at this size, ramp and tail included
                 row["copy_same_bytes_us"] = same_bytes
@@ -162,7 +167,8 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
                 rows.append(row)
                 print(f"gemm {kind:4s} {label:7s} M={m:4d} ours({picked}) {t['ours']:7.1f} us "
                       f"{tbps['ours']:.2f} TB/s ({row['pct_ceiling']['ours']:.0f}% of copy, "
-                      f"{row['pct_same_bytes_copy']:.0f}% of a same-bytes copy)  "
+                      f"{row['pct_same_bytes_copy']:.0f}% of a same-bytes copy; after a foreign kernel "
+                      f"{after['ours']:.1f} us, {tbps_after['ours']:.2f} TB/s)  "
                       + "  ".join(f"{name} {v:.1f}" for name, v in t.items() if name != "ours"), flush=True)
             del layers, weights, bf16
             torch.cuda.empty_cache()
@@ -308,13 +314,14 @@ def _mlp_sqnr(ms, keys, d: int, h: int) -> dict[int, dict[str, float]]:
     return out
 
 
-def graph_turns(peers: dict, calls: int) -> dict[str, float]:
-    """Each peer's median ``graph_us`` over as many turns as there are peers, the order rotated each turn so every
-    peer is timed first once: a GPU that reaches its power cap in the eager loops clocks lower while it stays there
-    (an H100 at 1425-1455 MHz and 659-693 W, benchmarks/RESULTS.md, thirty-ninth round), and a fixed order would
-    time the last peer at the lowest clocks."""
+def graph_turns(peers: dict, calls: int, time_of=None) -> dict[str, float]:
+    """Each peer's median ``graph_us`` (or ``time_of``, e.g. ``graph_us_after_foreign``) over as many turns as there
+    are peers, the order rotated each turn so every peer is timed first once: a GPU that reaches its power cap in
+    the eager loops clocks lower while it stays there (an H100 at 1425-1455 MHz and 659-693 W,
+    benchmarks/RESULTS.md, thirty-ninth round), and a fixed order would time the last peer at the lowest clocks."""
     names = list(peers)
-    times = timed_in_orders(peers, lambda fns: graph_us(fns, calls=calls),
+    time_of = time_of or graph_us
+    times = timed_in_orders(peers, lambda fns: time_of(fns, calls=calls),
                             [names[turn:] + names[:turn] for turn in range(len(names))])
     return {name: statistics.median(t) for name, t in times.items()}
 
@@ -349,15 +356,20 @@ def bench_mlp(quick: bool = False, ms=MLP_MS, keys=MLP_KEYS, model: models.Model
         x = torch.randn(m, d, device="cuda", dtype=torch.bfloat16)
         eager = loop_us({name: (lambda fns=fns: fns[0](x)) for name, fns in peers.items()},
                         target_ms=20 if quick else 40, rounds=3 if quick else 7)
-        graph = graph_turns({name: [lambda f=f: f(x) for f in fns] for name, fns in peers.items()},
-                            calls=mlp_graph_calls(m))
+        replayed = {name: [lambda f=f: f(x) for f in fns] for name, fns in peers.items()}
+        graph = graph_turns(replayed, calls=mlp_graph_calls(m))
+        # each MLP call after another library's kernel too, as after a decoder's RMSNorm (no PDL overlap)
+        after = graph_turns(replayed, calls=mlp_graph_calls(m), time_of=graph_us_after_foreign)
         row = {"M": m, "eager_us": eager, "graph_us": graph, "sqnr_db": sqnr[m],
                "eager_vs_bf16": vs_bf16(eager),
-               "graph_vs_bf16": vs_bf16(graph)}
+               "graph_vs_bf16": vs_bf16(graph),
+               "graph_after_foreign_us": after, "graph_after_foreign_vs_bf16": vs_bf16(after)}
         rows.append(row)
         inputs[m] = x
         print(f"mlp M={m:6d} " + "  ".join(f"{k_} eager {eager[k_]:8.1f} graph {graph[k_]:8.1f}" for k_ in peers)
               + "  | graph x" + "/".join(f"{v:.2f}" for v in row["graph_vs_bf16"].values())
+              + " (after a foreign kernel x" + "/".join(f"{v:.2f}" for v in row["graph_after_foreign_vs_bf16"].values())
+              + ")"
               + "  eager x" + "/".join(f"{v:.2f}" for v in row["eager_vs_bf16"].values())
               + "  SQNR dB " + "/".join(f"{v:.2f}" for v in sqnr[m].values()), flush=True)
     sustained_rows(rows, peers, inputs, sustained_s)
@@ -399,6 +411,10 @@ def plot_gemm(result: dict, path: str) -> bool:
             for peer in peers:
                 timed = [r for r in rows if peer in r["weight_TBps"]]
                 ax.plot([r["M"] for r in timed], [r["weight_TBps"][peer] for r in timed], marker="o", label=peer)
+            after = [r for r in rows if "ours" in r.get("weight_TBps_after_foreign", {})]
+            if after:  # ours, each call after another library's kernel (no PDL overlap with the call before)
+                ax.plot([r["M"] for r in after], [r["weight_TBps_after_foreign"]["ours"] for r in after], marker=".",
+                        ls="--", color="C0", label="ours after a foreign kernel")
             ax.axhline(result["ceiling_GBps"] / 1e3, color="k", ls="--", label="copy ceiling")
             same = [r["copy_same_bytes_us"] for r in rows if "copy_same_bytes_us" in r]
             if same:  # a copy of the weight's bytes in one kernel: the ceiling at this size
@@ -424,10 +440,12 @@ def plot_mlp(result: dict, path: str) -> bool:
         for peer in rows[0][f"{mode}_vs_bf16"]:
             (line,) = ax.plot([r["M"] for r in rows], [r[f"{mode}_vs_bf16"][peer] for r in rows], marker="o",
                               label=peer)
-            sus = [r for r in rows if peer in r.get("sustained_vs_bf16", {})] if mode == "graph" else []
-            if sus:
-                ax.plot([r["M"] for r in sus], [r["sustained_vs_bf16"][peer] for r in sus], marker="s", ls=":",
-                        color=line.get_color(), label=f"{peer} (sustained)")
+            for column, marker, ls, what in (("sustained_vs_bf16", "s", ":", "sustained"),
+                                             ("graph_after_foreign_vs_bf16", ".", "--", "after a foreign kernel")):
+                more = [r for r in rows if peer in r.get(column, {})] if mode == "graph" else []
+                if more:
+                    ax.plot([r["M"] for r in more], [r[column][peer] for r in more], marker=marker, ls=ls,
+                            color=line.get_color(), label=f"{peer} ({what})")
         ax.axhline(1.0, color="k", ls="--", label="bf16")
         ax.set_xscale("log", base=2)
         ax.set_title(f"{result.get('model', LLAMA_3_8B.name)} MLP, {mode}: speedup vs bf16")

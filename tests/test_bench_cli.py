@@ -486,6 +486,26 @@ def test_the_mlp_peers_record_no_autograd():
             assert out.shape == (3, 8) and not out.requires_grad and out.grad_fn is None, key
 
 
+def test_a_call_after_a_foreign_kernel_is_the_pair_less_the_foreign_kernel(monkeypatch):
+    """``timing.graph_us_after_foreign``: a graph of (foreign kernel, call) pairs, each pair counted as one call, less
+    a graph of the foreign kernels alone, over as many calls; ``graph_turns`` times with it where asked."""
+    from benchmarks import decode, timing
+
+    cost = {timing.foreign_kernel: 1.5, "f1": 10.0, "f2": 12.0}
+    seen = []
+
+    def fake(fns, calls=None, replays=7):  # the mean time per call of fns called in turn
+        seen.append((list(fns), calls))
+        return sum(cost[f] for f in fns) / len(fns)
+
+    monkeypatch.setattr(timing, "graph_us", fake)
+    assert timing.graph_us_after_foreign(["f1", "f2"], calls=8) == 11.0  # (1.5 + 10 + 1.5 + 12) / 2 - 1.5
+    assert seen == [([timing.foreign_kernel, "f1", timing.foreign_kernel, "f2"], 16), ([timing.foreign_kernel], 8)]
+    monkeypatch.setattr(decode, "graph_us_after_foreign", timing.graph_us_after_foreign)
+    assert decode.graph_turns({"a": ["f1"], "b": ["f2"]}, calls=8, time_of=decode.graph_us_after_foreign) == {
+        "a": 10.0, "b": 12.0}
+
+
 def test_graph_turns_time_every_peer_first_once_and_take_the_median(monkeypatch):
     """``decode.graph_turns``: one turn per peer, the order rotated (each peer first once), each peer's median."""
     from benchmarks import decode
@@ -618,6 +638,37 @@ def test_mlp_plot_draws_the_sustained_replays_beside_the_graph_line(tmp_path, mo
                            str(tmp_path / "plain.png"))
     assert not any(label.endswith("(sustained)") for label in drawn["labels"][0])
     assert (tmp_path / "mlp.png").stat().st_size > 1000
+    # the replays after a foreign kernel: a dashed line per key, in the graph panel only
+    for row in rows:
+        row["graph_after_foreign_vs_bf16"] = {"fp8_token": 1.75, "int8_token": 1.45}
+    assert decode.plot_mlp({"rows": rows}, str(tmp_path / "after.png"))
+    graph, eager = drawn["labels"]
+    assert "fp8_token (after a foreign kernel)" in graph and "int8_token (after a foreign kernel)" in graph
+    assert not any("foreign" in label for label in eager)
+
+
+def test_gemm_plot_draws_ours_after_a_foreign_kernel_where_the_run_timed_it(tmp_path, monkeypatch):
+    """``decode.plot_gemm``: each panel's peers, and ours after a foreign kernel (dashed) where rows have it."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from benchmarks import decode
+
+    rows = [{"shape": "o", "kind": kind, "M": m, "N": 64, "K": 32, "weight_TBps": {"ours": 2.0, "bf16": 1.0},
+             "weight_TBps_after_foreign": {"ours": 1.8}} for kind in ("fp8", "int8") for m in (1, 16)]
+    drawn = []
+    save = plt.Figure.savefig
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: drawn.append(
+        [[ln.get_label() for ln in ax.get_lines()] for ax in fig.axes]) or save(fig, *a, **k))
+    assert decode.plot_gemm({"rows": rows, "ceiling_GBps": 3000.0}, str(tmp_path / "gemm.png"))
+    assert all("ours after a foreign kernel" in labels and "ours" in labels for labels in drawn[-1])
+    for row in rows:
+        del row["weight_TBps_after_foreign"]
+    assert decode.plot_gemm({"rows": rows, "ceiling_GBps": 3000.0}, str(tmp_path / "plain.png"))
+    assert not any("ours after a foreign kernel" in labels for labels in drawn[-1])
 
 
 def test_graph_us_is_the_median_replay_per_call(monkeypatch):

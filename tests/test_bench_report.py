@@ -259,6 +259,32 @@ def test_sustained_replays_get_a_row_of_their_own_and_a_third_figure_in_the_tabl
     assert small.count(" / ") == 1 + 3  # bf16's graph / eager and each key's: no sustained figure at one token
 
 
+def test_runs_timed_after_a_foreign_kernel_get_target_rows_of_their_own():
+    """``bench gemm`` and ``bench mlp`` also time each call after another library's kernel (no PDL overlap with
+    the call before, as in a decoder): the targets table then has each GEMM rate line and each MLP graph line again,
+    over those figures; files without them (the thirty-first round's) show no such row."""
+    gemm, mlp = _doc("run2_gemm.json"), _doc("run2_mlp.json")
+    before = report.decode_targets(gemm, mlp)
+    assert not any("after a foreign kernel" in line for line in before)
+    for r in gemm["rows"]:
+        r["weight_TBps_after_foreign"] = {"ours": r["weight_TBps"]["ours"] * 0.9}
+        r["pct_ceiling_after_foreign"] = {"ours": r["pct_ceiling"]["ours"] * 0.9}
+        r["us_after_foreign"] = {"ours": r["us"]["ours"] / 0.9}
+    for r in mlp["rows"]:
+        r["graph_after_foreign_us"] = dict(r["graph_us"])
+        r["graph_after_foreign_vs_bf16"] = {k: v - 0.05 for k, v in r["graph_vs_bf16"].items()}
+    after = report.decode_targets(gemm, mlp)
+    assert len(after) == len(before) + 3 + 3  # three GEMM rate lines, three MLP graph lines
+    few = [r["weight_TBps_after_foreign"]["ours"] for r in gemm["rows"] if r["M"] <= 16]
+    slow = _row(after, "GEMM weights >= 3.6 TB/s at M = 1-16, after a foreign kernel")
+    assert slow[1] == f"{min(few):.2f}-{max(few):.2f} TB/s"
+    assert slow[2].split(":")[0] == _row(before, "GEMM weights >= 3.6 TB/s at M = 1-16 |")[2].split(":")[0]
+    ratios = [v for r in mlp["rows"] if r["M"] in (1, 16) for v in r["graph_after_foreign_vs_bf16"].values()]
+    foreign = _row(after, "MLP graph >= 1.9x bf16 at M = 1 / 16, after a foreign kernel")
+    assert foreign[1] == f"{min(ratios):.2f}-{max(ratios):.2f}x"
+    assert report.sort_out(gemm)[1] is None and report.sort_out(mlp)[1] is None  # the files' fields are read
+
+
 def test_producer_ratios_divide_each_time_by_ours_timed_the_same_way():
     """A graph replay's time over ours replayed (not over do_bench's ours, host time in it), a loop's over ours in
     the loop; the bare relu2 kernel's loop is a ratio only on the op it runs. Times: act_quant.json's silu_mul ->
