@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import re
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -620,6 +622,11 @@ def quantize_model(model: nn.Module, key=K.kInt8DynamicTokenSym, *, targets: str
                                f"quantization_config, {type(loaded_by).__name__}); load that checkpoint with "
                                "fused_quant.integrations.transformers.from_pretrained(path), or quantize the "
                                "float model")
+    on_meta = [n for n, t in model.named_parameters() if t.is_meta]
+    if on_meta:  # quantized as they were, its layers held meta codes and scales, and saving it failed in torch
+        raise UnsupportedError(f"quantize_model: {len(on_meta)} of the model's parameters are on the meta device "
+                               f"(e.g. {on_meta[:3]}): their values are not loaded (a model built under "
+                               "torch.device('meta'), or offloaded to disk); load its weights, then quantize")
     key = K.as_key(key, "quantize_model: key")
     if K.is_static(key):
         raise UnsupportedError(f"quantize_model: {K.key_name(key)} needs calibrated input scales, which "
@@ -911,7 +918,8 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     layers = _group_layers(model, groups, ignore)
     report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups if layers[g.name]})))
     for group in groups:
-        for name, module in _steps(layers[group.name], f"load {group.name}", progress, "layer"):
+        # the checkpoint's config group by its key (its own name, "group_0", tells a reader nothing)
+        for name, module in _steps(layers[group.name], f"load {K.key_name(group.key)} layers", progress, "layer"):
             # the output dtype the model built the linear in: a router kept in float32 inside a bf16 model (as
             # quantize_model took it from the float linear) comes back as it was saved
             out = module.weight.dtype if module.weight.dtype in ACT_DTYPES else dtype
@@ -1020,12 +1028,20 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         config.dtype = dtype
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    config.save_pretrained(path)
-    if getattr(model, "generation_config", None) is not None:
-        model.generation_config.save_pretrained(path)
-    else:  # an earlier save's file in the folder would be loaded as this model's
+    # every file written beside the folder's own first, then moved in, the weights before the config: a write that
+    # fails (a full disk) or is cut short (Ctrl-C) leaves the folder as it was, where a new config.json over an
+    # earlier checkpoint's weights loaded in plain transformers as NaNs with a warning
+    with tempfile.TemporaryDirectory(dir=path, prefix=".fused-quant-save-") as staging:
+        staging = Path(staging)
+        save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        config.save_pretrained(staging)
+        has_generation_config = getattr(model, "generation_config", None) is not None
+        if has_generation_config:
+            model.generation_config.save_pretrained(staging)
+        for name in sorted((f.name for f in staging.iterdir()), key=lambda n: (n == "config.json", n)):
+            os.replace(staging / name, path / name)  # config.json last
+    if not has_generation_config:  # an earlier save's file in the folder would be loaded as this model's
         (path / "generation_config.json").unlink(missing_ok=True)
-    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
     _drop_stale_shards(path)
 
 

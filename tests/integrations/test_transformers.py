@@ -397,6 +397,20 @@ def test_a_non_finite_weight_is_named_in_the_models_own_linear():
         fqt.quantize_model(model)
 
 
+def test_a_model_whose_weights_are_not_loaded_is_refused():
+    """A model built on the meta device (or offloaded to disk) was "quantized" without a word: its layers held meta
+    codes and scales, its forward returned meta tensors, and saving it failed in torch. Refused, naming it; the
+    model is left as it was."""
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(make_config("llama"))
+    with pytest.raises(fq.UnsupportedError, match=r"quantize_model: \d+ of the model's parameters are on the meta "
+                                                  r"device \(e\.g\. \['model\.embed_tokens\.weight'"):
+        fqt.quantize_model(model)
+    assert mlp_count(model) == 0 and not hasattr(model, "fused_quant_report")
+
+
 def test_quantizing_twice_is_refused():
     model = make_model("llama")
     fqt.quantize_model(model)

@@ -115,7 +115,7 @@ def test_long_calls_show_progress_on_request_and_on_a_terminal_only(tmp_path, ca
     err = capsys.readouterr().err
     # 2 layers: 2 MLPs; 4 attention linears each and lm_head left float by ignore; 2 x (4 + 3 split) saved layers
     for bar in ("quantize MLPs: 100%", "2/2", "quantize linears: 100%", "save quantized layers: 100%",
-                "read checkpoint: 100%", "1/1", "load group_0: 100%"):
+                "read checkpoint: 100%", "1/1", "load int8_dynamic_token layers: 100%"):
         assert bar in err, (bar, err)
     a, b = quiet.state_dict(), loaded.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -510,6 +510,35 @@ def test_saving_over_a_sharded_checkpoint_removes_its_shards(tmp_path):
     fqt.save_pretrained(model, tmp_path)
     assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == ["model.safetensors"]
     assert not (tmp_path / "model.safetensors.index.json").exists() and (tmp_path / "notes.safetensors.txt").exists()
+    ids = token_ids()
+    with torch.no_grad():
+        assert torch.equal(fqt.from_pretrained(tmp_path)(ids).logits, model(ids).logits)
+
+
+@pytest.mark.parametrize("failing", ["weights", "config"])
+def test_a_save_that_fails_leaves_the_folder_as_it_was(tmp_path, monkeypatch, failing):
+    """A full disk (or Ctrl-C) while saving over an earlier checkpoint: config.json was written first, and the folder
+    then held the new quantized config over the old weights, which plain transformers loaded as NaNs with a
+    warning. Every file is written beside the folder's own and moved in at the end: a failure leaves the old files
+    byte for byte and no staging folder."""
+    make_model("llama", torch.bfloat16).save_pretrained(tmp_path)  # transformers' own float checkpoint
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    model = make_model("llama", torch.bfloat16, seed=1)
+    fqt.quantize_model(model)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    if failing == "weights":
+        monkeypatch.setattr("safetensors.torch.save_file", full_disk)
+    else:
+        monkeypatch.setattr(type(model.config), "save_pretrained", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        fqt.save_pretrained(model, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    monkeypatch.undo()
+    fqt.save_pretrained(model, tmp_path)  # and a save that succeeds replaces them, leaving no staging folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "generation_config.json", "model.safetensors"]
     ids = token_ids()
     with torch.no_grad():
         assert torch.equal(fqt.from_pretrained(tmp_path)(ids).logits, model(ids).logits)
