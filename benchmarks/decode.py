@@ -223,8 +223,8 @@ def _copy_us_same_bytes(nbytes: int) -> float:
     """GPU microseconds of one device copy that moves ``nbytes`` (``nbytes / 2`` read and written),
     replayed from a graph cycling through buffers beyond L2, as the GEMMs' weights are."""
     half = nbytes // 2
-    pairs = [(torch.empty(half, dtype=torch.uint8, device="cuda"), torch.empty(half, dtype=torch.uint8, device="cuda"))
-             for _ in range(copies_for(nbytes))]
+    pairs = [(torch.empty(half, dtype=torch.uint8, device="cuda").random_(),  # random bits, as the weights hold
+              torch.empty(half, dtype=torch.uint8, device="cuda")) for _ in range(copies_for(nbytes))]
     return graph_us([lambda src=src, dst=dst: dst.copy_(src) for src, dst in pairs])
 
 

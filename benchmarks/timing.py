@@ -38,7 +38,7 @@ def bench_graph_us(fn) -> float:
 
 def copy_ceiling(quick: bool) -> float:
     """Device-to-device copy bandwidth in GB/s (bytes read + written), on a 2 GiB buffer."""
-    src = torch.empty(1 << 30, dtype=torch.int16, device="cuda")
+    src = torch.empty(1 << 30, dtype=torch.int16, device="cuda").random_()  # random bits, not whatever memory held
     dst = torch.empty_like(src)
     us = bench_us(lambda: dst.copy_(src), quick)
     return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
