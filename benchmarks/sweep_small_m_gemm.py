@@ -461,13 +461,13 @@ def replot(log_path: Path, table_path: Path, out: Path, kinds, shapes, ms) -> in
         # by (N, K): the same label names other shapes in another model's rows
         rows = [r for r in rows if r["kind"] in kinds and (r["n"], r["k"]) in shapes.values() and r["m"] in ms]
     except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: JSON of another shape
-        print(f"sweep_small_m_gemm: --replot reads a sweep's log and its small_m_gemm_configs.json: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
+        print(f"sweep_small_m_gemm: --replot reads a sweep's log and its small_m_gemm_configs.json: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     tables = sorted({_table_name(r) for r in rows})
     if len(tables) != 1:
-        print(f"sweep_small_m_gemm: --replot draws the rows of one arch or GPU model; {table_path} has {tables or 'none'} for "
-              f"kinds {kinds}, shapes {shapes}, M {ms}", file=sys.stderr)
+        print(f"sweep_small_m_gemm: --replot draws the rows of one arch or GPU model; {table_path} has "
+              f"{tables or 'none'} for kinds {kinds}, shapes {shapes}, M {ms}", file=sys.stderr)
         return 2
     problem = made_folder(out)
     if problem:

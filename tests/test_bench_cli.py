@@ -743,6 +743,8 @@ def test_the_gpu_scripts_refuse_bad_flags_in_one_line(argv, said):
                                       "got 'abc'"),
     ("sweep_int8_gemm", ["--ms", "0,-5"], "--ms: expected token counts >= 1 separated by commas (like 1,16,224), "
                                        "got '0' in '0,-5'"),
+    ("sweep_int8_gemm", ["--ms", "1," + "9" * 19], "--ms: expected token counts >= 1 of at most 18 digits separated "
+                                                 f"by commas (like 1,16,224), got '{'9' * 19}' in '1,{'9' * 19}'"),
     ("sweep_int8_gemm", ["--replot", "nowhere.json"], "--replot nowhere.json cannot be read"),
     ("sweep_int8_gemm", ["--replot", "EMPTY"], "is not an int8_gemm_sweep.json this script writes"),
 ])

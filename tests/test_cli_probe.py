@@ -128,6 +128,9 @@ def test_a_bad_backend_value_is_quoted_as_set(node, capsys, monkeypatch):
     monkeypatch.setenv("FUSED_QUANT_BACKEND", " Torch ")
     fused_quant.reset()
     assert fused_quant.current_backend().name == "torch"
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "  ")  # spaces alone: unset, as README says (auto)
+    fused_quant.reset()
+    assert fused_quant.current_backend().requested == "auto" and cli._env_errors() == {}
 
 
 def test_bad_backend_value_names_the_variable(node, capsys, monkeypatch):

@@ -355,7 +355,8 @@ def test_gemm_kinds_the_disabled_gemms_leave_without_a_provider_are_skipped_with
     node(CPU_NO_TRITON)
     monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "torch_int8_f64")
     skipped = {c.name: c.skip for c in selftest.all_checks("torch", torch.device("cpu")) if c.skip}
-    want = "FUSED_QUANT_DISABLED_GEMMS leaves no int8 GEMM provider for backend torch: every such GEMM call will be refused"
+    want = ("FUSED_QUANT_DISABLED_GEMMS leaves no int8 GEMM provider for backend torch: every such GEMM call will be "
+            "refused")
     assert len(skipped) == 8 and all(n.startswith("gemm int8_") and why == want for n, why in skipped.items()), skipped
     ran = []
     real = selftest._gemm

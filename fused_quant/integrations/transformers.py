@@ -14,6 +14,7 @@ import copy
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 import warnings
@@ -918,8 +919,10 @@ def from_pretrained(path, *, dtype: torch.dtype | str = "auto", device=None, fus
     layers = _group_layers(model, groups, ignore)
     report = ConversionReport(", ".join(sorted({K.key_name(g.key) for g in groups if layers[g.name]})))
     for group in groups:
-        # the checkpoint's config group by its key (its own name, "group_0", tells a reader nothing)
-        for name, module in _steps(layers[group.name], f"load {K.key_name(group.key)} layers", progress, "layer"):
+        # the checkpoint's config group by its key (its own name, "group_0", tells a reader nothing; both where
+        # two groups have one key)
+        label = K.key_name(group.key) + (f" ({group.name})" if len(groups) > 1 else "")
+        for name, module in _steps(layers[group.name], f"load {label} layers", progress, "layer"):
             # the output dtype the model built the linear in: a router kept in float32 inside a bf16 model (as
             # quantize_model took it from the float linear) comes back as it was saved
             out = module.weight.dtype if module.weight.dtype in ACT_DTYPES else dtype
@@ -1028,21 +1031,40 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         config.dtype = dtype
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    # every file written beside the folder's own first, then moved in, the weights before the config: a write that
-    # fails (a full disk) or is cut short (Ctrl-C) leaves the folder as it was, where a new config.json over an
-    # earlier checkpoint's weights loaded in plain transformers as NaNs with a warning
-    with tempfile.TemporaryDirectory(dir=path, prefix=".fused-quant-save-") as staging:
+    _drop_dead_staging(path)
+    # every file written beside the folder's own first, then moved in, config.json last (after the earlier files
+    # this save replaces are gone): a write that fails (a full disk) or is cut short (Ctrl-C) leaves the folder as it
+    # was, where a new config.json over an earlier checkpoint's weights loaded in plain transformers as NaNs
+    with tempfile.TemporaryDirectory(dir=path, prefix=f"{_STAGING}{os.getpid()}-") as staging:
         staging = Path(staging)
         save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
         config.save_pretrained(staging)
-        has_generation_config = getattr(model, "generation_config", None) is not None
-        if has_generation_config:
+        if getattr(model, "generation_config", None) is not None:
             model.generation_config.save_pretrained(staging)
-        for name in sorted((f.name for f in staging.iterdir()), key=lambda n: (n == "config.json", n)):
-            os.replace(staging / name, path / name)  # config.json last
-    if not has_generation_config:  # an earlier save's file in the folder would be loaded as this model's
-        (path / "generation_config.json").unlink(missing_ok=True)
-    _drop_stale_shards(path)
+        for name in sorted(f.name for f in staging.iterdir() if f.name != "config.json"):
+            os.replace(staging / name, path / name)
+        if getattr(model, "generation_config", None) is None:  # an earlier save's would be loaded as this model's
+            (path / "generation_config.json").unlink(missing_ok=True)
+        _drop_stale_shards(path)
+        os.replace(staging / "config.json", path / "config.json")
+
+
+_STAGING = ".fused-quant-save-"  # save_pretrained's staging folder in the checkpoint folder: this, its pid, a suffix
+
+
+def _drop_dead_staging(path: Path) -> None:
+    """Staging folders in ``path`` that a save killed outright (SIGKILL, a lost node) left behind: those of a process
+    of this machine that is gone (a live one's is its own save's)."""
+    for folder in path.glob(f"{_STAGING}*"):
+        pid = folder.name.removeprefix(_STAGING).partition("-")[0]
+        if not (folder.is_dir() and pid.isdigit()):
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (PermissionError, OverflowError):  # alive under another user; or not a pid
+            continue
 
 
 def _drop_stale_shards(path: Path) -> None:

@@ -544,6 +544,35 @@ def test_a_save_that_fails_leaves_the_folder_as_it_was(tmp_path, monkeypatch, fa
         assert torch.equal(fqt.from_pretrained(tmp_path)(ids).logits, model(ids).logits)
 
 
+def test_a_save_moves_config_json_in_last_and_clears_what_dead_saves_left(tmp_path, monkeypatch):
+    """config.json is the save's last move (an earlier checkpoint's files it replaces gone first), so a failure
+    before it leaves the earlier config in place; a staging folder a killed save left (its process gone) is
+    removed by the next save, and a live process's kept."""
+    make_model("llama", torch.bfloat16).save_pretrained(tmp_path, max_shard_size="100KB")
+    dead, live = tmp_path / ".fused-quant-save-999999999-x", tmp_path / f".fused-quant-save-{os.getpid()}-y"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"partial")
+    model = make_model("llama", torch.bfloat16, seed=1)
+    fqt.quantize_model(model)
+    moved, real = [], os.replace
+
+    def recording(src, dst):
+        moved.append((Path(dst).name, sorted(p.name for p in tmp_path.glob("model*.safetensors*"))))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", recording)
+    fqt.save_pretrained(model, tmp_path)
+    assert [name for name, _ in moved] == ["generation_config.json", "model.safetensors", "config.json"]
+    assert moved[-1][1] == ["model.safetensors"]  # the old shards and their index gone before config.json moves in
+    assert not dead.exists() and live.exists()
+    monkeypatch.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError(28, "No space left")))
+    before = (tmp_path / "config.json").read_bytes()
+    with pytest.raises(OSError):
+        fqt.save_pretrained(model, tmp_path)
+    assert (tmp_path / "config.json").read_bytes() == before
+
+
 def test_missing_folder_and_float_checkpoint_say_what_was_expected(tmp_path):
     with pytest.raises(FileNotFoundError, match="has no config.json; expected a local compressed-tensors checkpoint "
                                                 "folder .*snapshot_download"):

@@ -1851,7 +1851,8 @@ def test_sweep_replot_draws_a_saved_sweep(tmp_path, monkeypatch, capsys):
     for other in ("[1, 2]", '{"rows": 5}', '{"rows": [{"a": 1}]}'):  # JSON of another shape: one line, no traceback
         (tmp_path / "other.json").write_text(other)
         assert s.main(["--out", str(tmp_path / "d"), "--replot", str(log), str(tmp_path / "other.json")]) == 2
-        assert capsys.readouterr().err.startswith("sweep_small_m_gemm: --replot reads a sweep's log and its small_m_gemm_configs")
+        assert capsys.readouterr().err.startswith("sweep_small_m_gemm: --replot reads a sweep's log and its "
+                                                  "small_m_gemm_configs")
     (tmp_path / "afile").write_text("")
     assert s.main(["--out", str(tmp_path / "afile"), "--replot", str(log), str(table)]) == 2
     assert capsys.readouterr().err.startswith(f"sweep_small_m_gemm: --out {tmp_path / 'afile'} cannot be made")
