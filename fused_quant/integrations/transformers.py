@@ -101,10 +101,15 @@ class _GatedActivation(nn.Module):
 
 def _steps(items, desc: str, progress: bool | None, unit: str) -> list:
     """``items`` as a list, iterated with a progress bar on stderr (tqdm, which transformers depends on):
-    ``progress`` None shows it where stderr is a terminal, True always, False never. Always tqdm's terminal
+    ``progress`` None shows it where stderr is a terminal and transformers' bars are on, True always, False never. Always tqdm's terminal
     bar: ``tqdm.auto`` would draw notebook widgets on stdout, even in a notebook run by a script."""
     items = list(items)
-    show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", lambda: False)())
+    show = progress
+    if show is None:  # a terminal, unless bars are off for transformers (its disable_progress_bar(), or the
+        # HF_HUB_DISABLE_PROGRESS_BARS it reads): the switch a user of both already turned
+        from transformers.utils import logging as hf_logging
+
+        show = bool(getattr(sys.stderr, "isatty", lambda: False)()) and hf_logging.is_progress_bar_enabled()
     if not show or not items:
         return items
     from tqdm.std import tqdm

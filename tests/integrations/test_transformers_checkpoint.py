@@ -123,6 +123,30 @@ def test_long_calls_show_progress_on_request_and_on_a_terminal_only(tmp_path, ca
         load_file(str(tmp_path / "shown/model.safetensors")).keys()
 
 
+def test_default_bars_follow_transformers_switch_on_a_terminal(monkeypatch):
+    """progress=None on a terminal: bars, unless transformers' own are off (its disable_progress_bar(), or
+    HF_HUB_DISABLE_PROGRESS_BARS): a user who silenced them silenced ours too; progress=True still draws."""
+    import io
+
+    from transformers.utils import logging as hf_logging
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for enabled in (True, False):
+        err = Terminal()
+        monkeypatch.setattr(sys, "stderr", err)
+        (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
+        try:
+            fqt.quantize_model(make_model("llama", torch.bfloat16), "int8_dynamic_token")
+            drawn = "quantize MLPs: 100%" in err.getvalue()
+            fqt.quantize_model(make_model("llama", torch.bfloat16), "int8_dynamic_token", progress=True)
+        finally:
+            hf_logging.enable_progress_bar()
+        assert drawn == enabled and err.getvalue().count("quantize MLPs: 100%") == 1 + enabled
+
+
 @pytest.mark.parametrize("key", ["int8_dynamic_token", "fp8_dynamic_token"])
 @pytest.mark.parametrize("arch", ["llama", "nemotron", "phi3"])
 def test_quantize_save_load_bitwise(arch, key, tmp_path):
