@@ -1,7 +1,7 @@
 """The ``fused-quant`` command (probe, selftest, bench): what a cluster operator runs on each node.
 
-Text output is for people (wrapped to ``WIDTH`` columns); ``--json`` output is for programs and
-only ever gains keys. Bad flags and environment values exit 2 with one line naming what was
+Text output is for people (wrapped to ``WIDTH`` columns, or a narrower terminal's); ``--json`` output is for
+programs and only ever gains keys. Bad flags and environment values exit 2 with one line naming what was
 expected and what came.
 """
 
@@ -35,8 +35,9 @@ examples:
 
 
 def _wrap(prefix: str, text: str, hang: int = 2) -> str:
-    """``prefix + text`` wrapped to WIDTH; continuation lines under the text, ``hang`` further in."""
-    return textwrap.fill(text, WIDTH, initial_indent=prefix, subsequent_indent=" " * (len(prefix) + hang),
+    """``prefix + text`` wrapped to WIDTH (a narrower terminal's width: ``_text_width``); continuation lines under the
+    text, ``hang`` further in."""
+    return textwrap.fill(text, _text_width(), initial_indent=prefix, subsequent_indent=" " * (len(prefix) + hang),
                          break_long_words=False, break_on_hyphens=False)
 
 
@@ -365,6 +366,12 @@ def _columns(stream) -> int:
         return os.get_terminal_size(stream.fileno()).columns or WIDTH
     except (AttributeError, OSError, ValueError):  # no file descriptor (a test's stream), or not a terminal
         return WIDTH
+
+
+def _text_width() -> int:
+    """The text output's width: WIDTH, or the terminal's where stdout is a narrower one (at least 60 columns, which
+    the probe's label and table columns need); files and pipes get WIDTH."""
+    return max(60, min(WIDTH, _columns(sys.stdout)))
 
 
 def _fit(text: str, width: int) -> str:

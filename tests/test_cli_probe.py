@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import sys
 
 import pytest
 import torch
@@ -113,6 +115,30 @@ def test_bad_env_value_from_the_shell():
     assert r.returncode == 2 and json.loads(r.stdout)["backend"]["name"] is None
     assert r.stderr.startswith("probe: FUSED_QUANT_BACKEND='tritn' is not a backend") and r.stderr.count("\n") == 1
     assert run_cli("probe").stderr == ""
+
+
+def test_text_follows_a_narrower_terminal(node, monkeypatch):
+    """probe's text wrapped to 100 columns whatever the terminal: on an 80-column one every line wrapped again. It
+    takes the terminal's width where that is narrower (at least 60), and 100 in a file or pipe."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+        def fileno(self) -> int:
+            return 1
+
+    node(CPU)
+    for columns, most in ((80, 80), (200, 100), (40, 60)):
+        out = Terminal()
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(cli.os, "get_terminal_size", lambda fd, c=columns: os.terminal_size((c, 24)))
+        assert cli.main(["probe"]) == 0
+        widths = [len(line) for line in out.getvalue().splitlines()]
+        assert max(widths) <= most and max(widths) > most - 15, (columns, max(widths))
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # not a terminal: 100
+    assert cli._text_width() == cli.WIDTH == 100
 
 
 def test_a_bad_backend_value_is_quoted_as_set(node, capsys, monkeypatch):
