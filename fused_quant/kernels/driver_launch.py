@@ -35,6 +35,8 @@ _FORMATS = {"i1": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i",
 _PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
 _ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\(([^)]*)\)")
 _PARAM = re.compile(r"\.param\s+\.[a-z]+?(8|16|32|64)\b")
+# CUDA's grid limits: gridDim.x up to 2^31 - 1, y and z up to 65535
+_MOST_X, _MOST_YZ = 2**31 - 1, 65535
 # cuda.h: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 _PDL_ATTRIBUTE = 6
 
@@ -138,11 +140,12 @@ class DriverLaunch:
     signature order (constexprs included, as Triton's launcher takes them), pointers as addresses."""
 
     __slots__ = ("_launch", "_driver", "_index", "_function", "_nargs", "_lock", "_config", "_config_at", "_attrs",
-                 "_buffer", "_params", "_params_at", "_pack", "_take", "_stream")
+                 "_buffer", "_params", "_params_at", "_pack", "_take", "_stream", "_name")
 
     def __init__(self, driver: _Driver, index: int, function: int, grid, num_warps: int, shared: int, pdl: bool,
-                 nargs: int, keep, fmt: str, scratch: int):
+                 nargs: int, keep, fmt: str, scratch: int, name: str = "?"):
         self._driver, self._launch, self._index = driver, driver.launch, index  # index: the kernel's device
+        self._name = name  # the kernel's, for a refusal's message
         self._nargs = nargs  # the kernel's arguments, constexprs included
         # one launch at a time packs the slots and hands them over: the foreign call lets other threads run
         self._lock = threading.Lock()
@@ -174,7 +177,9 @@ class DriverLaunch:
         if rc:
             text = ctypes.c_char_p()
             self._driver.error_name(rc, ctypes.byref(text))
-            raise DriverError(f"cuLaunchKernelEx failed: {(text.value or b'?').decode()} ({rc})")
+            grid = (self._config.gridDimX, self._config.gridDimY, self._config.gridDimZ)
+            raise DriverError(f"cuLaunchKernelEx failed: {(text.value or b'?').decode()} ({rc}), launching kernel "
+                              f"{self._name} over grid {grid} on CUDA device {self._index}")
 
 
 def of(compiled, grid: tuple, index: int) -> DriverLaunch | None:
@@ -184,8 +189,8 @@ def of(compiled, grid: tuple, index: int) -> DriverLaunch | None:
     meta = getattr(compiled, "metadata", None)
     asm, src = getattr(compiled, "asm", None), getattr(compiled, "src", None)
     if (driver is None or meta is None or not isinstance(asm, dict) or "ptx" not in asm or len(grid) != 3
-            or min(grid) < 1):
-        return None
+            or min(grid) < 1 or grid[0] > _MOST_X or max(grid[1:]) > _MOST_YZ):
+        return None  # a grid past CUDA's limits: the config's 32-bit fields would wrap it; Triton's launcher refuses
     if (getattr(meta, "num_ctas", 1) != 1 or getattr(meta, "launch_cooperative_grid", False)
             or getattr(meta, "global_scratch_size", 0) or getattr(meta, "profile_scratch_size", 0)
             or getattr(meta, "tensordesc_meta", None)):
@@ -200,5 +205,6 @@ def of(compiled, grid: tuple, index: int) -> DriverLaunch | None:
     function = getattr(compiled, "function", None)
     if not isinstance(function, int) or not function:
         return None
+    name = getattr(compiled, "name", None) or getattr(meta, "name", None) or "?"
     return DriverLaunch(driver, index, function, grid, meta.num_warps, meta.shared, bool(getattr(meta, "launch_pdl", False)),
-                        len(signature), *laid)
+                        len(signature), *laid, name=str(name))

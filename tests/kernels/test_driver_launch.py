@@ -36,12 +36,12 @@ SIGNATURE = {"x_ptr": "*i8", "w_ptr": "*fp8e4nv", "M": "i32", "one": "constexpr"
              "BLOCK_N": "constexpr"}
 
 
-def _compiled(ptx=PTX, signature=SIGNATURE, function=0xF00D, **meta):
+def _compiled(ptx=PTX, signature=SIGNATURE, function=0xF00D, name="kernel", **meta):
     fields = dict(num_warps=4, shared=2048, launch_pdl=True, num_ctas=1, launch_cooperative_grid=False,
                   global_scratch_size=0, profile_scratch_size=0)
     fields.update(meta)
     return SimpleNamespace(metadata=SimpleNamespace(**fields), asm={"ptx": ptx}, src=SimpleNamespace(signature=signature),
-                           function=function)
+                           function=function, name=name)
 
 
 class _FakeDriver:
@@ -143,9 +143,18 @@ def test_no_launch_for_an_empty_grid_an_unloaded_kernel_or_without_a_driver(fake
 
 def test_a_refused_launch_raises_with_the_driver_s_error_name(fake):
     fake.rc = 1
-    launch = dv.of(_compiled(), (1, 1, 1), 0)
-    with pytest.raises(dv.DriverError, match=r"CUDA_ERROR_INVALID_VALUE \(1\)"):
+    launch = dv.of(_compiled(name="act_quant_kernel"), (3, 1, 1), 2)
+    with pytest.raises(dv.DriverError, match=r"CUDA_ERROR_INVALID_VALUE \(1\), launching kernel act_quant_kernel "
+                                             r"over grid \(3, 1, 1\) on CUDA device 2$"):
         launch(0, (1, 2, 3, 1, 4, 1.0, 64))
+
+
+def test_a_grid_past_cuda_s_limits_keeps_triton_s_launcher(fake):
+    """The config's grid fields are 32-bit: 2^32 + 5 programs would launch 5. Past CUDA's limits (x 2^31 - 1, y and
+    z 65535) Triton's launcher takes the launch, and refuses it."""
+    assert dv.of(_compiled(), (2**31 - 1, 65535, 65535), 0) is not None
+    for grid in ((2**32 + 5, 1, 1), (2**31, 1, 1), (1, 65536, 1), (1, 1, 65536)):
+        assert dv.of(_compiled(), grid, 0) is None, grid
 
 
 def test_an_argument_of_the_wrong_type_raises_before_the_driver_is_called(fake):
