@@ -151,14 +151,12 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
                 t = {name: min(us) for name, us in passes.items()}
                 # each call after another library's kernel too, as in a decoder (no PDL overlap with the call before)
                 after = {name: min(us) for name, us in timed_passes(calls, graph_us_after_foreign).items()}
-                wbytes = {name: n * k * (2 if name == "bf16" else 1) for name in t}
-                tbps = {name: wbytes[name] / (us * 1e-6) / 1e12 for name, us in t.items()}
-                tbps_after = {name: wbytes[name] / (us * 1e-6) / 1e12 for name, us in after.items()}
+                tbps, pct = _rates(t, n * k, ceiling)
+                tbps_after, pct_after = _rates(after, n * k, ceiling)
                 row = {"shape": label, "kind": kind, "M": m, "N": n, "K": k, "picked": picked, "us": t,
-                       "us_passes": passes,
-                       "weight_TBps": tbps, "pct_ceiling": {k_: 100 * v * 1e3 / ceiling for k_, v in tbps.items()},
+                       "us_passes": passes, "weight_TBps": tbps, "pct_ceiling": pct,
                        "us_after_foreign": after, "weight_TBps_after_foreign": tbps_after,
-                       "pct_ceiling_after_foreign": {k_: 100 * v * 1e3 / ceiling for k_, v in tbps_after.items()}}
+                       "pct_ceiling_after_foreign": pct_after}
                 # a device copy moving the weight's bytes (half read, half written) in one kernel: the
                 # ceiling at this size, ramp and tail included
                 row["copy_same_bytes_us"] = same_bytes
@@ -179,6 +177,13 @@ def bench_gemm(quick: bool = False, ms=GEMM_MS, model: models.Model = LLAMA_3_8B
               + _reach(f['bytes_for_3_6_TBps']), flush=True)
     return {"ceiling_GBps": ceiling, "versions": versions(), "model": model.name, "unswept": missing, "rows": rows,
             "fit": fits}
+
+
+def _rates(times: dict[str, float], weights: int, ceiling: float) -> tuple[dict, dict]:
+    """Each peer's weight TB/s over its microseconds (bf16 streams two bytes a weight, the rest one) and that rate's
+    percentage of the copy ceiling (GB/s)."""
+    tbps = {name: weights * (2 if name == "bf16" else 1) / (us * 1e-6) / 1e12 for name, us in times.items()}
+    return tbps, {name: 100 * v * 1e3 / ceiling for name, v in tbps.items()}
 
 
 def _reach(nbytes: float | None) -> str:

@@ -6,6 +6,7 @@ command-line checks (a GPU, ``--out``, token counts), each a line and exit 2 whe
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import platform
@@ -196,15 +197,15 @@ def captured(fns: list, calls: int) -> torch.cuda.CUDAGraph:
     return graph
 
 
-_FOREIGN: dict = {}
+@functools.cache
+def _foreign_operand() -> torch.Tensor:
+    return torch.zeros(1, device="cuda")
 
 
 def foreign_kernel() -> None:
     """A one-element add: a plain ATen kernel, launched without programmatic dependent launch, as a decoder's
     RMSNorm before qkv and gate_up (attention before o) is to our kernels (``graph_us_after_foreign``)."""
-    if "t" not in _FOREIGN:
-        _FOREIGN["t"] = torch.zeros(1, device="cuda")
-    _FOREIGN["t"].add_(1)
+    _foreign_operand().add_(1)
 
 
 def graph_us_after_foreign(fns: list, calls: int | None = None, replays: int = 7) -> float:

@@ -40,13 +40,13 @@ def whole_number(text: str, what: str = "a whole number") -> int:
     return int(text)
 
 
+_MOST_DIGITS = 18
+
+
 def _too_long(text: str) -> str:
     """What a refusal adds for a number ``_digits`` refuses for its length alone: the limit."""
     too_long = text.isascii() and text.isdigit() and len(text) > _MOST_DIGITS
     return f" of at most {_MOST_DIGITS} digits" if too_long else ""
-
-
-_MOST_DIGITS = 18
 
 
 def _digits(text: str) -> bool:

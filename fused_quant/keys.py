@@ -217,6 +217,11 @@ def is_fp8(key: QuantKey) -> bool:
     return key.dtype in FP8_DTYPES
 
 
+def gemm_kind(key: QuantKey) -> str:
+    """The GEMM kind a key's activations feed (``GemmProblem.kind``, the providers' ``kind``): "fp8" or "int8"."""
+    return "fp8" if is_fp8(key) else "int8"
+
+
 def is_per_token(key: QuantKey) -> bool:
     return key.scale.group_shape.is_per_token()
 

@@ -216,8 +216,8 @@ def _gemm_skip(key, backend: str) -> str:
     leaving ``backend``'s chain (then torch's, as ``_node_gemm`` asks them) no provider of the key's kind. Every such
     call of the node is refused, by the operator's choice; the selftest says so (``fused-quant selftest``'s warning
     line), as ``fused-quant probe`` does."""
-    kind = "fp8" if K.is_fp8(key) else "int8"
-    return _skip(key, backend) or (kinds_left_without_gemms(backend) if kind in kinds_without_gemms(backend) else "")
+    left_without = K.gemm_kind(key) in kinds_without_gemms(backend)
+    return _skip(key, backend) or (kinds_left_without_gemms(backend) if left_without else "")
 
 
 def checks(backend: str, device: torch.device) -> Iterator[Check]:

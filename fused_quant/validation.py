@@ -287,7 +287,7 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
     check_activation_k(x, w, layer)
     n, kw = w.shape
     m = math.prod(x.shape[:-1])
-    kind = "fp8" if K.is_fp8(key) else "int8"
+    kind = K.gemm_kind(key)
     weight_ok = w.dtype in FP8_DTYPES if kind == "fp8" else w.dtype == torch.int8
     if not weight_ok:
         raise QuantDTypeError(f"{name}: key {K.label(key)} needs {kind} weights, layer holds {w.dtype}")

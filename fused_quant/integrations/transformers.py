@@ -1044,11 +1044,12 @@ def save_pretrained(model: nn.Module, path, *, progress: bool | None = None) -> 
         staging = Path(staging)
         save_file(tensors, str(staging / "model.safetensors"), metadata={"format": "pt"})
         config.save_pretrained(staging)
-        if getattr(model, "generation_config", None) is not None:
-            model.generation_config.save_pretrained(staging)
+        generation_config = getattr(model, "generation_config", None)
+        if generation_config is not None:
+            generation_config.save_pretrained(staging)
         for name in sorted(f.name for f in staging.iterdir() if f.name != "config.json"):
             os.replace(staging / name, path / name)
-        if getattr(model, "generation_config", None) is None:  # an earlier save's would be loaded as this model's
+        if generation_config is None:  # an earlier save's would be loaded as this model's
             (path / "generation_config.json").unlink(missing_ok=True)
         _drop_stale_shards(path)
         os.replace(staging / "config.json", path / "config.json")
@@ -1069,7 +1070,7 @@ def _drop_dead_staging(path: Path) -> None:
         except ProcessLookupError:
             shutil.rmtree(folder, ignore_errors=True)
         except (PermissionError, OverflowError):  # alive under another user; or not a pid
-            continue
+            pass
 
 
 def _drop_stale_shards(path: Path) -> None:
