@@ -53,7 +53,12 @@ def _get(name: str) -> str:
 
 def backend() -> str:
     """Requested backend name, lower-cased; validated by backend selection."""
-    return _get("FUSED_QUANT_BACKEND").lower() or "auto"
+    return requested_backend(backend_as_set())
+
+
+def requested_backend(as_set: str | None) -> str:
+    """The backend name a FUSED_QUANT_BACKEND value asks for: stripped, lower-cased; unset or spaces: "auto"."""
+    return (as_set or "").strip().lower() or "auto"
 
 
 def backend_as_set() -> str | None:

@@ -112,7 +112,7 @@ def preferred_backend(info: PlatformInfo) -> str:
 def backend_name_error(env: str | None) -> str | None:
     """What is wrong with a FUSED_QUANT_BACKEND value that names no backend (None: "auto" or a backend's name,
     whether or not that backend can run on this node)."""
-    requested = (env or "").strip().lower() or "auto"  # set to spaces: unset
+    requested = envs.requested_backend(env)
     if requested == "auto" or requested in BACKENDS:
         return None
     return f"FUSED_QUANT_BACKEND={env!r} is not a backend; valid names: {_valid_names()}"
@@ -128,7 +128,7 @@ def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, s
     if env is not None and not isinstance(env, str):
         raise TypeError(f"select_backend: env must be a backend's name, 'auto' or None, got {type(env).__name__} "
                         f"{env!r}; valid names: {_valid_names()}")
-    requested = (env or "").strip().lower() or "auto"  # set to spaces: unset
+    requested = envs.requested_backend(env)
     if requested == "auto":
         want = preferred_backend(info)
         ok, why = BACKENDS[want].is_available(info)
@@ -150,9 +150,10 @@ def select_backend(info: PlatformInfo, env: str | None = "auto") -> tuple[str, s
 def _select_now() -> SelectedBackend:
     from fused_quant.platforms import current_platform
 
-    info, requested = current_platform(), envs.backend()
+    info, as_set = current_platform(), envs.backend_as_set()  # read once: the name asked for and the one selected agree
+    requested = envs.requested_backend(as_set)
     runtime.once("env", envs.snapshot)  # what the selection was made under (``fused-quant probe``)
-    name, reason = select_backend(info, envs.backend_as_set())
+    name, reason = select_backend(info, as_set)
     if requested == "auto" and name == FALLBACK and preferred_backend(info) != FALLBACK:
         logger.warning("fused-quant: %s", reason)
     else:

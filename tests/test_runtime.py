@@ -152,6 +152,17 @@ def test_env_snapshot_is_taken_when_selecting(monkeypatch):
     assert runtime.peek("env")["FUSED_QUANT_BACKEND"] == "torch"
 
 
+def test_the_name_asked_for_and_the_name_selected_come_from_one_read(monkeypatch):
+    """FUSED_QUANT_BACKEND changed by another thread while a selection runs: the selection reports the value it
+    selected by as the one asked for (the environment and each later read say "auto")."""
+    monkeypatch.setenv("FUSED_QUANT_BACKEND", "auto")
+    reads = iter([" Torch "])
+    monkeypatch.setattr(selection.envs, "backend_as_set", lambda: next(reads, "auto"))
+    fq.reset()
+    chosen = fq.current_backend()
+    assert (chosen.name, chosen.requested) == ("torch", "torch")
+
+
 def _race(work, threads: int = 8) -> list[BaseException]:
     """``work(i)`` on ``threads`` threads at once, Python switching threads every microsecond (where a
     read-then-write without a lock loses), each thread's exception kept."""
