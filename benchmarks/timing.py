@@ -237,16 +237,27 @@ def timed_passes(calls: dict, time_of) -> dict[str, list[float]]:
     return timed_in_orders(calls, time_of, (names, names[::-1]))
 
 
+HOLD_CYCLES = 1_000_000  # about 0.5 ms at the H100's / H200's clocks: longer than the host's launch of any graph here
+
+
+def hold_stream() -> None:
+    """Keep the stream busy (a GPU sleep of ``HOLD_CYCLES``) while the host launches the graph that follows, so that
+    a start event recorded between them is reached when the graph can start, not before the host has launched it.
+    With the stream idle each replay's window also held the host's launch of the graph, a bias toward its cost over
+    the graph's calls, largest for the shortest calls (benchmarks/RESULTS.md, fifty-sixth round)."""
+    torch.cuda._sleep(HOLD_CYCLES)
+
+
 def graph_us(fns: list, calls: int | None = None, replays: int = 7) -> float:
     """Median GPU microseconds per call of ``fns`` (called in turn, each typically on its own copy of
-    the operands) replayed from one CUDA graph of ``calls`` calls (``captured``). The stream is idle when a replay's
-    start event is recorded, so its window also holds the host's launch of the graph: a bias of every peer's time
-    toward the launch's cost over ``calls``, largest for the shortest calls (not measured apart)."""
+    the operands) replayed from one CUDA graph of ``calls`` calls (``captured``), each replay's start event recorded
+    behind ``hold_stream``."""
     calls = calls or max(len(fns), 8)
     graph = captured(fns, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(replays):
+        hold_stream()
         start.record()
         graph.replay()
         end.record()
@@ -266,6 +277,7 @@ def sustained_us(fns: list, calls: int, seconds: float, block_ms: float = 10.0) 
     342-346 us in three turns (run 1)."""
     graph = captured(fns, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    hold_stream()
     start.record()
     graph.replay()
     end.record()
@@ -275,6 +287,7 @@ def sustained_us(fns: list, calls: int, seconds: float, block_ms: float = 10.0) 
     blocks = []
     stop = time.perf_counter() + seconds
     while time.perf_counter() < stop or not blocks:
+        hold_stream()
         start.record()
         for _ in range(per_block):
             graph.replay()

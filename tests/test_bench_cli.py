@@ -586,10 +586,13 @@ def test_sustained_us_sizes_its_blocks_from_one_replay_and_times_per_call(monkey
         def elapsed_time(self, end):
             return next(elapsed)
 
+    holds = []
     monkeypatch.setattr(timing, "captured", lambda fns, calls: Graph())
     monkeypatch.setattr(timing.torch.cuda, "Event", Event)
+    monkeypatch.setattr(timing.torch.cuda, "_sleep", holds.append)
     assert timing.sustained_us(["f"], calls=8, seconds=0.0) == 1000.0  # 40 ms over 5 replays of 8 calls
     assert len(replays) == 1 + 5
+    assert holds == [timing.HOLD_CYCLES] * 2  # before the sizing replay's start event and the block's
     replays.clear()
     elapsed = iter([0.0, 10.0])  # a timer that reads 0: one replay taken as 1 us, 10000 replays a block
     assert timing.sustained_us(["f"], calls=1, seconds=0.0) == 1.0
@@ -698,8 +701,10 @@ def test_graph_us_is_the_median_replay_per_call(monkeypatch):
     elapsed = iter([1.6, 0.8, 2.4])  # ms per replay of 16 calls
     monkeypatch.setattr(timing, "captured", lambda fns, calls: Graph())
     monkeypatch.setattr(timing.torch.cuda, "Event", Event)
+    monkeypatch.setattr(timing.torch.cuda, "_sleep", lambda cycles: order.append(("hold", cycles)))
     assert timing.graph_us(["f"], calls=16, replays=3) == 100.0  # the median replay, 1.6 ms over 16 calls
-    assert order == ["record", "replay", "record"] * 3
+    # the stream held busy before each start event: the host's launch of the graph falls outside the window
+    assert order == [("hold", timing.HOLD_CYCLES), "record", "replay", "record"] * 3
 
 
 SCRIPTS = {"tune_act_quant": [], "tune_act_quant_decode": [], "fp8_gemm_accumulation": [],

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fifty-sixth round, run 2: bench mlp, bench host and bench gemm (each call timed back to back and after a foreign
 # kernel), then the report over them (SQNR against round 31 run 2's mlp.json); the archive written after each step
+# (then run2_hold.py: the replays timed with the stream idle and held, side by side)
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=1
 SECONDS=0
 R=/tmp/run2; mkdir -p $R
@@ -16,3 +17,5 @@ python3 -m benchmarks.report $R/gemm/gemm.json $R/mlp/mlp.json $R/host/host.json
 cat $R/rcs.txt
 grep "^mlp M=" $R/bench_mlp.txt | sed 's/SQNR.*//' | cut -c1-330
 sed -n '/| target/,$p' $R/report.txt | cut -c1-230
+timeout 150 python3 benchmarks/results/round56/run2_hold.py > $R/hold.txt 2>&1; save "hold A/B rc $?"
+sed -n '/^summary/,$p' $R/hold.txt
