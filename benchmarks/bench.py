@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from fused_quant import keys as K
+from fused_quant.flags import OUTPUT_FAILED
 
 from benchmarks.timing import bench_graph_us, bench_us, copy_ceiling, loop_us, pyplot, save_figure, versions
 
@@ -249,11 +250,15 @@ def main(args) -> int:
     shaped = {} if model == decode.LLAMA_3_8B else {"model": model}  # the benchmarks' own default otherwise
     print(f"bench: writing to {out}" + (f" ({model.name}: {_shapes_line(model)})" if shaped else ""), flush=True)
     print(f"bench: backend {selected.name} ({selected.reason})", flush=True)
+    from fused_quant.cli import disabled_gemms_warning
+
+    for message in disabled_gemms_warning(selected.name).values():  # as probe and selftest warn
+        print(f"bench: warning: {message}", flush=True)
     if args.which != "host" and pyplot() is None:
         print("bench: matplotlib is not installed: JSON and tables only, no PNG (pip install -e \".[bench]\")",
               flush=True)
     ms = {"ms": args.m} if args.m else {}
-    failed = False  # a JSON file that could not be written (its results then went to stdout)
+    failed = False  # a JSON file that could not be written (its results then went to stdout): exit 74
     if args.which == "all" and act_quant_why:
         print(f"bench: act_quant left out: {act_quant_why}", flush=True)
     if args.which in ("act_quant", "all") and not act_quant_why:
@@ -278,4 +283,4 @@ def main(args) -> int:
         hosts = (runs["host"],) if "host" in runs else ()
         print("\ndecode targets (python -m benchmarks.report renders these files' tables):\n"
               + "\n".join(report.decode_targets(runs.get("gemm"), runs.get("mlp"), hosts)), flush=True)
-    return 2 if failed else 0
+    return OUTPUT_FAILED if failed else 0

@@ -122,7 +122,7 @@ def _env_errors() -> dict[str, str]:
     return found
 
 
-def _disabled_gemms_warning(backend: str | None) -> dict[str, str]:
+def disabled_gemms_warning(backend: str | None) -> dict[str, str]:
     """``env_warnings``' FUSED_QUANT_DISABLED_GEMMS entry (or none): names that disable nothing (a provider the
     application registers is unknown to this command), and the GEMM kinds the names leave ``backend``'s chain
     without (a node may never run one kind): warnings, not errors."""
@@ -162,7 +162,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     report["env_errors"] = _env_errors()
     # warnings, not errors: a provider the application registers is unknown to this command, and a node may never
     # run one kind of GEMM
-    report["env_warnings"] = _disabled_gemms_warning(report["backend"]["name"])
+    report["env_warnings"] = disabled_gemms_warning(report["backend"]["name"])
     if report["env_errors"]:
         code = 2
     report["producers"] = _producer_table()
@@ -467,7 +467,7 @@ def cmd_selftest(args) -> int:
     failed = [r for r in results if not r.ok]
     kinds = summary(results, row.name)
     # as probe warns (the checks ran with every provider the names leave on; a kind left without one was skipped)
-    warnings = _disabled_gemms_warning(row.name)
+    warnings = disabled_gemms_warning(row.name)
     if refused:
         warnings["FUSED_QUANT_BACKEND"] = refused
     if args.json:

@@ -152,7 +152,6 @@ def _select_now() -> SelectedBackend:
 
     info, as_set = current_platform(), envs.backend_as_set()  # read once: the name asked for and the one selected agree
     requested = envs.requested_backend(as_set)
-    runtime.once("env", envs.snapshot)  # what the selection was made under (``fused-quant probe``)
     name, reason = select_backend(info, as_set)
     if requested == "auto" and name == FALLBACK and preferred_backend(info) != FALLBACK:
         logger.warning("fused-quant: %s", reason)

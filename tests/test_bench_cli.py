@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import fused_quant
-from fused_quant import cli
+from fused_quant import cli, flags
 
 from benchmarks import timing
 
@@ -832,9 +832,10 @@ def test_an_out_folder_that_cannot_be_written_to_is_refused_before_the_run(tmp_p
     assert capsys.readouterr().err.strip().splitlines() == [f"bench: --out {out} cannot be written to: Permission denied"]
 
 
-def test_a_json_file_that_cannot_be_written_goes_to_stdout_and_the_run_exits_2(tmp_path, capsys, monkeypatch):
+def test_a_json_file_that_cannot_be_written_goes_to_stdout_and_the_run_exits_74(tmp_path, capsys, monkeypatch):
     """A folder named gemm.json under --force (or a full disk) failed with a traceback after the run, its results
-    lost: the JSON goes to stdout, one line says why, the other files are still written."""
+    lost: the JSON goes to stdout, one line says why, the other files are still written, and the exit status is
+    every command's for output it cannot write (it was 2, a bad flag's)."""
     from benchmarks import decode
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -845,11 +846,26 @@ def test_a_json_file_that_cannot_be_written_goes_to_stdout_and_the_run_exits_2(t
         monkeypatch.setattr(decode, plot, lambda result, path: False)
     (tmp_path / "gemm.json").mkdir()
     monkeypatch.setattr("benchmarks.bench._act_quant_unavailable", lambda: "not here")
-    assert cli.main(["bench", "all", "--quick", "--out", str(tmp_path), "--force"]) == 2
+    assert cli.main(["bench", "all", "--quick", "--out", str(tmp_path), "--force"]) == flags.OUTPUT_FAILED == 74
     captured = capsys.readouterr()
     assert f"bench: cannot write {tmp_path / 'gemm.json'}: Is a directory; its JSON follows on stdout" in captured.err
     assert '"mark": 7' in captured.out
     assert json.loads((tmp_path / "mlp.json").read_text())["mark"] == 8 and (tmp_path / "host.json").is_file()
+
+
+def test_a_disabled_gemm_name_that_disables_nothing_is_warned_by_bench_too(tmp_path, capsys, monkeypatch):
+    """A misspelt FUSED_QUANT_DISABLED_GEMMS entry was warned by probe and selftest, and by nothing under bench
+    (every command runs with the library's own warning silenced): bench prints the same warning line."""
+    from benchmarks import decode
+
+    monkeypatch.setenv("FUSED_QUANT_DISABLED_GEMMS", "scaled_mm_fp9")
+    fused_quant.reset()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(decode, "bench_host", lambda quick: {"versions": {"device": "test"}, "us_per_call": {}})
+    assert cli.main(["bench", "host", "--quick", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    told = [line for line in out if line.startswith("bench: warning: ")]
+    assert len(told) == 1 and "scaled_mm_fp9" in told[0], out
 
 
 def test_tree_names_the_checkouts_commit_and_nothing_outside_one(tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ def _warm() -> None:
 
 def _filled() -> dict[str, bool]:
     return {"platform": runtime.peek("platform") is not None, "backend": runtime.peek("backend") is not None,
-            "env": runtime.peek("env") is not None, "calls": len(registry._CALLS) > 0,
+            "calls": len(registry._CALLS) > 0,
             "gemm": len(gemm._SELECTED) > 0}
 
 
@@ -143,13 +143,6 @@ def test_concurrent_resets_and_fills_stay_consistent():
     for t in threads:
         t.join()
     assert not errors
-
-
-def test_env_snapshot_is_taken_when_selecting(monkeypatch):
-    monkeypatch.setenv("FUSED_QUANT_BACKEND", "torch")
-    fq.reset()
-    assert fq.current_backend().name == "torch"
-    assert runtime.peek("env")["FUSED_QUANT_BACKEND"] == "torch"
 
 
 def test_the_name_asked_for_and_the_name_selected_come_from_one_read(monkeypatch):
