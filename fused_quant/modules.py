@@ -78,6 +78,8 @@ class FusedSiluAndMulAndQuant(nn.Module):
 
         if _tracing_state() is not None:
             raise UnsupportedError(f"FusedSiluAndMulAndQuant: called under torch.jit.trace; {_NO_TORCHSCRIPT}")
+        if isinstance(x, torch.fx.Proxy):
+            raise UnsupportedError(f"FusedSiluAndMulAndQuant: {_NO_FX}")
         if quant_dtype == torch.int8:
             key = K.kInt8DynamicTokenSym
         elif quant_dtype == platform_fp8_dtype():
@@ -105,7 +107,8 @@ def _scale_tensor(scale: object, what: str, layer: str) -> torch.Tensor:
         raise ScaleError(f"{layer}: {what} must be a number or a one-element float32 tensor, got None (a static key "
                          "needs its scale)")
     if not isinstance(scale, torch.Tensor):
-        try:  # a Python or numpy number, a one-element numpy array; never a string or a bool
+        try:  # a Python or numpy number (not a numpy array: float() of one is an error in numpy 2); never a
+            # string or a bool
             if isinstance(scale, (str, bytes, bool)):
                 raise TypeError
             scale = torch.tensor([float(scale)], dtype=torch.float32)
@@ -217,6 +220,9 @@ _NO_TORCHSCRIPT = ("TorchScript cannot hold fused-quant's modules (QuantLinear, 
                    "records no Triton or driver launch (on a GPU its "
                    "graph would return memory no kernel wrote), and script cannot compile its Python; use "
                    "torch.compile or torch.export")
+_NO_FX = ("torch.fx.symbolic_trace cannot trace into fused-quant's modules (QuantLinear, FusedSiluAndMulAndQuant): "
+          "their calls check real tensors and launch kernels; use torch.compile or torch.export, or keep the "
+          "module a leaf of the trace (a torch.fx.Tracer whose is_leaf_module says so)")
 _STRIDED = torch.strided
 _MISSING = object()
 MAX_BOUND = 256  # call signatures a layer keeps bound (more, e.g. every token count of a server: start over)
@@ -542,8 +548,10 @@ class QuantLinear(nn.Module):
             check_static_scale_value(held, what="input_scale (state dict)", layer=self.name)
             if held.dtype != scale.dtype or scale.shape != (1,):
                 state_dict[f"{prefix}input_scale"] = held
+        # before torch installs anything: assign=True puts new tensors in place, and a bound call's views of the
+        # held ones would make torch's swap mode refuse to swap them (a tensor in use elsewhere), part-way through
+        self._unbind()
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        self._unbind()  # load_state_dict(assign=True) puts new tensors in place
         # assign=True installs the state dict's own tensors, of any float dtype and layout: those a copy would give
         ws, bias = self._buffers["weight_scale"], self._buffers["bias"]
         if ws.dtype != torch.float32 or not ws.is_contiguous():
@@ -795,6 +803,8 @@ class QuantLinear(nn.Module):
         if x is None:
             raise TypeError(f"{self.name}: pass x (a tensor or QuantizedActivation) or x_and_scale_quanted=(xq, xs)")
         if not isinstance(x, (torch.Tensor, QuantizedActivation)):
+            if isinstance(x, torch.fx.Proxy):
+                raise UnsupportedError(f"{self.name}: {_NO_FX}")
             raise TypeError(f"{self.name}: x must be a tensor or QuantizedActivation, got {type(x).__name__}")
         try:
             qa = as_quantized_activation(x, self.input_key)
@@ -910,8 +920,9 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     plain-tensor ``x`` is quantized in the same kernel where the layer's own calls do that. Under CUDA graph
     capture too; under torch.compile the two calls."""
     if not isinstance(linear, nn.Module):
-        raise TypeError(f"linear_act_quant: linear must be the linear module, got {type(linear).__name__} "
-                        f"{linear!r}; the arguments are (linear, x, act_fn, consumer)")
+        came = f"of shape {list(linear.shape)}" if isinstance(linear, torch.Tensor) else reprlib.repr(linear)
+        raise TypeError(f"linear_act_quant: linear must be the linear module, got {type(linear).__name__} {came}; "
+                        "the arguments are (linear, x, act_fn, consumer)")
     bound = None
     if type(linear) is QuantLinear and not torch.compiler.is_compiling() and _tracing_state() is None:
         sig = _signature(x, None)  # (under torch.jit.trace the layer's own call refuses it)

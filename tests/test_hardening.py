@@ -469,6 +469,30 @@ def test_a_tensor_that_requires_grad_is_refused_by_load_state_dict_assign_by_nam
     assert torch.equal(layer(x), want) and not getattr(layer, name).requires_grad
 
 
+@pytest.mark.parametrize("assign", [True, False], ids=["assign", "copy"])
+@pytest.mark.parametrize("key", [k for k in KEYS if not K.is_static(k)], ids=K.key_name)
+def test_swap_mode_loads_again_after_the_layer_has_run(key, assign):
+    """Under torch.__future__'s swap mode, a layer loaded, run (its call bound to views of its tensors) and loaded
+    again: torch refused to swap a tensor a bound call held a view of, part-way through the load, and the layer kept
+    the old weight scale beside the new weight. It loads, and computes what a layer built from the new state does."""
+    def made(gain):
+        torch.manual_seed(0)
+        lin = nn.Linear(32, 16).to(torch.bfloat16)
+        lin.weight.data *= gain
+        return fq.QuantLinear.from_float(lin, key, name="L")
+
+    layer, x = made(1.0), torch.randn(4, 32).to(torch.bfloat16)
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        layer.load_state_dict(made(1.0).state_dict(), assign=assign)
+        layer(x)
+        new = made(10.0)
+        layer.load_state_dict(new.state_dict(), assign=assign)
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(False)
+    assert torch.equal(layer(x), new(x))
+
+
 @pytest.mark.parametrize("moved", ["weight", "weight_scale", "bias", "input_scale"])
 def test_assign_of_tensors_on_two_devices_is_refused_before_any_is_installed(moved):
     """``load_state_dict(assign=True)`` whose tensors would leave the layer on two devices (one moved to meta) is
@@ -1090,6 +1114,27 @@ def test_torchscript_is_refused_by_name():
         assert torch.equal(layer(x), layer(x))  # still callable after the refusals
 
 
+def test_fx_symbolic_trace_is_refused_by_name_and_a_leaf_module_traces():
+    """torch.fx.symbolic_trace passes Proxies: the layer said "x must be a tensor ..., got Proxy" and
+    FusedSiluAndMulAndQuant "silu_and_mul input must be a torch.Tensor": both name what cannot trace and the ways
+    that can; a tracer that keeps the layer a leaf traces, and its graph computes what the layer does."""
+    layer = fq.QuantLinear.from_float(nn.Linear(16, 8).to(torch.bfloat16), K.kInt8DynamicTokenSym, name="blk.down")
+    with pytest.raises(fq.UnsupportedError, match="blk.down: torch.fx.symbolic_trace cannot trace into fused-quant's "
+                                                  "modules .*use torch.compile or torch.export"):
+        torch.fx.symbolic_trace(nn.Sequential(nn.ReLU(), layer))
+    with pytest.raises(fq.UnsupportedError, match="FusedSiluAndMulAndQuant: torch.fx.symbolic_trace cannot trace"):
+        torch.fx.symbolic_trace(fq.FusedSiluAndMulAndQuant())
+
+    class Leaves(torch.fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return isinstance(m, fq.QuantLinear) or super().is_leaf_module(m, qualname)
+
+    model = nn.Sequential(nn.ReLU(), layer)
+    traced = torch.fx.GraphModule(model, Leaves().trace(model))
+    x = torch.randn(3, 16).to(torch.bfloat16)
+    assert torch.equal(traced(x), layer(torch.relu(x)))
+
+
 def test_del_of_a_layer_tensor_is_setting_it_to_none():
     layer = _layer(K.kInt8DynamicTokenSym)
     x = torch.randn(3, 16).to(torch.bfloat16)
@@ -1341,6 +1386,9 @@ def test_values_of_the_wrong_python_type_are_type_errors_naming_what_came():
         QuantizedActivation([1], torch.ones(1, 1), torch.bfloat16, torch.Size([1, 1]), key)
     with pytest.raises(TypeError, match="linear_act_quant: linear must be the linear module, got str 'lin'"):
         fq.linear_act_quant("lin", torch.randn(2, 16), fq.SiluAndMul(), None)
+    with pytest.raises(TypeError, match=r"linear must be the linear module, got Tensor of shape \[2, 16\]; the "
+                                        r"arguments are \(linear, x, act_fn, consumer\)$"):  # x first: not its repr
+        fq.linear_act_quant(torch.randn(2, 16), nn.Linear(16, 8), fq.SiluAndMul(), None)
     layer = _layer(key)
     with pytest.raises(TypeError, match="blk.0.proj: x must be a tensor or QuantizedActivation, got list"):
         layer([1.0] * 16)
