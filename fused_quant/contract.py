@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from fused_quant.keys import QuantKey, label, normalize_key, to_quant_key
-from fused_quant.validation import QuantKeyMismatchError
+from fused_quant.validation import QuantKeyMismatchError, described
 
 
 @dataclass
@@ -75,8 +75,7 @@ def get_input_quant_key(layer: torch.nn.Module | None) -> QuantKey | None:
     if key is None:
         # e.g. a layer's name passed for the layer (a consumer of another kind says what it needs)
         if not isinstance(layer, torch.nn.Module) and not hasattr(layer, "requires_unquantized_input"):
-            raise TypeError(f"the consumer layer must be a torch.nn.Module or None, got {type(layer).__name__} "
-                            f"{layer!r}")
+            raise TypeError(f"the consumer layer must be a torch.nn.Module or None, got {described(layer)}")
         return None
     return None if getattr(layer, "requires_unquantized_input", False) else key
 

@@ -262,6 +262,8 @@ def quant_gemm(qa: QuantizedActivation, weight: torch.Tensor, weight_scale: torc
     Under torch.compile this is one opaque custom op (``fused_quant::quant_gemm``), so provider
     choice happens at run time and no provider's shape rules become recompile guards.
     """
+    if layer is not None and not isinstance(layer, str):  # a module here crashed torch.compile's op call
+        raise TypeError(f"quant_gemm: layer must be the layer's name (a str) or None, got {type(layer).__name__}")
     if not isinstance(qa, QuantizedActivation):
         raise TypeError(f"{layer or 'quant_gemm'}: expected a QuantizedActivation, got {type(qa).__name__}")
     key = K.key_name(K.as_key(qa.quant_key, f"{layer or 'quant_gemm'}: QuantizedActivation.quant_key"))

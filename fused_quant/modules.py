@@ -42,6 +42,8 @@ from fused_quant.validation import (
     check_scale_tensor,
     check_bias_values,
     check_dense,
+    check_out_dtype,
+    described,
     check_static_scale_value,
     check_weight_scale_shape,
     check_weight_scale_values,
@@ -84,6 +86,9 @@ class FusedSiluAndMulAndQuant(nn.Module):
             key = K.kInt8DynamicTokenSym
         elif quant_dtype == platform_fp8_dtype():
             key = K.kFp8DynamicTokenSym
+        elif not isinstance(quant_dtype, torch.dtype):  # "int8" would read as a refused int8
+            raise TypeError(f"FusedSiluAndMulAndQuant: quant_dtype must be a torch.dtype (torch.int8 or this node's "
+                            f"FP8 dtype {platform_fp8_dtype()}), got {described(quant_dtype)}")
         else:
             raise QuantDTypeError(f"quant_dtype must be torch.int8 or this node's FP8 dtype "
                                   f"{platform_fp8_dtype()}, got {quant_dtype}")
@@ -322,11 +327,10 @@ class QuantLinear(nn.Module):
         # tensor that reuses a freed one's id is not taken for it; weak, so that it keeps no old scale alive
         self._scale_seen: tuple | None = None
         if name is not None and not isinstance(name, str):  # errors name the layer by it
-            raise TypeError(f"QuantLinear: name must be a string or None, got {type(name).__name__} {name!r}")
+            raise TypeError(f"QuantLinear: name must be a string or None, got {described(name)}")
         where = name or "QuantLinear"
         key = K.as_key(input_key, f"{where}: input_key")
-        if out_dtype not in ACT_DTYPES:
-            raise QuantDTypeError(f"{where}: output dtype must be one of bf16, fp16, fp32; got {out_dtype}")
+        check_out_dtype(out_dtype, where)
         _check_weights(weight, weight_scale, bias, key, where)
         self.input_key = key
         self.out_dtype = out_dtype
@@ -395,8 +399,8 @@ class QuantLinear(nn.Module):
                                        "format, the input scale and the producers that feed the layer follow from "
                                        "it); build a new layer for another key")
             if name == "out_dtype":
-                if value not in ACT_DTYPES:
-                    raise QuantDTypeError(f"{self.name}: output dtype must be one of bf16, fp16, fp32; got {value}")
+                if value not in ACT_DTYPES:  # (self.name is not there yet while the constructor sets it)
+                    check_out_dtype(value, self.name)
                 bias = self._buffers.get("bias")
                 if bias is not None and bias.dtype != value:  # as .to(dtype) sets both
                     self._buffers["bias"] = _held_bias(bias, value, self.name)
@@ -920,8 +924,7 @@ def linear_act_quant(linear: nn.Module, x, act_fn: nn.Module, consumer: nn.Modul
     plain-tensor ``x`` is quantized in the same kernel where the layer's own calls do that. Under CUDA graph
     capture too; under torch.compile the two calls."""
     if not isinstance(linear, nn.Module):
-        came = f"of shape {list(linear.shape)}" if isinstance(linear, torch.Tensor) else reprlib.repr(linear)
-        raise TypeError(f"linear_act_quant: linear must be the linear module, got {type(linear).__name__} {came}; "
+        raise TypeError(f"linear_act_quant: linear must be the linear module, got {described(linear)}; "
                         "the arguments are (linear, x, act_fn, consumer)")
     bound = None
     if type(linear) is QuantLinear and not torch.compiler.is_compiling() and _tracing_state() is None:
@@ -974,7 +977,7 @@ def name_quant_linears(model: nn.Module, prefix: str = "") -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"name_quant_linears: model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(prefix, str):
-        raise TypeError(f"name_quant_linears: prefix must be a string, got {type(prefix).__name__} {prefix!r}")
+        raise TypeError(f"name_quant_linears: prefix must be a string, got {described(prefix)}")
     for path, module in model.named_modules(prefix=prefix):
         if isinstance(module, QuantLinear):
             module.name = path or module.name

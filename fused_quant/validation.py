@@ -49,6 +49,25 @@ def check_tensor(x: object, what: str) -> torch.Tensor:
     return x
 
 
+def described(value: object) -> str:
+    """A value that came in the wrong place, for an error: its type, and a tensor's shape (its values can run to
+    thousands of characters: a swapped argument's), anything else's short repr."""
+    if isinstance(value, torch.Tensor):
+        return f"{type(value).__name__} of shape {list(value.shape)}"
+    return f"{type(value).__name__} {reprlib.repr(value)}"
+
+
+def check_out_dtype(value: object, where: str) -> None:
+    """An output dtype, everywhere one comes in (a layer built, its ``out_dtype`` set, the checked GEMM): a
+    torch.dtype (its name is a TypeError saying so: "got bfloat16" read as a refused bfloat16), one of ACT_DTYPES."""
+    if not isinstance(value, torch.dtype):
+        raise TypeError(f"{where}: output dtype must be a torch.dtype (torch.bfloat16, torch.float16 or "
+                        f"torch.float32), got {described(value)}")
+    if value not in ACT_DTYPES:
+        raise QuantDTypeError(f"{where}: output dtype must be torch.bfloat16, torch.float16 or torch.float32, got "
+                              f"{value}")
+
+
 def check_dense(x: torch.Tensor, what: str) -> None:
     """A dense (strided) tensor: the kernels read memory by strides, which sparse and nested tensors do not have."""
     if x.layout is not torch.strided or x.is_nested:
@@ -315,7 +334,7 @@ def check_gemm_operands(x: torch.Tensor, xs: torch.Tensor, key: K.QuantKey, w: t
         raise ScaleError(f"{name}: per-tensor activation scale must have 1 element, got shape {tuple(xs.shape)}")
     check_weight_scale_shape(ws, n, what="weight scale", layer=name)
     if out_dtype not in ACT_DTYPES:
-        raise QuantDTypeError(f"{name}: output dtype must be bfloat16, float16 or float32, got {out_dtype}")
+        check_out_dtype(out_dtype, name)
     if bias is not None:
         if not isinstance(bias, torch.Tensor) or bias.shape != (n,):
             raise ShapeMismatchError(f"{name}: bias must be [N={n}], got "

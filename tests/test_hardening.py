@@ -607,9 +607,12 @@ def test_input_key_is_fixed_and_out_dtype_checked():
     layer = _layer(K.kInt8DynamicTokenSym)
     with pytest.raises(fq.UnsupportedError, match="blk.0.proj: input_key is fixed when a QuantLinear is built"):
         layer.input_key = K.kInt8StaticTensorSym
-    with pytest.raises(fq.QuantDTypeError, match="blk.0.proj: output dtype must be one of bf16, fp16, fp32; got "
-                                                 "torch.int64"):
+    with pytest.raises(fq.QuantDTypeError, match="blk.0.proj: output dtype must be torch.bfloat16, torch.float16 or "
+                                                 "torch.float32, got torch.int64"):
         layer.out_dtype = torch.int64
+    with pytest.raises(TypeError, match=r"blk.0.proj: output dtype must be a torch.dtype \(torch.bfloat16, "
+                                        r"torch.float16 or torch.float32\), got str 'float16'"):
+        layer.out_dtype = "float16"  # was "must be one of bf16, fp16, fp32; got float16"
     assert layer.input_key is K.kInt8DynamicTokenSym and layer.out_dtype == torch.bfloat16
 
 
@@ -872,6 +875,12 @@ def test_a_wrong_python_type_is_a_type_error_naming_what_was_expected():
         (lambda: fq.expose_input_quant_key("down", K.kInt8DynamicTokenSym),
          "expose_input_quant_key: layer must be a torch.nn.Module, got str"),
         (lambda: fq.name_quant_linears("model"), "name_quant_linears: model must be a torch.nn.Module, got str"),
+        # swapped arguments: the tensor's type and shape, not its values (thousands of characters), and the order
+        (lambda: fq.maybe_fused_act_quant(x, fq.SiluAndMul(), layer),
+         r"act_fn must be the model's activation module .*got Tensor of shape \[2, 32\]; the arguments are "
+         r"\(act_fn, x, linear\)"),
+        (lambda: fq.maybe_fused_act_quant(fq.SiluAndMul(), layer, x),
+         r"the consumer layer must be a torch.nn.Module or None, got Tensor of shape \[2, 32\]$"),
     ]
     for call, message in cases:
         with pytest.raises(TypeError, match=message):
@@ -1754,6 +1763,9 @@ def test_fused_silu_and_mul_and_quant_refuses_torchscript_by_name():
         torch.jit.script(module)
     with pytest.raises(fq.UnsupportedError, match="FusedSiluAndMulAndQuant: called under torch.jit.trace"):
         torch.jit.trace(module, torch.randn(2, 8))
+    with pytest.raises(TypeError, match=r"FusedSiluAndMulAndQuant: quant_dtype must be a torch.dtype \(torch.int8 "
+                                        r"or this node's FP8 dtype .*\), got str 'int8'$"):
+        module(torch.randn(2, 8), quant_dtype="int8")  # was "must be torch.int8 ..., got int8"
     assert repr(fq.FusedSiluAndMulAndQuant("hcu")) == "FusedSiluAndMulAndQuant(numerics='hcu')"
     assert repr(module) == "FusedSiluAndMulAndQuant(numerics=FUSED_QUANT_NUMERICS)"
 

@@ -178,14 +178,25 @@ def test_gemm_scales_devices_and_output_dtype():
     with pytest.raises(DeviceMismatchError, match="activation scale is on meta, activation on cpu"):
         quant_gemm(QuantizedActivation(qa.data, qa.scale.to("meta"), torch.bfloat16, qa.data.shape, qa.quant_key),
                    layer.weight, layer.weight_scale, out_dtype=torch.bfloat16)
-    with pytest.raises(QuantDTypeError, match=r"output dtype must be bfloat16, float16 or float32, got torch.float64"):
+    with pytest.raises(QuantDTypeError, match=r"output dtype must be torch.bfloat16, torch.float16 or torch.float32, "
+                                              r"got torch.float64"):
         quant_gemm(qa, layer.weight, layer.weight_scale, out_dtype=torch.float64)
+    for name in ("bfloat16", "torch.bfloat16"):  # a dtype's name: a wrong type, not a refused bfloat16
+        with pytest.raises(TypeError, match=rf"output dtype must be a torch.dtype .*, got str '{name}'$"):
+            quant_gemm(qa, layer.weight, layer.weight_scale, out_dtype=name)
+        with pytest.raises(TypeError, match=rf"QuantLinear: output dtype must be a torch.dtype .*, got str '{name}'$"):
+            QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, out_dtype=name)
     with pytest.raises(QuantDTypeError, match=r"needs fp8 weights, layer holds torch.int8"):
         quant_gemm(_qa(3, 16, K.kFp8DynamicTokenSym), layer.weight, layer.weight_scale, out_dtype=torch.bfloat16)
-    with pytest.raises(QuantDTypeError, match=r"output dtype must be one of bf16, fp16, fp32; got torch.float64"):
+    with pytest.raises(QuantDTypeError, match=r"output dtype must be torch.bfloat16, torch.float16 or torch.float32, "
+                                              r"got torch.float64"):
         QuantLinear(layer.weight, layer.weight_scale, K.kInt8DynamicTokenSym, out_dtype=torch.float64)
     with pytest.raises(TypeError, match="expected a QuantizedActivation, got Tensor"):
         quant_gemm(qa.data, layer.weight, layer.weight_scale, out_dtype=torch.bfloat16)
+    for wrong in (layer, 3):  # the module itself was taken in eager calls and crashed torch.compile's op call
+        with pytest.raises(TypeError, match=rf"quant_gemm: layer must be the layer's name \(a str\) or None, got "
+                                            rf"{type(wrong).__name__}$"):
+            quant_gemm(qa, layer.weight, layer.weight_scale, out_dtype=torch.bfloat16, layer=wrong)
 
 
 @pytest.mark.parametrize("key_name", list(K.KEYS))
