@@ -266,13 +266,20 @@ class GemmProblem:
     has_bias: bool
 
 
-def _likely_cause(kx: int, kw: int) -> str:
+def _likely_cause(kx: int, kw: int, n: int) -> str:
+    """What likely sent an activation of width ``kx`` to a weight ``[n, kw]``: each cause the sizes fit."""
+    causes = []
+    if kx == n != kw:
+        causes.append(f"the weight is transposed ([K={n}, N={kw}] given where [N, K] is expected: the activation's "
+                      "width is the weight's first dim)")
     if kx == 2 * kw:
-        return ("likely cause: the [m, 2H] gate_up placeholder reached the GEMM instead of the quantized "
-                "activation xq (a linear method that ignores x_and_scale_quanted, or silu_and_mul skipped)")
+        causes.append("the [m, 2H] gate_up placeholder reached the GEMM instead of the quantized activation xq (a "
+                      "linear method that ignores x_and_scale_quanted, or silu_and_mul skipped)")
     if 2 * kx == kw:
-        return "likely cause: the activation was halved twice (silu_and_mul applied to an already activated tensor)"
-    return "likely cause: the activation was produced for another layer or another tensor-parallel shard"
+        causes.append("the activation was halved twice (silu_and_mul applied to an already activated tensor)")
+    if not causes:
+        return "likely cause: the activation was produced for another layer or another tensor-parallel shard"
+    return "likely cause: " + "; or ".join(causes) + "; or an activation produced for another layer"
 
 
 def check_activation_k(x: torch.Tensor, w: torch.Tensor, layer: str | None) -> None:
@@ -288,7 +295,7 @@ def check_activation_k(x: torch.Tensor, w: torch.Tensor, layer: str | None) -> N
         m = math.prod(x.shape[:-1])
         raise ShapeMismatchError(
             f"{name}: expected K={kw} (weight [N={n}, K={kw}]) but received K={kx} "
-            f"(activation {tuple(x.shape)}, M={m}); {_likely_cause(kx, kw)}",
+            f"(activation {tuple(x.shape)}, M={m}); {_likely_cause(kx, kw, n)}",
             layer=layer, m=m, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
 
 

@@ -65,6 +65,13 @@ def test_k_mismatch_in_quant_gemm():
         quant_gemm(qa, layer.weight, layer.weight_scale, out_dtype=torch.bfloat16)
     _check_k_mismatch(exc.value, layer=None, m=5, n=8, k=16, x_shape=(5, 8), kx=8)
     assert str(exc.value).startswith("quant_gemm:") and "halved twice" in str(exc.value)
+    # K = 8 is also the weight's N: each cause the sizes fit is named
+    assert "likely cause: the weight is transposed ([K=8, N=16]" in str(exc.value)
+    wide = _layer(K.kInt8DynamicTokenSym, n=6)  # [N=6, K=16] given transposed, [16, 6]: K is its first dim
+    with pytest.raises(ShapeMismatchError, match=r"likely cause: the weight is transposed \(\[K=16, N=6\] given where "
+                                                 r"\[N, K\] is expected: .*\); or an activation produced for another "
+                                                 r"layer$"):
+        quant_gemm(_qa(5, 16), wide.weight.t().contiguous(), torch.ones(16, 1), out_dtype=torch.bfloat16)
 
 
 def test_gemm_weight_and_activation_rank():
