@@ -3,26 +3,33 @@
 A tiny random Llama (no download) is quantized in place to int8 W8A8 (per-channel weights, per-token
 activations), its MLPs swapped for fused ones (silu_and_mul + quantize as one producer); generation
 runs; the model is saved as a compressed-tensors checkpoint (readable by vLLM) and loaded back.
+Needs the transformers extra: ``pip install -e ".[transformers]"``.
 Run: ``python examples/transformers_w8a8.py [--out DIR] [--targets mlp|all]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig
 
 import fused_quant as fq
-from fused_quant.integrations.transformers import from_pretrained, quantize_model, save_pretrained
+from fused_quant.integrations.transformers import check_versions, from_pretrained, quantize_model, save_pretrained
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog='needs the transformers extra: pip install -e ".[transformers]"')
     parser.add_argument("--out", default=None, help="checkpoint folder (default: a temporary one)")
     parser.add_argument("--targets", default="mlp", choices=("mlp", "all"))
     args = parser.parse_args(argv)
+    ok, why = check_versions()  # a missing extra was a ModuleNotFoundError traceback, --help included
+    if not ok:
+        print(f"transformers_w8a8: {why}", file=sys.stderr)
+        raise SystemExit(2)
+    from transformers import AutoModelForCausalLM, LlamaConfig
 
     torch.manual_seed(0)
     config = LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,

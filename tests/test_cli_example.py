@@ -55,3 +55,21 @@ def test_numerics_folds_case_and_spaces_as_the_variable_does(example, capsys, gi
     with pytest.raises(SystemExit) as exc:
         example.main(["--numerics", "hcuu"])
     assert exc.value.code == 2 and "invalid choice: 'hcuu'" in capsys.readouterr().err
+
+
+TRANSFORMERS_EXAMPLE = EXAMPLE.parent / "transformers_w8a8.py"
+
+
+def test_the_transformers_example_says_what_it_needs_without_its_extra(capsys, monkeypatch):
+    """Without transformers installed the example failed at import with a ModuleNotFoundError traceback, --help
+    included: --help works anywhere, and a run names the missing extra in one line, exit 2."""
+    r = subprocess.run([sys.executable, str(TRANSFORMERS_EXAMPLE), "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and 'needs the transformers extra: pip install -e ".[transformers]"' in r.stdout, r.stderr
+    spec = importlib.util.spec_from_file_location("transformers_w8a8", TRANSFORMERS_EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    missing = "transformers is not installed (pip install 'fused-quant[transformers]')"
+    monkeypatch.setattr(module, "check_versions", lambda: (False, missing))
+    with pytest.raises(SystemExit) as done:
+        module.main([])
+    assert done.value.code == 2 and capsys.readouterr().err == f"transformers_w8a8: {missing}\n"
