@@ -250,7 +250,7 @@ def main(args) -> int:
     shaped = {} if model == decode.LLAMA_3_8B else {"model": model}  # the benchmarks' own default otherwise
     print(f"bench: writing to {out}" + (f" ({model.name}: {_shapes_line(model)})" if shaped else ""), flush=True)
     print(f"bench: backend {selected.name} ({selected.reason})", flush=True)
-    from fused_quant.cli import disabled_gemms_warning
+    from fused_quant.gemm import disabled_gemms_warning
 
     for message in disabled_gemms_warning(selected.name).values():  # as probe and selftest warn
         print(f"bench: warning: {message}", flush=True)

@@ -13,7 +13,7 @@ import os
 import sys
 import textwrap
 
-from fused_quant import envs
+from fused_quant import envs, gemm
 from fused_quant.flags import BROKEN_PIPE, INTERRUPTED, OUTPUT_FAILED, gpu_count, run_guarded, whole_numbers  # noqa: F401
 
 WIDTH = 100  # columns of the text output
@@ -66,16 +66,8 @@ def _producer_table() -> dict[str, list[str]]:
 
 def _gemm_table() -> dict[str, list[str]]:
     from fused_quant.selection import BACKENDS
-    from fused_quant.gemm import gemm_providers
 
-    return {name: [f"{p.name} ({p.kind})" for p in gemm_providers(name)] for name in BACKENDS}
-
-
-def _known_gemm_names() -> set[str]:
-    from fused_quant import gemm
-
-    # every registered provider, the disabled ones included (gemm_providers leaves those out)
-    return gemm.provider_names()
+    return {name: [f"{p.name} ({p.kind})" for p in gemm.gemm_providers(name)] for name in BACKENDS}
 
 
 def _backend_table(info, selected: str | None, requested: str) -> dict[str, dict[str, str]]:
@@ -122,17 +114,6 @@ def _env_errors() -> dict[str, str]:
     return found
 
 
-def disabled_gemms_warning(backend: str | None) -> dict[str, str]:
-    """``env_warnings``' FUSED_QUANT_DISABLED_GEMMS entry (or none): names that disable nothing (a provider the
-    application registers is unknown to this command), and the GEMM kinds the names leave ``backend``'s chain
-    without (a node may never run one kind): warnings, not errors."""
-    from fused_quant.gemm import kinds_left_without_gemms
-
-    said = [m for m in (envs.unknown_disabled_gemms(_known_gemm_names()),
-                        kinds_left_without_gemms(backend) if backend else "") if m]
-    return {"FUSED_QUANT_DISABLED_GEMMS": "; ".join(said)} if said else {}
-
-
 def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     """(the report ``fused-quant probe --json`` prints, its exit status)."""
     import torch
@@ -162,7 +143,7 @@ def probe_report(vllm: bool = False) -> tuple[dict[str, object], int]:
     report["env_errors"] = _env_errors()
     # warnings, not errors: a provider the application registers is unknown to this command, and a node may never
     # run one kind of GEMM
-    report["env_warnings"] = disabled_gemms_warning(report["backend"]["name"])
+    report["env_warnings"] = gemm.disabled_gemms_warning(report["backend"]["name"])
     if report["env_errors"]:
         code = 2
     report["producers"] = _producer_table()
@@ -467,7 +448,7 @@ def cmd_selftest(args) -> int:
     failed = [r for r in results if not r.ok]
     kinds = summary(results, row.name)
     # as probe warns (the checks ran with every provider the names leave on; a kind left without one was skipped)
-    warnings = disabled_gemms_warning(row.name)
+    warnings = gemm.disabled_gemms_warning(row.name)
     if refused:
         warnings["FUSED_QUANT_BACKEND"] = refused
     if args.json:

@@ -221,6 +221,15 @@ def kinds_left_without_gemms(backend: str) -> str:
             f"every such GEMM call will be refused")
 
 
+def disabled_gemms_warning(backend: str | None) -> dict[str, str]:
+    """The commands' (probe, selftest, bench) FUSED_QUANT_DISABLED_GEMMS warning, or none: names that disable
+    nothing (a provider the application registers is unknown to a command), and the GEMM kinds the names leave
+    ``backend``'s chain without (a node may never run one kind): warnings, not errors."""
+    said = [m for m in (envs.unknown_disabled_gemms(provider_names()),
+                        kinds_left_without_gemms(backend) if backend else "") if m]
+    return {"FUSED_QUANT_DISABLED_GEMMS": "; ".join(said)} if said else {}
+
+
 # (problem, backend, disabled names, current backend) -> choice. Predicates are pure functions
 # of the problem and of process-wide facts, so a choice is reused until the runtime state resets.
 _SELECTED = runtime.Cache("gemm_selection")
