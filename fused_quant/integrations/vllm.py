@@ -17,7 +17,8 @@ Entry point ``vllm.general_plugins: fused_quant = fused_quant.integrations.vllm:
 
 Outside the tested range, when a needed vLLM internal is missing or changed, or when a fused-quant
 setting its calls read is bad (a FUSED_QUANT_* value, a backend this node cannot run), it logs one
-line and registers nothing, so vLLM keeps working. Importing ``fused_quant`` never imports this module.
+line and registers nothing, so vLLM keeps working. In every case the FUSED_QUANT_* variables join vLLM's compile
+cache key (``_join_compile_cache_key``): a graph compiled with the plugin active is not loaded without it. Importing ``fused_quant`` never imports this module.
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ import torch
 from fused_quant import envs, runtime
 from fused_quant import keys as K
 from fused_quant.contract import QuantizedActivation
+from fused_quant.errors import FusedQuantError
 from fused_quant.validation import (
     ACT_DTYPES,
     QuantDTypeError,
     QuantKeyMismatchError,
     ScaleError,
+    ShapeMismatchError,
+    check_activation_k,
     check_weight_scale_shape,
     check_weight_scale_values,
 )
@@ -50,7 +54,7 @@ ROW_KEYS = (K.kInt8DynamicTokenSym, K.kFp8DynamicTokenSym, K.kFp8StaticTensorSym
 PLATFORMS = ("CPU", "CUDA", "ROCM")
 
 _state: dict[str, object] = {"done": False, "active": False, "reason": "register() not called", "rows": [],
-                             "kernel": None}
+                             "kernel": None, "placement": None}
 
 
 def _vllm_version() -> tuple[str | None, str]:
@@ -269,7 +273,10 @@ def kernel_class() -> type:
                 qa = QuantizedActivation(x.data, x.scale, x.orig_dtype, x.orig_shape, K.kInt8DynamicTokenSym)
                 out_dtype = x.orig_dtype
             else:
-                qa = quantize(x, K.kInt8DynamicTokenSym)
+                try:
+                    qa = quantize(x, K.kInt8DynamicTokenSym)
+                except FusedQuantError as exc:  # said as QuantLinear says it: the layer, and the K it expects
+                    raise _plain_input_error(x, w, self.layer_name, exc) from None
                 out_dtype = x.dtype
             # vLLM makes biases plain Parameters and never trains them; it runs under inference_mode, where
             # quant_gemm reads no grad flag (a detach there would cost every call)
@@ -282,11 +289,36 @@ def kernel_class() -> type:
     return FusedQuantInt8ScaledMMLinearKernel
 
 
+_AFTER_DECLINE = {  # what vLLM does with a layer the kernel declines, by its place in vLLM's int8 kernel chain
+    "first": "vLLM's own int8 kernels are asked next",
+    "last": "it comes after vLLM's own int8 kernels, which declined the layer too: vLLM has no kernel left for it",
+}
+
+
+def _plain_input_error(x, w: torch.Tensor, layer: str, exc: Exception) -> Exception:
+    """The kernel's refusal of a plain input its quantizer refused (``exc``, which names no layer): a wrong rank
+    or K as the checked GEMM says it, a dtype as ``QuantLinear`` does, else ``exc``'s own words under the layer."""
+    if isinstance(x, torch.Tensor) and x.dim() > 0:
+        try:
+            check_activation_k(x, w, layer)
+        except ShapeMismatchError as named:
+            return named
+    if isinstance(x, torch.Tensor) and x.dtype not in ACT_DTYPES:
+        return QuantDTypeError(f"{layer}: a plain input is quantized to int8 per token here and must be bfloat16, "
+                               f"float16 or float32, got {x.dtype} (a quantized one comes as a QuantizedActivation)")
+    if isinstance(x, torch.Tensor) and x.dim() == 0:
+        return ShapeMismatchError(f"{layer}: activation must have rank >= 1 ([..., K={w.shape[1]}]); got a 0-d "
+                                  "tensor", layer=layer, n=w.shape[0], k=w.shape[1], x_shape=x.shape, w_shape=w.shape)
+    return type(exc)(f"{layer}: {exc}")
+
+
 def _declined(why: str) -> None:
-    """One log line per reason the kernel declines a layer (vLLM then takes its own kernel, and says no more), per
-    runtime generation (``runtime.once``)."""
+    """One log line per reason the kernel declines a layer, per runtime generation (``runtime.once``): the reason,
+    and what follows it where the kernel's place is known (first: vLLM asks its own kernels, and says no more;
+    last: vLLM's own declined already, and the engine fails on the layer)."""
+    after = _AFTER_DECLINE.get(_state.get("placement"), "")
     runtime.once(f"vllm_declined:{why}", lambda: logger.warning(
-        "fused-quant vLLM plugin: %s declines a layer, vLLM's own int8 kernel runs it: %s", KERNEL_NAME, why))
+        "fused-quant vLLM plugin: %s declines a layer: %s%s", KERNEL_NAME, why, f"; {after}" if after else ""))
 
 
 def _kernel_chains(placement: str) -> dict:
@@ -367,7 +399,7 @@ def register() -> None:
         return _inactive(f"vLLM's tables could not be changed: {type(exc).__name__}: {exc}")
     kernel = (f"{placement} among vLLM's int8 kernels on {', '.join(v.platforms)}" if placement != "off"
               else "off (FUSED_QUANT_VLLM_KERNEL=off)")
-    _state.update(active=True, reason="", rows=rows, kernel=kernel)
+    _state.update(active=True, reason="", rows=rows, kernel=kernel, placement=placement)
     added = [f"{r['activation']}->{r['key']}" for r in rows if not r["action"].startswith("keep")]
     logger.warning("fused-quant vLLM plugin active (vLLM %s): producer rows %s; int8 kernel %s %s; fusion %s%s",
                    version, ", ".join(added) or "none", KERNEL_NAME, kernel, "on" if fusion else "off",

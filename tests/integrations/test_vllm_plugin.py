@@ -12,7 +12,7 @@ import torch
 from fused_quant import keys as K
 from fused_quant.integrations import vllm as plugin
 from fused_quant.reference import act_quant_ref
-from fused_quant.validation import QuantKeyMismatchError, ScaleError, ShapeMismatchError
+from fused_quant.validation import QuantDTypeError, QuantKeyMismatchError, ScaleError, ShapeMismatchError
 from tests.helpers import assert_bits_equal, assert_gemm_close
 
 pytestmark = pytest.mark.vllm  # skipped centrally (conftest) where vLLM is not installed
@@ -25,7 +25,7 @@ def fresh(monkeypatch):
     producers, supports = dict(v.producers), dict(v.supports)
     int8 = {p: list(chain) for p, chain in v.possible_int8.items()}
     for name, value in {"done": False, "active": False, "reason": "register() not called", "rows": [],
-                        "kernel": None}.items():  # every field, each put back as it was afterwards
+                        "kernel": None, "placement": None}.items():  # every field, each put back as it was afterwards
         monkeypatch.setitem(plugin._state, name, value)
     yield v
     v.producers.clear()
@@ -194,6 +194,23 @@ def test_the_kernel_says_once_why_it_declines_a_layer(caplog):
         cls.can_implement(_config())
     lines = [r.getMessage() for r in caplog.records if "declines a layer" in r.getMessage()]
     assert len(lines) == 2 and "static activation scales" in lines[0] and "asymmetric" in lines[1]
+    assert not any("vLLM's own" in line for line in lines)  # the kernel's place unknown: nothing said of it
+
+
+@pytest.mark.parametrize("placement,after", [
+    ("first", "; vLLM's own int8 kernels are asked next"),
+    ("last", "; it comes after vLLM's own int8 kernels, which declined the layer too: vLLM has no kernel left for "
+             "it"),
+])
+def test_a_declined_layer_is_said_with_what_follows_for_the_kernels_place(caplog, monkeypatch, placement, after):
+    """The line said "vLLM's own int8 kernel runs it" under every placement; last in the chain, vLLM's own had
+    declined the layer already and the engine then failed on it."""
+    monkeypatch.setitem(plugin._state, "placement", placement)
+    with caplog.at_level(logging.WARNING, logger="fused_quant"):
+        plugin.kernel_class().can_implement(_config(static=True))
+    lines = [r.getMessage() for r in caplog.records if "declines a layer" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].endswith(f"static activation scales are left to vLLM's kernels (this one is "
+                                                 f"per-token){after}"), lines
 
 
 @pytest.mark.parametrize("act", ["silu_and_mul", "relu2"])
@@ -307,6 +324,20 @@ def test_kernel_refuses_wrong_k_and_wrong_key_naming_the_layer():
                                   torch.Size([6, 64]), plugin.to_vllm_key(K.kFp8DynamicTokenSym))
     with pytest.raises(QuantKeyMismatchError, match="down_proj"):
         kernel.apply_weights(layer, wrong)
+
+
+@pytest.mark.parametrize("x,error,message", [
+    (torch.tensor(1.0).to(torch.bfloat16), ShapeMismatchError, r"activation must have rank >= 1 \(\[\.\.\., K=64\]\)"),
+    (torch.zeros(6, 0).to(torch.bfloat16), ShapeMismatchError, r"expected K=64 .* received K=0"),
+    (torch.zeros(6, 64, dtype=torch.int8), QuantDTypeError,
+     r"a plain input is quantized to int8 per token here and must be bfloat16, float16 or float32, got torch.int8"),
+], ids=["0-d", "K=0", "int8 codes"])
+def test_kernel_refuses_a_plain_input_its_quantizer_refuses_naming_the_layer(x, error, message):
+    """The quantizer's refusals of a plain input named "identity" and no layer, and a K of 0 no expected K (README:
+    a wrong-K or wrong-rank operand becomes a ShapeMismatchError naming the layer)."""
+    layer, kernel = _layer()
+    with pytest.raises(error, match=f"^model.layers.0.mlp.down_proj: {message}"):
+        kernel.apply_weights(layer, x)
 
 
 def test_fusion_off_hides_the_key_and_declines_the_producer_rows(fresh, monkeypatch):
