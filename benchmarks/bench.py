@@ -201,7 +201,7 @@ def main(args) -> int:
     """``fused-quant bench``: ``args.which`` in act_quant / gemm / host / mlp / all, ``args.quick``, ``args.out`` (None: a
     fresh ``default_out()``), ``args.force``, ``args.m`` (None: each benchmark's own token counts), ``args.model`` /
     ``args.tp`` (``benchmarks.models``: another decoder's shapes, one GPU's share). Returns 2, with one line on stderr,
-    when it cannot run, or when a JSON file could not be written (``save_json``)."""
+    when it cannot run, and 74 (``OUTPUT_FAILED``) when a JSON file could not be written (``save_json``)."""
     if args.m and args.which == "host":
         print("bench: --m names the token counts of act_quant, gemm and mlp; host times M = 1 only "
               "(python -m benchmarks.profile_host --m M profiles the same calls at M tokens)", file=sys.stderr)

@@ -619,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         command = args.command
         from fused_quant.gemm import unknown_disabled_gemms_told_elsewhere
 
-        with unknown_disabled_gemms_told_elsewhere():  # probe and selftest name it in their own warning line
+        with unknown_disabled_gemms_told_elsewhere():  # probe, selftest and bench name it in their own warning line
             return args.func(args)
 
     return run_guarded(body, lambda: command)

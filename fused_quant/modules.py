@@ -90,7 +90,7 @@ class FusedSiluAndMulAndQuant(nn.Module):
             raise TypeError(f"FusedSiluAndMulAndQuant: quant_dtype must be a torch.dtype (torch.int8 or this node's "
                             f"FP8 dtype {platform_fp8_dtype()}), got {described(quant_dtype)}")
         else:
-            raise QuantDTypeError(f"quant_dtype must be torch.int8 or this node's FP8 dtype "
+            raise QuantDTypeError(f"FusedSiluAndMulAndQuant: quant_dtype must be torch.int8 or this node's FP8 dtype "
                                   f"{platform_fp8_dtype()}, got {quant_dtype}")
         qa = fused_act_quant("silu_and_mul", x, key, numerics=self.numerics or _env_numerics())
         return qa.data, qa.scale
@@ -408,8 +408,7 @@ class QuantLinear(nn.Module):
                 value = self._buffer_value(name, value)
             if name == "name":
                 if value is not None and not isinstance(value, str):  # errors name the layer by it
-                    raise TypeError(f"{self.name}: name must be a string or None, got {type(value).__name__} "
-                                    f"{value!r}")
+                    raise TypeError(f"{self.name}: name must be a string or None, got {described(value)}")
                 named = bool(value)
                 if not named:  # no name: the default one, as the constructor gives
                     value = _default_name(self.weight.shape[-1], self.weight.shape[0])

@@ -416,8 +416,8 @@ def maybe_fused_act_quant(act_fn: torch.nn.Module, x: torch.Tensor, linear: torc
 def _check_act_fn(act_fn: object) -> None:
     if not isinstance(act_fn, torch.nn.Module) and (isinstance(act_fn, (str, type)) or not callable(act_fn)):
         raise TypeError(f"maybe_fused_act_quant: act_fn must be the model's activation module (e.g. "
-                        f"fused_quant.SiluAndMul()), got {described(act_fn)}; the arguments are (act_fn, x, "
-                        "linear), and fused_act_quant takes activation names")
+                        f"fused_quant.SiluAndMul()), got {described(act_fn)}; {_ARGUMENT_ORDER}; fused_act_quant "
+                        "takes activation names")
 
 
 def bound_maybe_call(act_fn: torch.nn.Module, x: torch.Tensor, linear: torch.nn.Module | None,

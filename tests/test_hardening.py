@@ -878,7 +878,7 @@ def test_a_wrong_python_type_is_a_type_error_naming_what_was_expected():
         # swapped arguments: the tensor's type and shape, not its values (thousands of characters), and the order
         (lambda: fq.maybe_fused_act_quant(x, fq.SiluAndMul(), layer),
          r"act_fn must be the model's activation module .*got Tensor of shape \[2, 32\]; the arguments are "
-         r"\(act_fn, x, linear\)"),
+         r"\(act_fn, x, consumer\)"),
         (lambda: fq.maybe_fused_act_quant(fq.SiluAndMul(), layer, x),
          r"the consumer layer must be a torch.nn.Module or None, got Tensor of shape \[2, 32\]$"),
     ]
@@ -1803,4 +1803,6 @@ def test_no_name_is_the_default_name_and_a_name_is_a_string():
     assert layer.name == "QuantLinear(in_features=64, out_features=8)"
     with pytest.raises(TypeError, match="name must be a string or None, got int 5"):
         layer.name = 5
+    with pytest.raises(TypeError, match=r"name must be a string or None, got Tensor of shape \[64, 64\]$"):
+        layer.name = torch.zeros(64, 64)  # its type and shape, not its values
     assert layer.name == "QuantLinear(in_features=64, out_features=8)"

@@ -18,7 +18,8 @@ Entry point ``vllm.general_plugins: fused_quant = fused_quant.integrations.vllm:
 Outside the tested range, when a needed vLLM internal is missing or changed, or when a fused-quant
 setting its calls read is bad (a FUSED_QUANT_* value, a backend this node cannot run), it logs one
 line and registers nothing, so vLLM keeps working. In every case the FUSED_QUANT_* variables join vLLM's compile
-cache key (``_join_compile_cache_key``): a graph compiled with the plugin active is not loaded without it. Importing ``fused_quant`` never imports this module.
+cache key (``_join_compile_cache_key``): a graph compiled with the plugin active is not loaded without it.
+Importing ``fused_quant`` never imports this module.
 """
 
 from __future__ import annotations
