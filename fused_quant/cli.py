@@ -617,9 +617,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             raise
         command = args.command
-        from fused_quant.gemm import unknown_disabled_gemms_told_elsewhere
-
-        with unknown_disabled_gemms_told_elsewhere():  # probe, selftest and bench name it in their own warning line
+        with gemm.unknown_disabled_gemms_told_elsewhere():  # probe, selftest and bench name it in their own warning line
             return args.func(args)
 
     return run_guarded(body, lambda: command)

@@ -43,6 +43,7 @@ from fused_quant.validation import (
     check_bias_values,
     check_dense,
     check_out_dtype,
+    check_plain_input_dtype,
     described,
     check_static_scale_value,
     check_weight_scale_shape,
@@ -815,9 +816,7 @@ class QuantLinear(nn.Module):
             raise QuantKeyMismatchError(f"{self.name}: {exc}") from None
         if qa is not None:
             return qa
-        if x.dtype not in ACT_DTYPES:
-            raise QuantDTypeError(f"{self.name}: a plain input is quantized to {K.key_name(self.input_key)} here and "
-                                  f"must be bfloat16, float16 or float32, got {x.dtype}")
+        check_plain_input_dtype(x, self.input_key, self.name)
         check_activation_k(x, self.weight, self._call_name())  # before its quantization, which would name no layer
         if x.device != self.weight.device:  # as well: a static scale's device would be named, not the layer's
             raise DeviceMismatchError(f"{self.name}: weight is on {self.weight.device}, activation on {x.device}")

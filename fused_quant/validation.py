@@ -282,13 +282,20 @@ def _likely_cause(kx: int, kw: int, n: int) -> str:
     return "likely cause: " + "; or ".join(causes) + "; or an activation produced for another layer"
 
 
+def check_plain_input_dtype(x: torch.Tensor, key: K.QuantKey, layer: str) -> None:
+    """A plain (float) activation that a layer quantizes itself to ``key``: bf16, fp16 or fp32."""
+    if x.dtype not in ACT_DTYPES:
+        raise QuantDTypeError(f"{layer}: a plain input is quantized to {K.key_name(key)} here and must be bfloat16, "
+                              f"float16 or float32, got {x.dtype} (a quantized one comes as a QuantizedActivation)")
+
+
 def check_activation_k(x: torch.Tensor, w: torch.Tensor, layer: str | None) -> None:
     """An activation ``[..., K]`` (float before its quantization, or quantized) for a 2-D weight ``[N, K]``."""
     name = layer or "quant_gemm"
     n, kw = w.shape
     check_dense(x, f"{name}: activation")
     if x.dim() == 0:
-        raise ShapeMismatchError(f"{name}: activation must have rank >= 1 ([..., K]); got a 0-d tensor",
+        raise ShapeMismatchError(f"{name}: activation must have rank >= 1 ([..., K={kw}]); got a 0-d tensor",
                                  layer=layer, n=n, k=kw, x_shape=x.shape, w_shape=w.shape)
     kx = x.shape[-1]
     if kx != kw:

@@ -38,8 +38,8 @@ from fused_quant.validation import (
     QuantDTypeError,
     QuantKeyMismatchError,
     ScaleError,
-    ShapeMismatchError,
     check_activation_k,
+    check_plain_input_dtype,
     check_weight_scale_shape,
     check_weight_scale_values,
 )
@@ -297,19 +297,14 @@ _AFTER_DECLINE = {  # what vLLM does with a layer the kernel declines, by its pl
 
 
 def _plain_input_error(x, w: torch.Tensor, layer: str, exc: Exception) -> Exception:
-    """The kernel's refusal of a plain input its quantizer refused (``exc``, which names no layer): a wrong rank
-    or K as the checked GEMM says it, a dtype as ``QuantLinear`` does, else ``exc``'s own words under the layer."""
-    if isinstance(x, torch.Tensor) and x.dim() > 0:
+    """The kernel's refusal of a plain input its quantizer refused (``exc``, which names no layer): a dtype, a rank
+    or a K as ``QuantLinear`` says them, else ``exc``'s own words under the layer."""
+    if isinstance(x, torch.Tensor):
         try:
+            check_plain_input_dtype(x, K.kInt8DynamicTokenSym, layer)
             check_activation_k(x, w, layer)
-        except ShapeMismatchError as named:
+        except FusedQuantError as named:
             return named
-    if isinstance(x, torch.Tensor) and x.dtype not in ACT_DTYPES:
-        return QuantDTypeError(f"{layer}: a plain input is quantized to int8 per token here and must be bfloat16, "
-                               f"float16 or float32, got {x.dtype} (a quantized one comes as a QuantizedActivation)")
-    if isinstance(x, torch.Tensor) and x.dim() == 0:
-        return ShapeMismatchError(f"{layer}: activation must have rank >= 1 ([..., K={w.shape[1]}]); got a 0-d "
-                                  "tensor", layer=layer, n=w.shape[0], k=w.shape[1], x_shape=x.shape, w_shape=w.shape)
     return type(exc)(f"{layer}: {exc}")
 
 

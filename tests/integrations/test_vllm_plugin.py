@@ -330,7 +330,8 @@ def test_kernel_refuses_wrong_k_and_wrong_key_naming_the_layer():
     (torch.tensor(1.0).to(torch.bfloat16), ShapeMismatchError, r"activation must have rank >= 1 \(\[\.\.\., K=64\]\)"),
     (torch.zeros(6, 0).to(torch.bfloat16), ShapeMismatchError, r"expected K=64 .* received K=0"),
     (torch.zeros(6, 64, dtype=torch.int8), QuantDTypeError,
-     r"a plain input is quantized to int8 per token here and must be bfloat16, float16 or float32, got torch.int8"),
+     r"a plain input is quantized to int8_dynamic_token here and must be bfloat16, float16 or float32, got "
+     r"torch.int8 \(a quantized one comes as a QuantizedActivation\)"),
 ], ids=["0-d", "K=0", "int8 codes"])
 def test_kernel_refuses_a_plain_input_its_quantizer_refuses_naming_the_layer(x, error, message):
     """The quantizer's refusals of a plain input named "identity" and no layer, and a K of 0 no expected K (README:
